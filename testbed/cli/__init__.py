@@ -1,0 +1,34 @@
+"""Command registry for `python -m testbed`.
+
+A command is a module in this package exposing `add_arguments(parser)` and `run(args) -> int`;
+add its module name to COMMANDS (one line) to plug it in.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+
+# command name -> module (testbed.cli.<module>)
+COMMANDS: dict[str, str] = {
+    "profiles": "profiles",
+    "check-profile": "profiles",
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
+    parser = argparse.ArgumentParser(prog="python -m testbed")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, module in COMMANDS.items():
+        mod = importlib.import_module(f"testbed.cli.{module}")
+        sp = sub.add_parser(name, help=(mod.__doc__ or "").strip().splitlines()[0])
+        mod.add_arguments(sp, name)
+        sp.set_defaults(_run=mod.run)
+    args = parser.parse_args(argv)
+    try:
+        return int(args._run(args))
+    except KeyboardInterrupt:
+        return 130

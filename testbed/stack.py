@@ -1,0 +1,38 @@
+"""The stack values (nf-configs/stack.yaml): one home for PLMN, slices, networks, addresses."""
+from __future__ import annotations
+
+import ipaddress
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from testbed import ROOT
+
+STACK_FILE = ROOT / "nf-configs" / "stack.yaml"
+
+
+@lru_cache(maxsize=8)
+def load(path: Path = STACK_FILE) -> dict[str, Any]:
+    with open(path, encoding="utf-8") as fh:
+        return yaml.safe_load(fh)
+
+
+def address(node: str, network: str, values: dict[str, Any] | None = None) -> str:
+    """The node's IPv4 address on a network (KeyError names what is missing)."""
+    v = values or load()
+    try:
+        return str(v["nodes"][node]["networks"][network])
+    except KeyError:
+        raise KeyError(f"nf-configs/stack.yaml: node {node!r} has no address on network {network!r}") from None
+
+
+def fqdn(node: str, values: dict[str, Any] | None = None) -> str:
+    v = values or load()
+    return f"{node}.{v['fqdn_domain']}"
+
+
+def prefixlen(network: str, values: dict[str, Any] | None = None) -> int:
+    v = values or load()
+    return ipaddress.ip_network(v["networks"][network]["subnet"]).prefixlen

@@ -1,0 +1,33 @@
+"""Shared pytest fixtures and skip helpers.
+
+A test that needs something absent skips with a reason naming what is missing; the same
+test runs for real where that thing exists.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED_DATA = ROOT.parent / "shared" / "data"
+
+
+def require_root() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("needs root (network namespaces): run `sudo make test`")
+
+
+def require_tools(*tools: str) -> None:
+    missing = [t for t in tools if shutil.which(t) is None]
+    if missing:
+        pytest.skip(f"missing {', '.join(missing)}: run `make setup`")
+
+
+@pytest.fixture
+def shared_data() -> Path:
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"real data folder {SHARED_DATA} not present (it sits beside the clone in CI)")
+    return SHARED_DATA
