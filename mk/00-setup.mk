@@ -4,7 +4,7 @@
 setup: ## install the host tools and Python packages the testbed and its tests need (Debian/Ubuntu, root)
 	bash scripts/setup-host.sh
 
-test: ## run the test suite (unit, static, network-namespace integration; Docker parts skip with a reason)
+test: setup ## run the test suite (unit, static, network-namespace integration; Docker parts skip with a reason)
 	$(PYTHON) -m pytest -ra $(PYTEST_ARGS)
 
 profiles: ## print every security profile with its plane, protocol and parameters
