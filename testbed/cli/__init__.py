@@ -14,6 +14,7 @@ import sys
 COMMANDS: dict[str, str] = {
     "profiles": "profiles",
     "check-profile": "profiles",
+    "keys": "keys",
 }
 
 
