@@ -15,6 +15,7 @@ COMMANDS: dict[str, str] = {
     "profiles": "profiles",
     "check-profile": "profiles",
     "keys": "keys",
+    "datapath": "datapath",
 }
 
 
