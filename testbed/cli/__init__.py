@@ -16,6 +16,12 @@ COMMANDS: dict[str, str] = {
     "check-profile": "profiles",
     "keys": "keys",
     "datapath": "datapath",
+    "params": "params",
+    "manifest": "manifest",
+    "validity": "validity",
+    "campaign": "campaign",
+    "channels": "channels",
+    "channels-seen": "channels",
 }
 
 

@@ -1,0 +1,173 @@
+"""The channel map (nf-configs/sbi-channels.yaml): which nodes talk on an overlaid plane.
+
+A channel is directed (client opens the connection); overlays care about host pairs
+(unordered), which is what `pairs()` returns. `seen_pairs()` reads a capture and returns
+the host pairs that really talked, so the map can be checked on a real run
+(`python -m testbed channels-seen CAPTURE`).
+"""
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+import logging
+import subprocess
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from testbed import ROOT, stack
+
+log = logging.getLogger(__name__)
+
+CHANNEL_FILE = ROOT / "nf-configs" / "sbi-channels.yaml"
+PHASES = ("startup", "ue")
+# the network that carries each overlaid plane (stack.yaml networks)
+PLANE_NETWORK = {"sbi": "sbi", "n3": "n3"}
+GTPU_PORT = 2152
+
+Pair = tuple[str, str]
+
+
+class ChannelError(ValueError):
+    """The channel map is malformed or names something that does not exist."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Channel:
+    plane: str
+    client: str
+    server: str
+    phase: str
+    requests: str
+    build: str
+    sent_from: str
+    order_dependent: bool
+
+    @property
+    def pair(self) -> Pair:
+        a, b = sorted((self.client, self.server))
+        return a, b
+
+
+@lru_cache(maxsize=4)
+def load(path: Path = CHANNEL_FILE) -> tuple[Channel, ...]:
+    """Every channel of the map, in file order (ChannelError if a field is missing)."""
+    with open(path, encoding="utf-8") as fh:
+        raw = yaml.safe_load(fh)
+    out: list[Channel] = []
+    for plane, rows in raw["planes"].items():
+        if plane not in PLANE_NETWORK:
+            raise ChannelError(f"{path}: unknown plane {plane!r}; known: {', '.join(PLANE_NETWORK)}")
+        for i, row in enumerate(rows):
+            try:
+                ch = Channel(plane=plane, client=row["client"], server=row["server"],
+                             phase=row["phase"], requests=row["requests"], build=row["build"],
+                             sent_from=row["sent_from"], order_dependent=bool(row["order_dependent"]))
+            except KeyError as exc:
+                raise ChannelError(f"{path}: planes.{plane}[{i}] lacks field {exc.args[0]!r}") from None
+            if ch.phase not in PHASES:
+                raise ChannelError(f"{path}: planes.{plane}[{i}] phase {ch.phase!r} is not one of {PHASES}")
+            out.append(ch)
+    return tuple(out)
+
+
+def channels(plane: str = "sbi", phase: str | None = None) -> list[Channel]:
+    if plane not in PLANE_NETWORK:
+        raise ChannelError(f"unknown plane {plane!r}; known: {', '.join(PLANE_NETWORK)}")
+    if phase is not None and phase not in PHASES:
+        raise ChannelError(f"unknown phase {phase!r}; known: {', '.join(PHASES)}")
+    return [c for c in load() if c.plane == plane and (phase is None or c.phase == phase)]
+
+
+def pairs(plane: str = "sbi", phase: str | None = None,
+          include_order_dependent: bool = True) -> list[Pair]:
+    """Host pairs (names sorted inside each pair), sorted, without duplicates."""
+    return sorted({c.pair for c in channels(plane, phase)
+                   if include_order_dependent or not c.order_dependent})
+
+
+def nodes(plane: str = "sbi") -> list[str]:
+    """Every node that takes part in some channel of the plane, sorted."""
+    return sorted({n for pair in pairs(plane) for n in pair})
+
+
+def partners(node: str, plane: str = "sbi") -> list[str]:
+    """The nodes `node` shares a host pair with on that plane, sorted."""
+    return sorted({b if a == node else a for a, b in pairs(plane) if node in (a, b)})
+
+
+# --- checking the map against a capture ------------------------------------------------------
+
+def _address_map(plane: str, values: dict[str, Any]) -> dict[str, str]:
+    net = PLANE_NETWORK[plane]
+    return {str(spec["networks"][net]): name for name, spec in values["nodes"].items()
+            if net in spec.get("networks", {})}
+
+
+def capture_filter(plane: str, values: dict[str, Any]) -> str:
+    """tshark display filter for connection starts: TCP SYNs to the SBI port (or GTP-U for
+    n3), IKE_SA_INIT requests, WireGuard handshake initiations."""
+    subnet = values["networks"][PLANE_NETWORK[plane]]["subnet"]
+    starts = (f"(tcp.flags.syn == 1 && tcp.flags.ack == 0 && tcp.dstport == {values['sbi_port']})"
+              if plane == "sbi" else f"(udp.port == {GTPU_PORT} && !icmp)")
+    return (f"ip.src == {subnet} && ip.dst == {subnet} && "
+            f"({starts} || (isakmp.exchangetype == 34 && isakmp.rspi == 00:00:00:00:00:00:00:00) || wg.type == 1)")
+
+
+def seen_pairs(capture: Path, plane: str = "sbi",
+               values: dict[str, Any] | None = None) -> tuple[list[Pair], list[str]]:
+    """(host pairs seen in the capture, addresses seen that belong to no node)."""
+    v = values or stack.load()
+    cmd = ["tshark", "-n", "-r", str(capture), "-Y", capture_filter(plane, v),
+           "-T", "fields", "-e", "ip.src", "-e", "ip.dst"]
+    try:
+        res = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    except FileNotFoundError:
+        raise ChannelError("tshark not found: run `make setup`") from None
+    if res.returncode != 0:
+        raise ChannelError(f"tshark could not read {capture}: {res.stderr.strip()}")
+    by_addr = _address_map(plane, v)
+    found: set[Pair] = set()
+    unknown: set[str] = set()
+    for line in res.stdout.splitlines():
+        fields = line.split("\t")
+        if len(fields) < 2 or not fields[0] or not fields[1]:
+            continue
+        # with tunnels (IP-in-IP) tshark lists outer,inner: the outer header is the wire
+        src, dst = fields[0].split(",")[0], fields[1].split(",")[0]
+        names = [by_addr.get(src), by_addr.get(dst)]
+        for addr, name in zip((src, dst), names):
+            if name is None and ipaddress.ip_address(addr) != ipaddress.ip_address(
+                    v["networks"][PLANE_NETWORK[plane]]["gateway"]):
+                unknown.add(addr)
+        if names[0] and names[1] and names[0] != names[1]:
+            a, b = sorted((names[0], names[1]))
+            found.add((a, b))
+    return sorted(found), sorted(unknown)
+
+
+@dataclasses.dataclass(frozen=True)
+class PairDiff:
+    seen: list[Pair]
+    expected: list[Pair]
+    missing: list[Pair]             # in the map (not order-dependent) but not seen
+    missing_optional: list[Pair]    # order-dependent pairs not seen (fine)
+    unexpected: list[Pair]          # seen but not in the map
+
+    @property
+    def ok(self) -> bool:
+        return not self.missing and not self.unexpected
+
+
+def diff(seen: list[Pair], plane: str = "sbi", nodes_present: list[str] | None = None) -> PairDiff:
+    """Compare seen host pairs to the map (limited to pairs whose nodes are both present)."""
+    def keep(p: Pair) -> bool:
+        return nodes_present is None or (p[0] in nodes_present and p[1] in nodes_present)
+    required = {p for p in pairs(plane, include_order_dependent=False) if keep(p)}
+    allowed = {p for p in pairs(plane) if keep(p)}
+    s = set(seen)
+    return PairDiff(seen=sorted(s), expected=sorted(allowed),
+                    missing=sorted(required - s), missing_optional=sorted((allowed - required) - s),
+                    unexpected=sorted(s - allowed))
