@@ -1,0 +1,103 @@
+"""Campaign plans: which runs a campaign needs, in a seeded shuffled order, and which are done.
+
+A campaign is profiles x repetitions of one experiment. Each (profile, repetition) is a slot
+with a fixed id (`<experiment>.<profile>.r<NN>`); a run records the slot it fills in its
+manifest. Resume = skip every slot that has a complete, not-invalid run; a slot whose runs
+are all incomplete/interrupted/failed/invalid is run again in a new run directory (old ones
+are kept as they are). The order is shuffled per repetition with a recorded seed, to spread
+drift over profiles (flent does the same).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+from testbed import manifest, profiles, runparams
+
+
+@dataclasses.dataclass(frozen=True)
+class Slot:
+    id: str
+    experiment: str
+    profile: str
+    rep: int
+    status: str            # done | todo | redo (earlier runs not complete or invalid)
+    runs: tuple[str, ...]  # earlier run ids for this slot
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def slot_id(experiment: str, profile: str, rep: int) -> str:
+    return f"{experiment}.{profile}.r{rep:02d}"
+
+
+def campaign_profiles(experiment: str, requested: list[str] | None = None) -> list[str]:
+    """Every profile of the experiment's plane (the baseline included), or the requested ones."""
+    plane = runparams.PLANE[experiment]
+    if not requested:
+        return profiles.names(plane)
+    errors = []
+    for p in requested:
+        try:
+            profiles.get(p, plane)
+        except profiles.ProfileError as exc:
+            errors.append(str(exc))
+    if errors:
+        raise profiles.ProfileError("\n".join(errors))
+    return list(dict.fromkeys(requested))
+
+
+def _slot_status(results: Path, campaign: str, experiment: str, profile: str,
+                 sid: str, mark_stale: bool) -> tuple[str, tuple[str, ...]]:
+    run_ids = []
+    done = False
+    for run_dir in manifest.runs(results, campaign, experiment, profile):
+        try:
+            m = manifest.load(run_dir)
+        except manifest.ManifestError:
+            continue
+        if m.get("slot") != sid:
+            continue
+        if mark_stale and m.get("state") == "running":
+            manifest.mark_stale(run_dir)
+            m = manifest.load(run_dir)
+        run_ids.append(run_dir.name)
+        if m.get("state") == "complete" and m.get("valid") is not False:
+            done = True
+    if done:
+        return "done", tuple(run_ids)
+    return ("redo" if run_ids else "todo"), tuple(run_ids)
+
+
+def plan(results: Path, campaign: str, experiment: str, reps: int, seed: int,
+         requested: list[str] | None = None, mark_stale: bool = False) -> list[Slot]:
+    """All slots in run order: repetition by repetition, profiles shuffled with seed + rep."""
+    names = campaign_profiles(experiment, requested)
+    out: list[Slot] = []
+    for rep in range(1, reps + 1):
+        order = list(names)
+        random.Random(seed * 1000 + rep).shuffle(order)
+        for p in order:
+            sid = slot_id(experiment, p, rep)
+            status, run_ids = _slot_status(results, campaign, experiment, p, sid, mark_stale)
+            out.append(Slot(sid, experiment, p, rep, status, run_ids))
+    return out
+
+
+def record_plan(results: Path, campaign: str, experiment: str, seed: int, reps: int,
+                slots: list[Slot], params: dict[str, str]) -> Path:
+    """Write this invocation's plan beside the runs (a new file each time, never overwritten)."""
+    d = Path(results) / campaign / "plans"
+    d.mkdir(parents=True, exist_ok=True)
+    stamp = manifest.new_run_id()
+    path = d / f"{stamp}-{experiment}.json"
+    with open(path, "x", encoding="utf-8") as fh:
+        json.dump({"campaign": campaign, "experiment": experiment, "seed": seed, "reps": reps,
+                   "created": manifest.utcnow(), "parameters": params,
+                   "slots": [s.to_dict() for s in slots]}, fh, indent=2)
+        fh.write("\n")
+    return path

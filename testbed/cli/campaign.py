@@ -1,0 +1,50 @@
+"""Plan a campaign: every slot (profile x repetition) in seeded shuffled order, with its status."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from testbed import campaign, profiles, runparams
+
+
+def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
+    parser.add_argument("experiment", choices=runparams.EXPERIMENTS)
+    parser.add_argument("assignments", nargs="*", metavar="KEY=VALUE",
+                        help="the experiment's parameters, checked and recorded with the plan")
+    parser.add_argument("--results", type=Path, required=True, help="results root")
+    parser.add_argument("--campaign", required=True)
+    parser.add_argument("--reps", type=int, default=1, help="repetitions of every profile")
+    parser.add_argument("--seed", type=int, default=1, help="seed of the shuffled order")
+    parser.add_argument("--profiles", default="", help="space-separated ids (default: all of the plane)")
+    parser.add_argument("--record", action="store_true", help="write the plan to <campaign>/plans/")
+    parser.add_argument("--mark-stale", action="store_true",
+                        help="mark runs left 'running' by a dead driver as incomplete")
+
+
+def run(args: argparse.Namespace) -> int:
+    raw = dict(a.partition("=")[::2] for a in args.assignments)
+    errors = []
+    if args.reps < 1:
+        errors.append(f"REPS={args.reps}: must be at least 1")
+    try:
+        runparams.validate(args.experiment, {**raw, "CAMPAIGN": args.campaign})
+    except runparams.ParamError as exc:
+        errors.extend(str(exc).splitlines())
+    try:
+        slots = campaign.plan(args.results, args.campaign, args.experiment, max(args.reps, 1), args.seed,
+                              args.profiles.split(), mark_stale=args.mark_stale)
+    except profiles.ProfileError as exc:
+        errors.extend(str(exc).splitlines())
+        slots = []
+    if errors:
+        for e in errors:
+            print(f"error: {e}", file=sys.stderr)
+        return 2
+    for s in slots:
+        print(f"{s.id}\t{s.profile}\t{s.rep}\t{s.status}")
+    if args.record:
+        path = campaign.record_plan(args.results, args.campaign, args.experiment, args.seed, args.reps,
+                                    slots, raw)
+        print(f"plan recorded in {path}", file=sys.stderr)
+    return 0

@@ -1,0 +1,29 @@
+"""Check a run's capture: the claimed overlay on the wire, no plaintext; record it in the manifest."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from testbed import manifest, profiles, validity
+
+
+def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
+    parser.add_argument("run_dir", type=Path, help="the run directory (holding manifest.json)")
+    parser.add_argument("--no-record", action="store_true", help="only print; leave the manifest alone")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        verdict = validity.check_run(args.run_dir, record=not args.no_record)
+    except (manifest.ManifestError, profiles.ProfileError, validity.CaptureError) as exc:
+        print(f"error: validity {args.run_dir}: {exc}", file=sys.stderr)
+        return 1
+    if verdict.valid:
+        print(f"VALID: {verdict.details}")
+        return 0
+    bar = "!" * 78
+    print(f"{bar}\nINVALID RUN {args.run_dir}\n{verdict.details}\n"
+          "The overlay this run claims was not on the wire, or plaintext leaked: its data must not be "
+          f"used. Check the overlay (make doctor, the run's logs) and run again.\n{bar}", file=sys.stderr)
+    return 1

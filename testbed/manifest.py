@@ -1,0 +1,383 @@
+"""Run directories and their manifest.json (docs/manifest.md; schema: testbed/schemas/).
+
+A run directory `$RESULTS/<campaign>/<experiment>/<profile>/<run>/` is created once with a
+fresh, never reused run id. Its manifest is written at start (state "running") and rewritten
+atomically (temporary file + rename) whenever the driver records a file, a command, a UE,
+a failed attach or the end state. Raw files are written once by the drivers and never touched
+here. No statistics are computed here.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import os
+import platform
+import re
+import secrets
+import shutil
+import socket
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from testbed import ROOT, profiles, runparams, stack
+
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+SCHEMA_FILE = ROOT / "testbed" / "schemas" / "manifest.schema.json"
+MANIFEST = "manifest.json"
+STATES = ("running", "complete", "incomplete", "interrupted", "failed")
+END_STATES = STATES[1:]
+KINDS = ("ping", "pcap", "iperf3", "cpu", "log")
+RUN_ID = re.compile(r"^\d{8}T\d{6}Z-[0-9a-f]{4}$")
+
+
+class ManifestError(RuntimeError):
+    """A run directory or manifest is missing, malformed, or would be overwritten."""
+
+
+def utcnow() -> str:
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def new_run_id(now: dt.datetime | None = None) -> str:
+    now = now or dt.datetime.now(dt.timezone.utc)
+    return f"{now:%Y%m%dT%H%M%SZ}-{secrets.token_hex(2)}"
+
+
+# ---------------------------------------------------------------- facts about host and tools
+
+def _out(argv: list[str], timeout: float = 5.0) -> str | None:
+    """First non-empty line of a command's output, or None when it is absent or fails."""
+    if shutil.which(argv[0]) is None and not Path(argv[0]).is_file():
+        return None
+    try:
+        res = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    text = (res.stdout or "") + (res.stderr or "")
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()
+    return None
+
+
+def _version(pattern: str, line: str | None) -> str | None:
+    if line is None:
+        return None
+    m = re.search(pattern, line)
+    return m.group(1) if m else line
+
+
+def host_facts() -> dict[str, Any]:
+    cpu_model, flags = None, ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name" and cpu_model is None:
+                cpu_model = value.strip()
+            elif key.strip() == "flags" and not flags:
+                flags = value
+    except OSError:
+        pass
+    return {"kernel": platform.release(), "cpu_model": cpu_model,
+            "aes_ni": "aes" in flags.split(), "hostname": socket.gethostname(),
+            "nproc": os.cpu_count() or 0}
+
+
+def git_commit() -> tuple[str | None, bool | None]:
+    commit = _out(["git", "-C", str(ROOT), "rev-parse", "HEAD"])
+    if commit is None or not re.fullmatch(r"[0-9a-f]{40}", commit):
+        return None, None
+    try:
+        res = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
+                             capture_output=True, text=True, timeout=10, check=False)
+        dirty = bool(res.stdout.strip())
+    except (OSError, subprocess.TimeoutExpired):
+        dirty = None
+    return commit, dirty
+
+
+def image_facts(images: list[str]) -> dict[str, Any]:
+    """Image name -> {id, version label} from the local Docker engine (None when absent)."""
+    out: dict[str, Any] = {}
+    for name in images:
+        line = _out(["docker", "image", "inspect", "--format",
+                     '{{.Id}} {{index .Config.Labels "org.opencontainers.image.version"}}', name])
+        if line and line.startswith("sha256:"):
+            ident, _, label = line.partition(" ")
+            out[name] = {"id": ident, "version": label.strip() or None}
+        else:
+            out[name] = None
+    return out
+
+
+def versions(images: list[str] | None = None) -> dict[str, Any]:
+    values = stack.load()
+    commit, dirty = git_commit()
+    charon = "/usr/lib/ipsec/charon"
+    return {
+        "testbed_commit": commit,
+        "testbed_dirty": dirty,
+        "open5gs": values.get("open5gs_version"),
+        "ueransim": values.get("ueransim_version"),
+        "strongswan": _version(r"strongSwan ([\d.]+)", _out([charon, "--version"])),
+        "wireguard_tools": _version(r"v([\d.]+)", _out(["wg", "--version"])),
+        "wireguard_go": _version(r"v([\d.]+)", _out(["wireguard-go", "--version"])),
+        "tshark": _version(r"TShark \(Wireshark\) ([\d.]+)", _out(["tshark", "--version"])),
+        "iperf3": _version(r"iperf ([\d.]+)", _out(["iperf3", "--version"])),
+        "ping": _version(r"iputils (\S+)", _out(["ping", "-V"])),
+        "images": image_facts(images or []),
+    }
+
+
+def datapath_for(protocol: str, facts: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The manifest's datapath object: what the host offers for the profile's protocol.
+
+    `facts` is testbed.datapath.detect() when available. The driver overwrites it with what the
+    overlay entrypoint actually reported (`datapath: ipsec=...` lines) via set_datapath().
+    """
+    dp: dict[str, Any] = {"ipsec": None, "wireguard": None, "userspace": False}
+    if protocol not in ("ipsec", "wireguard"):
+        return dp                    # baseline and TLS: no kernel/userspace choice to record
+    if facts is None:
+        try:
+            from testbed import datapath  # wireguard area; optional at import time
+            facts = datapath.detect()
+        except Exception as exc:  # noqa: BLE001 - detection must never stop a run
+            log.warning("datapath detection unavailable: %s", exc)
+            facts = {}
+    if protocol == "ipsec":
+        dp["ipsec"] = _datapath_value(facts.get("ipsec"), ("kernel", "libipsec"))
+    elif protocol == "wireguard":
+        dp["wireguard"] = _datapath_value(facts.get("wireguard"), ("kernel", "wireguard-go"))
+    dp["userspace"] = dp["ipsec"] == "libipsec" or dp["wireguard"] == "wireguard-go"
+    return dp
+
+
+def _datapath_value(v: Any, allowed: tuple[str, ...]) -> str | None:
+    if isinstance(v, dict):
+        v = v.get("datapath") or v.get("mode")
+    return v if v in allowed else None
+
+
+# ---------------------------------------------------------------- reading and writing
+
+def path_of(run_dir: Path) -> Path:
+    return Path(run_dir) / MANIFEST
+
+
+def load(run_dir: Path) -> dict[str, Any]:
+    p = path_of(run_dir)
+    try:
+        with open(p, encoding="utf-8") as fh:
+            return json.load(fh)
+    except FileNotFoundError:
+        raise ManifestError(f"{p}: no manifest (is {run_dir} a run directory?)") from None
+    except json.JSONDecodeError as exc:
+        raise ManifestError(f"{p}: not valid JSON ({exc})") from None
+
+
+def write(run_dir: Path, manifest: dict[str, Any]) -> None:
+    """Replace manifest.json atomically: a reader sees the old or the new file, never half."""
+    p = path_of(run_dir)
+    tmp = p.with_name(f".{MANIFEST}.{os.getpid()}.tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(manifest, fh, indent=2, sort_keys=False)
+        fh.write("\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, p)
+
+
+def validate(manifest: dict[str, Any]) -> list[str]:
+    """Schema errors, one line each ('' path = top level); empty when valid."""
+    import jsonschema
+    with open(SCHEMA_FILE, encoding="utf-8") as fh:
+        schema = json.load(fh)
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = []
+    for e in sorted(validator.iter_errors(manifest), key=lambda e: list(e.absolute_path)):
+        where = "/".join(str(x) for x in e.absolute_path) or "(top)"
+        errors.append(f"{where}: {e.message}")
+    return errors
+
+
+# ---------------------------------------------------------------- lifecycle
+
+def create(results: Path, experiment: str, profile_id: str, raw_params: dict[str, str],
+           images: list[str] | None = None, datapath_facts: dict[str, Any] | None = None,
+           driver_pid: int | None = None) -> Path:
+    """A new run directory with its manifest in state "running"; returns the directory.
+
+    Parameters are validated again (runparams) so a manifest never holds an unchecked value.
+    """
+    params = runparams.validate(experiment, raw_params, profile_id)
+    prof = profiles.get(profile_id, runparams.PLANE[experiment])
+    campaign = params["campaign"] or "adhoc"
+    parent = Path(results) / campaign / experiment / prof.id
+    parent.mkdir(parents=True, exist_ok=True)
+    for _ in range(100):
+        run = new_run_id()
+        run_dir = parent / run
+        try:
+            run_dir.mkdir()          # fails if it exists: a run id is never reused
+        except FileExistsError:
+            continue
+        break
+    else:
+        raise ManifestError(f"{parent}: could not find an unused run id")
+    manifest: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "experiment": experiment,
+        "profile": prof.id,
+        "plane": runparams.PLANE[experiment],
+        "protocol": prof.protocol,
+        "campaign": campaign,
+        "run": run,
+        "slot": params["slot"] or None,
+        "state": "running",
+        "reason": None,
+        "valid": None,
+        "validity": None,
+        "datapath": datapath_for(prof.protocol, datapath_facts),
+        "parameters": {k: v for k, v in params.items() if k not in ("profile", "campaign", "slot")},
+        "profile_params": dict(prof.params),
+        "host": host_facts(),
+        "versions": versions(images),
+        "started": utcnow(),
+        "finished": None,
+        "driver": {"pid": driver_pid or os.getppid(), "hostname": socket.gethostname()},
+        "commands": [],
+        "files": [],
+        "ues": [],
+        "attach_failures": [],
+        "events": [],
+    }
+    errors = validate(manifest)
+    if errors:
+        raise ManifestError("new manifest does not match the schema (a bug): " + "; ".join(errors))
+    write(run_dir, manifest)
+    log.info("run directory %s", run_dir)
+    return run_dir
+
+
+def _running(run_dir: Path) -> dict[str, Any]:
+    m = load(run_dir)
+    if m.get("state") != "running":
+        raise ManifestError(f"{path_of(run_dir)}: run is {m.get('state')!r}, not running: "
+                            "a finished run is never modified; start a new run")
+    return m
+
+
+def add_file(run_dir: Path, rel: str, kind: str, attrs: dict[str, Any]) -> None:
+    run_dir = Path(run_dir)
+    if kind not in KINDS:
+        raise ManifestError(f"unknown file kind {kind!r}; valid: {', '.join(KINDS)}")
+    target = (run_dir / rel).resolve()
+    if run_dir.resolve() not in target.parents:
+        raise ManifestError(f"{rel}: a run's files must lie inside {run_dir}")
+    if not target.is_file():
+        raise ManifestError(f"{target}: no such file to record")
+    m = _running(run_dir)
+    if any(f["path"] == rel for f in m["files"]):
+        raise ManifestError(f"{rel}: already recorded in {path_of(run_dir)}")
+    m["files"].append({"path": rel, "kind": kind, **attrs, "bytes": target.stat().st_size})
+    write(run_dir, m)
+
+
+def add_command(run_dir: Path, command: str) -> None:
+    m = _running(run_dir)
+    m["commands"].append(command)
+    write(run_dir, m)
+
+
+def add_ue(run_dir: Path, entry: dict[str, Any]) -> None:
+    m = _running(run_dir)
+    m["ues"].append(entry)
+    write(run_dir, m)
+
+
+def add_attach_failure(run_dir: Path, entry: dict[str, Any]) -> None:
+    m = _running(run_dir)
+    m["attach_failures"].append(entry)
+    write(run_dir, m)
+
+
+def add_event(run_dir: Path, level: str, message: str) -> None:
+    m = load(run_dir)
+    m["events"].append({"time": utcnow(), "level": level, "message": message})
+    write(run_dir, m)
+
+
+def set_datapath(run_dir: Path, ipsec: str | None = None, wireguard: str | None = None) -> dict[str, Any]:
+    """Record the datapath the overlay reported; returns the new datapath object."""
+    m = _running(run_dir)
+    dp = dict(m["datapath"])
+    if ipsec is not None:
+        dp["ipsec"] = ipsec
+    if wireguard is not None:
+        dp["wireguard"] = wireguard
+    dp["userspace"] = dp["ipsec"] == "libipsec" or dp["wireguard"] == "wireguard-go"
+    m["datapath"] = dp
+    write(run_dir, m)
+    return dp
+
+
+def set_validity(run_dir: Path, valid: bool, protected: int, plaintext: int, details: str) -> None:
+    m = load(run_dir)
+    m["valid"] = valid
+    m["validity"] = {"protected_packets": protected, "plaintext_packets": plaintext,
+                     "details": details, "checked": utcnow()}
+    write(run_dir, m)
+
+
+def finish(run_dir: Path, state: str, reason: str | None = None) -> dict[str, Any]:
+    if state not in END_STATES:
+        raise ManifestError(f"end state {state!r}; valid: {', '.join(END_STATES)}")
+    m = _running(run_dir)
+    m["state"] = state
+    m["reason"] = reason
+    m["finished"] = utcnow()
+    write(run_dir, m)
+    return m
+
+
+def mark_stale(run_dir: Path) -> bool:
+    """A manifest still "running" whose driver process is gone becomes "incomplete".
+
+    Returns True when it was marked. Used by campaign resume; the directory is kept.
+    """
+    m = load(run_dir)
+    if m.get("state") != "running":
+        return False
+    drv = m.get("driver") or {}
+    if drv.get("hostname") == socket.gethostname() and _pid_alive(int(drv.get("pid") or 0)):
+        return False
+    m["state"] = "incomplete"
+    m["reason"] = "driver ended without finishing the run (found by campaign resume)"
+    m["finished"] = m.get("finished") or utcnow()
+    write(run_dir, m)
+    return True
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid <= 1:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def runs(results: Path, campaign: str | None = None, experiment: str | None = None,
+         profile: str | None = None) -> list[Path]:
+    """Run directories (those holding a manifest.json) under a results root, sorted."""
+    base = Path(results)
+    pattern = "/".join([campaign or "*", experiment or "*", profile or "*", "*", MANIFEST])
+    return sorted(p.parent for p in base.glob(pattern))

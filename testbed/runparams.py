@@ -1,0 +1,201 @@
+"""Experiment parameters: their defaults, types and limits, checked once before a run starts.
+
+Every driver (scripts/run-*.sh) passes its Make variables / flags here first
+(`python -m testbed params <experiment> KEY=VALUE ...`); a wrong value stops the run before
+anything is started, with every problem listed at once. Keys are the UPPER_CASE Make
+variables; the manifest stores them in snake_case with typed values.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from testbed import profiles, stack
+
+# Open5GS's HTTP/2 client (libcurl) drops a connection idle for more than 118 s (FACTS.md 1.4):
+# the warm UE must attach well within it.
+CURL_IDLE_LIMIT_S = 118
+
+EXPERIMENTS = ("n3", "sbi", "cpu", "throughput", "overlay")
+
+
+class ParamError(ValueError):
+    """One or more parameters are wrong; the message lists each with the valid values."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Param:
+    name: str                       # Make variable / env name, UPPER_CASE
+    kind: str                       # int | float | ints | choice | word
+    default: str
+    help: str
+    minimum: float | None = None
+    maximum: float | None = None
+    choices: tuple[str, ...] = ()
+
+    @property
+    def key(self) -> str:
+        """The manifest's name for it."""
+        return self.name.lower()
+
+
+def _ping_max_payload() -> int:
+    # ICMP payload + 8 (ICMP) + 20 (IPv4) must fit the UE's tunnel MTU
+    return int(stack.load()["ue_mtu"]) - 28
+
+
+def _ping_params(sets: str, pings: str, interval: str, warmup: str) -> tuple[Param, ...]:
+    maxp = _ping_max_payload()
+    return (
+        Param("SIZES", "ints", "64 1024", f"ICMP payload sizes in bytes (16..{maxp}: fits the UE MTU)",
+              16, maxp),
+        Param("SETS", "int", sets, "sets of pings per payload size", 1, 1000),
+        Param("PINGS", "int", pings, "pings per set", 1, 1_000_000),
+        Param("INTERVAL", "float", interval, "seconds between pings (ping -i; below 0.2 needs root)",
+              0.0, 60.0),
+        Param("WARMUP", "int", warmup, "warm-up pings before the measurement (kept, not counted)",
+              1, 10_000),
+        Param("PING_DEADLINE", "int", "0",
+              "seconds a whole set may take before it is stopped (0 = from PINGS x INTERVAL)", 0, 86_400),
+    )
+
+
+_COMMON = (
+    Param("CAMPAIGN", "word", "adhoc", "campaign name: results/<campaign>/..."),
+    Param("SLOT", "word", "", "campaign slot this run fills (set by campaign.sh)"),
+    Param("UP_TIMEOUT", "int", "180", "seconds the stack/lab may take to come up", 5, 3600),
+)
+
+SPECS: dict[str, tuple[Param, ...]] = {
+    # paper 4.1: 10 sets x 2,000 pings, 64 and 1,024 bytes; 0.2 s as in the group's follow-up scripts
+    "n3": _COMMON + _ping_params("10", "2000", "0.2", "20"),
+    # the same measurement through the bare overlay between two namespaces: seconds, not hours
+    "overlay": _COMMON + _ping_params("5", "200", "0.005", "10"),
+    "sbi": _COMMON + (
+        Param("MODE", "choice", "both", "cold: UE 1 only; warm and both: UE 1 then UE 2",
+              choices=("cold", "warm", "both")),
+        Param("ITERATIONS", "int", "20", "fresh cores (one cold + one warm attach each)", 1, 10_000),
+        Param("ATTACH_TIMEOUT", "int", "30", "seconds a UE may take to get its PDU session", 1, 600),
+        Param("RETRIES", "int", "3", "attempts per UE and iteration before the sample is failed", 1, 100),
+        Param("WARM_GAP", "float", "2", "seconds between UE 1's PDU session and starting UE 2", 0.0, 100.0),
+    ),
+    "cpu": _COMMON + (
+        Param("UES", "ints", "1 5 10 20", "numbers of UEs attached after boot", 1, 512),
+        Param("REPS", "int", "5", "repetitions per UE count (paper: 50)", 1, 1000),
+        Param("ATTACH_TIMEOUT", "int", "120", "seconds until the last UE's PDU session", 1, 3600),
+    ),
+    "throughput": _COMMON + (
+        Param("TRANSPORTS", "words", "tcp udp", "iperf3 transports", choices=("tcp", "udp")),
+        Param("DURATION", "int", "10", "seconds per iperf3 test (iperf3 -t)", 1, 3600),
+        Param("REPS", "int", "3", "iperf3 tests per transport", 1, 1000),
+        Param("UDP_BITRATE", "word", "100M", "UDP target bitrate (iperf3 -b)"),
+        Param("STREAMS", "int", "1", "parallel streams (iperf3 -P)", 1, 128),
+    ),
+}
+
+# the plane a profile must support for each experiment
+PLANE: dict[str, str] = {"n3": "n3", "overlay": "n3", "throughput": "n3", "sbi": "sbi", "cpu": "sbi"}
+
+
+def _word_ok(s: str) -> bool:
+    return bool(s) and all(c.isalnum() or c in "-_." for c in s) and not s.startswith(".")
+
+
+def _convert(p: Param, raw: str) -> tuple[Any, str | None]:
+    """Typed value, or an error message naming the parameter and its valid values."""
+    limits = ""
+    if p.minimum is not None or p.maximum is not None:
+        limits = f" ({'' if p.minimum is None else p.minimum:g}..{'' if p.maximum is None else p.maximum:g})"
+    try:
+        if p.kind == "int":
+            v: Any = int(raw)
+        elif p.kind == "float":
+            v = float(raw)
+            if v != v or v in (float("inf"), float("-inf")):
+                raise ValueError(raw)
+        elif p.kind == "ints":
+            v = [int(x) for x in raw.replace(",", " ").split()]
+            if not v:
+                raise ValueError(raw)
+        elif p.kind == "choice":
+            if raw not in p.choices:
+                return None, f"{p.name}={raw!r}: must be one of {', '.join(p.choices)}"
+            return raw, None
+        elif p.kind == "words":
+            v = raw.replace(",", " ").split()
+            bad = [w for w in v if w not in p.choices]
+            if not v or bad:
+                return None, f"{p.name}={raw!r}: must be one or more of {', '.join(p.choices)}"
+            return v, None
+        else:  # word
+            if raw and not _word_ok(raw):
+                return None, f"{p.name}={raw!r}: use letters, digits, '-', '_' or '.' only"
+            return raw, None
+    except ValueError:
+        what = {"int": "a whole number", "float": "a number", "ints": "whole numbers separated by spaces"}
+        return None, f"{p.name}={raw!r}: must be {what[p.kind]}{limits}"
+    values = v if isinstance(v, list) else [v]
+    for x in values:
+        if (p.minimum is not None and x < p.minimum) or (p.maximum is not None and x > p.maximum):
+            return None, f"{p.name}={raw!r}: out of range{limits}"
+    if isinstance(v, list) and len(set(v)) != len(v):
+        return None, f"{p.name}={raw!r}: repeats a value"
+    return v, None
+
+
+def validate(experiment: str, raw: dict[str, str], profile: str | None = None) -> dict[str, Any]:
+    """Typed parameters (defaults filled in) keyed by manifest name, or ParamError listing all problems.
+
+    `raw` maps Make variable names to strings; an empty string means "use the default".
+    With `profile`, the profile must exist and support the experiment's plane.
+    """
+    if experiment not in SPECS:
+        raise ParamError(f"unknown experiment {experiment!r}; valid: {', '.join(EXPERIMENTS)}")
+    specs = {p.name: p for p in SPECS[experiment]}
+    errors: list[str] = []
+    unknown = sorted(set(raw) - set(specs))
+    if unknown:
+        errors.append(f"unknown parameter(s) {', '.join(unknown)} for experiment {experiment}; "
+                      f"valid: {', '.join(specs)}")
+    out: dict[str, Any] = {}
+    for name, p in specs.items():
+        value = raw.get(name, "")
+        value = p.default if value.strip() == "" else value.strip()
+        v, err = _convert(p, value)
+        if err:
+            errors.append(err)
+        else:
+            out[p.key] = v
+    if experiment == "sbi" and not errors:
+        if out["attach_timeout"] + out["warm_gap"] >= CURL_IDLE_LIMIT_S:
+            errors.append(f"ATTACH_TIMEOUT + WARM_GAP = {out['attach_timeout'] + out['warm_gap']:g} s: "
+                          f"the warm UE must attach well within the {CURL_IDLE_LIMIT_S} s after which "
+                          "Open5GS's HTTP/2 client drops idle connections (FACTS.md 1.4); lower them")
+    if profile is not None:
+        try:
+            profiles.get(profile, PLANE[experiment])
+        except profiles.ProfileError as exc:
+            errors.append(str(exc))
+        out["profile"] = profile
+    if errors:
+        raise ParamError("\n".join(errors))
+    return out
+
+
+def shell_assignments(experiment: str, params: dict[str, Any]) -> str:
+    """`NAME='value'` lines (lists space-separated) for a driver to eval."""
+    import shlex
+    lines = []
+    for p in SPECS[experiment]:
+        v = params[p.key]
+        s = " ".join(str(x) for x in v) if isinstance(v, list) else (f"{v:g}" if isinstance(v, float) else str(v))
+        lines.append(f"{p.name}={shlex.quote(s)}")
+    if "profile" in params:
+        lines.append(f"PROFILE={shlex.quote(params['profile'])}")
+    return "\n".join(lines)
+
+
+def describe(experiment: str) -> str:
+    """One line per parameter: name, default, help (for --help)."""
+    return "\n".join(f"  {p.name:<15} {p.help} [default: {p.default or 'none'}]"
+                     for p in SPECS[experiment])

@@ -1,0 +1,118 @@
+"""Does a run's own capture show the overlay it claims? (a run counts only if it does)
+
+For every capture the run recorded with purpose "validation", the profile's overlay module
+checks it (`verify_capture`, docs/contracts.md "Overlays"). The baseline has its own rule:
+no overlay on the wire (no ESP, IKE or WireGuard) and the plane's traffic present in the clear.
+The namespace micro-benchmark (experiment "overlay") adds a rule of its own for the overlays:
+its pings between the two endpoints must never appear in the clear on the overlaid network.
+The verdict is written into the run's manifest (`valid`, `validity`).
+"""
+from __future__ import annotations
+
+import logging
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from testbed import manifest, overlays, profiles, stack
+from testbed.overlays.verdict import Verdict
+
+log = logging.getLogger(__name__)
+
+# overlay traffic of any kind the testbed can put on the wire
+OVERLAY_FILTER = "esp || isakmp || udpencap || wg"
+
+
+class CaptureError(RuntimeError):
+    """tshark could not read a capture."""
+
+
+def count(pcap: Path, display_filter: str) -> int:
+    """Packets of a capture matching a tshark display filter (real tshark, no dissection in Python)."""
+    res = subprocess.run(["tshark", "-n", "-r", str(pcap), "-Y", display_filter, "-T", "fields",
+                          "-e", "frame.number"], capture_output=True, text=True, timeout=300, check=False)
+    if res.returncode != 0:
+        raise CaptureError(f"tshark -r {pcap} -Y {display_filter!r} failed: {res.stderr.strip()}")
+    return sum(1 for line in res.stdout.splitlines() if line.strip())
+
+
+def plane_filter(experiment: str, plane: str, values: dict[str, Any]) -> str:
+    """The traffic the run is about, as it looks without an overlay."""
+    if experiment == "overlay":
+        return "icmp"
+    if plane == "n3":
+        return "gtp || udp.port == 2152"
+    return f"tcp.port == {int(values['sbi_port'])}"
+
+
+def _overlay_lab_peers(values: dict[str, Any]) -> tuple[str, str]:
+    """The two endpoints the micro-benchmark pings between (gNB -> UPF on n3)."""
+    return stack.address("gnb", "n3", values), stack.address("upf", "n3", values)
+
+
+def baseline_verdict(pcap: Path, experiment: str, plane: str, values: dict[str, Any]) -> Verdict:
+    protected = count(pcap, OVERLAY_FILTER)
+    flt = plane_filter(experiment, plane, values)
+    plaintext = count(pcap, flt)
+    valid = protected == 0 and plaintext > 0
+    why = ("" if valid else
+           " -> INVALID: " + ("overlay packets on a baseline run; " if protected else "")
+           + ("none of the plane's traffic was captured" if plaintext == 0 else ""))
+    return Verdict(valid, protected, plaintext,
+                   f"baseline: {protected} overlay packets ({OVERLAY_FILTER}), "
+                   f"{plaintext} plaintext ({flt}){why}")
+
+
+def lab_leak_verdict(pcap: Path, values: dict[str, Any]) -> Verdict:
+    """Micro-benchmark rule for overlays: no ICMP between the endpoints in the clear."""
+    a, b = _overlay_lab_peers(values)
+    flt = f"icmp && ip.addr == {a} && ip.addr == {b} && !esp && !udpencap && !wg"
+    leaked = count(pcap, flt)
+    return Verdict(leaked == 0, 0, leaked,
+                   f"lab: {leaked} plaintext pings between {a} and {b} ({flt})"
+                   + (" -> INVALID: plaintext leaked past the overlay" if leaked else ""))
+
+
+def combine(verdicts: list[Verdict]) -> Verdict:
+    if not verdicts:
+        return Verdict(False, 0, 0, "no validation capture recorded -> INVALID")
+    return Verdict(all(v.valid for v in verdicts),
+                   sum(v.protected_packets for v in verdicts),
+                   sum(v.plaintext_packets for v in verdicts),
+                   "; ".join(v.details for v in verdicts))
+
+
+def check_capture(pcap: Path, m: dict[str, Any], values: dict[str, Any] | None = None) -> Verdict:
+    values = values or stack.load()
+    prof = profiles.get(m["profile"])
+    plane, experiment = m["plane"], m["experiment"]
+    module = overlays.get(prof.protocol)
+    if module is None:
+        return baseline_verdict(pcap, experiment, plane, values)
+    verdicts = [module.verify_capture(pcap, prof, plane, values)]
+    if experiment == "overlay":
+        verdicts.append(lab_leak_verdict(pcap, values))
+    return combine(verdicts)
+
+
+def check_run(run_dir: Path, record: bool = True) -> Verdict:
+    """Check every validation capture of a run; write the verdict into its manifest."""
+    run_dir = Path(run_dir)
+    m = manifest.load(run_dir)
+    values = stack.load()
+    verdicts: list[Verdict] = []
+    for f in m["files"]:
+        if f["kind"] == "pcap" and f.get("purpose") == "validation":
+            try:
+                v = check_capture(run_dir / f["path"], m, values)
+            except CaptureError as exc:
+                v = Verdict(False, 0, 0, str(exc))
+            verdicts.append(Verdict(v.valid, v.protected_packets, v.plaintext_packets,
+                                    f"{f['path']}: {v.details}"))
+    verdict = combine(verdicts)
+    if record:
+        manifest.set_validity(run_dir, verdict.valid, verdict.protected_packets,
+                              verdict.plaintext_packets, verdict.details)
+    if not verdict.valid:
+        log.error("run %s is INVALID: %s", run_dir, verdict.details)
+    return verdict
