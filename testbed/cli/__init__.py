@@ -22,6 +22,7 @@ COMMANDS: dict[str, str] = {
     "campaign": "campaign",
     "channels": "channels",
     "channels-seen": "channels",
+    "lab": "lab",
 }
 
 

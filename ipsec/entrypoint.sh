@@ -1,0 +1,232 @@
+#!/usr/bin/env bash
+# IPsec overlay entrypoint: run strongSwan's charon in the current network namespace with a
+# config dir rendered by testbed/overlays/ipsec.py, wait until the overlay is in force, stay in
+# the foreground until SIGTERM. The same script runs in the `<node>-net` holder containers
+# (compose/overlay-ipsec-*.yaml) and in the namespace lab (testbed/netns.py).
+# See docs/overlays/ipsec.md.
+set -euo pipefail
+
+PROG="ipsec/entrypoint.sh"
+RUN_DIR="/run/testbed"
+READY_FILE="$RUN_DIR/overlay-ready"
+CHARON_LOG="$RUN_DIR/charon.log"
+# errors after which waiting longer cannot help (configuration mismatch between the ends)
+FATAL_PATTERNS='NO_PROPOSAL_CHOSEN|no acceptable proposal found|AUTHENTICATION_FAILED|MAC mismatched|no trusted .* public key found|constraint check failed|TS_UNACCEPTABLE'
+PROBE_SPI="0x7e570001"
+
+CONFIG_DIR=""
+DATAPATH="${IPSEC_DATAPATH:-auto}"
+PRIVATE_RUN=0
+TIMEOUT=""
+CHARON_PID=""
+
+usage() {
+    cat <<EOF
+usage: $PROG [--private-run] [--datapath auto|kernel|libipsec] [--timeout SECONDS] CONFIG_DIR
+
+Starts charon in the current network namespace with CONFIG_DIR (rendered by
+testbed/overlays/ipsec.py: swanctl.conf, strongswan*.conf, nftables.conf, overlay.env),
+loads the fail-closed nftables filter and the connections, waits (deadline) until every
+CHILD_SA is INSTALLED (start mode) or every trap policy is in place (trap modes), writes
+$READY_FILE, prints 'datapath: ipsec=kernel|libipsec' and stays in the foreground until
+SIGTERM/SIGINT, when it stops charon (which removes its SAs and policies).
+
+  --private-run   mount a private tmpfs on /run first (several charons on one machine)
+  --datapath      kernel = xfrm ESP, libipsec = userspace ESP via TUN; auto probes the kernel
+                  (env IPSEC_DATAPATH)
+  --timeout       readiness deadline in seconds (default: READY_TIMEOUT of overlay.env)
+
+Exit: 0 after a clean SIGTERM, 1 failure, 2 usage error, 130 interrupt.
+EOF
+}
+
+log() { printf '%s %s: %s\n' "$(date -u +%H:%M:%S)" "${NODE:-ipsec}" "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+parse_args() {
+    local orig=("$@")
+    while [ $# -gt 0 ]; do
+        case "$1" in
+            -h|--help) usage; exit 0 ;;
+            --private-run) PRIVATE_RUN=1 ;;
+            --in-private-run) PRIVATE_RUN=2 ;;
+            --datapath) [ $# -ge 2 ] || { usage >&2; exit 2; }; DATAPATH="$2"; shift ;;
+            --timeout) [ $# -ge 2 ] || { usage >&2; exit 2; }; TIMEOUT="$2"; shift ;;
+            -*) echo "$PROG: unknown option $1" >&2; usage >&2; exit 2 ;;
+            *) [ -z "$CONFIG_DIR" ] || { echo "$PROG: one CONFIG_DIR only" >&2; exit 2; }; CONFIG_DIR="$1" ;;
+        esac
+        shift
+    done
+    [ -n "$CONFIG_DIR" ] || { usage >&2; exit 2; }
+    case "$DATAPATH" in auto|kernel|libipsec) ;; *) echo "$PROG: --datapath must be auto, kernel or libipsec" >&2; exit 2 ;; esac
+    if [ "$PRIVATE_RUN" = 1 ]; then
+        # re-exec in a private mount namespace (same pid) where /run can be our own tmpfs
+        local rest=()
+        local a
+        for a in "${orig[@]}"; do [ "$a" = "--private-run" ] || rest+=("$a"); done
+        exec unshare --mount --propagation private -- "$0" --in-private-run "${rest[@]}"
+    fi
+    if [ "$PRIVATE_RUN" = 2 ]; then
+        mount -t tmpfs -o mode=0755 tmpfs /run || die "cannot mount a private /run (needs CAP_SYS_ADMIN)"
+    fi
+}
+
+load_config() {
+    [ -d "$CONFIG_DIR" ] || die "config dir $CONFIG_DIR does not exist: render it (python -m testbed lab up / make render PROFILE=...)"
+    local f
+    for f in overlay.env swanctl.conf strongswan.conf strongswan-libipsec.conf nftables.conf; do
+        [ -f "$CONFIG_DIR/$f" ] || die "$CONFIG_DIR/$f missing: the dir was not rendered by testbed/overlays/ipsec.py"
+    done
+    # shellcheck source=/dev/null
+    . "$CONFIG_DIR/overlay.env"
+    : "${NODE:?}" "${MODE:?}" "${CHILDREN?}" "${XFRM_LARVAL_DROP:?}" "${READY_TIMEOUT:?}"
+    TIMEOUT="${TIMEOUT:-$READY_TIMEOUT}"
+}
+
+find_charon() {
+    local c
+    for c in "${IPSEC_CHARON:-}" /usr/lib/ipsec/charon /usr/libexec/ipsec/charon /usr/lib/strongswan/charon; do
+        if [ -n "$c" ] && [ -x "$c" ]; then echo "$c"; return 0; fi
+    done
+    command -v charon-systemd || die "no charon binary found (strongSwan): install strongswan-charon/charon-systemd"
+}
+
+kernel_has_esp() {
+    # the same probe as testbed/datapath.py: an ESP state with AES-GCM, removed at once
+    local key="0x1111111111111111111111111111111111111111"
+    if ip xfrm state add src 192.0.2.1 dst 192.0.2.2 proto esp spi "$PROBE_SPI" mode tunnel \
+            aead 'rfc4106(gcm(aes))' "$key" 128 2>/dev/null; then
+        ip xfrm state delete src 192.0.2.1 dst 192.0.2.2 proto esp spi "$PROBE_SPI" 2>/dev/null || true
+        return 0
+    fi
+    return 1
+}
+
+choose_datapath() {
+    if [ "$DATAPATH" = auto ]; then
+        if kernel_has_esp; then DATAPATH=kernel; else DATAPATH=libipsec; fi
+    fi
+    if [ "$DATAPATH" = libipsec ]; then
+        log "kernel xfrm ESP not available (or not wanted): using kernel-libipsec, userspace ESP via TUN ipsec0 (slower; results are not comparable with kernel ESP)"
+        [ -c /dev/net/tun ] || die "kernel-libipsec needs /dev/net/tun (compose: devices: [/dev/net/tun])"
+        if [ "$MODE" != start ] && [ "${IPSEC_ALLOW_LIBIPSEC_TRAP:-0}" != 1 ]; then
+            die "mode $MODE needs kernel xfrm ESP: strongSwan 5.9.8 kernel-libipsec sends no acquires for trap policies, so the first packet would never trigger IKE (run on a kernel with ESP, or use a start-mode profile)"
+        fi
+        STRONGSWAN_CONF="$CONFIG_DIR/strongswan-libipsec.conf"
+    else
+        STRONGSWAN_CONF="$CONFIG_DIR/strongswan.conf"
+    fi
+    export STRONGSWAN_CONF
+}
+
+set_larval_drop() {
+    local f=/proc/sys/net/core/xfrm_larval_drop cur
+    [ -r "$f" ] || { log "no $f (kernel without xfrm?): xfrm_larval_drop not applicable"; return 0; }
+    cur="$(cat "$f")"
+    if [ "$cur" != "$XFRM_LARVAL_DROP" ]; then
+        echo "$XFRM_LARVAL_DROP" > "$f" 2>/dev/null \
+            || die "net.core.xfrm_larval_drop is $cur, profile needs $XFRM_LARVAL_DROP and /proc/sys is read-only (compose: sysctls from compose/overlay-ipsec-*.yaml)"
+    fi
+    log "net.core.xfrm_larval_drop=$(cat "$f") in this network namespace"
+}
+
+load_firewall() {
+    command -v nft >/dev/null || die "nft not found: the fail-closed filter needs nftables in this image"
+    nft -f "$CONFIG_DIR/nftables.conf" || die "loading $CONFIG_DIR/nftables.conf failed"
+}
+
+start_charon() {
+    local charon deadline
+    charon="$(find_charon)"
+    mkdir -p "$RUN_DIR"
+    rm -f "$READY_FILE" "$CHARON_LOG"
+    log "starting $charon (STRONGSWAN_CONF=$STRONGSWAN_CONF)"
+    "$charon" &
+    CHARON_PID=$!
+    deadline=$((SECONDS + 10))
+    until swanctl --stats >/dev/null 2>&1; do
+        kill -0 "$CHARON_PID" 2>/dev/null || die "charon exited at start-up; see its output above"
+        [ "$SECONDS" -lt "$deadline" ] || die "charon's vici socket did not come up within 10s"
+        sleep 0.1
+    done
+    local out
+    out="$(swanctl --load-all --noprompt --file "$CONFIG_DIR/swanctl.conf" 2>&1)" \
+        || die "swanctl --load-all --file $CONFIG_DIR/swanctl.conf failed: $(grep -v 'opening directory' <<<"$out" | tail -n 5 | tr '\n' ' ')"
+}
+
+child_installed() {
+    # a CHILD_SA line of `swanctl --list-sas`: "  <name>: #1, reqid 1, INSTALLED, TUNNEL..., ESP:..."
+    grep -Eq "^  $1: #[0-9]+, reqid [0-9]+, INSTALLED," <<<"$2"
+}
+
+fatal_errors() {
+    [ -f "$CHARON_LOG" ] || return 1
+    grep -E "$FATAL_PATTERNS" "$CHARON_LOG" | tail -n 3
+}
+
+wait_ready() {
+    local deadline=$((SECONDS + TIMEOUT)) sas missing c errs
+    while :; do
+        kill -0 "$CHARON_PID" 2>/dev/null || die "charon died while establishing the overlay"
+        missing=()
+        if [ "$MODE" = start ]; then
+            sas="$(swanctl --list-sas 2>/dev/null || true)"
+            for c in $CHILDREN; do child_installed "$c" "$sas" || missing+=("$c"); done
+        else
+            sas="$(swanctl --list-pols --trap 2>/dev/null || true)"
+            for c in $CHILDREN; do grep -Eq "^$c(/[^,]*)?, TUNNEL" <<<"$sas" || missing+=("$c"); done
+        fi
+        [ "${#missing[@]}" -eq 0 ] && return 0
+        if errs="$(fatal_errors)" && [ -n "$errs" ]; then
+            die "CHILD_SA to ${missing[*]} cannot be established (profile $PROFILE, ESP $ESP_PROPOSAL): $(tr '\n' ' ' <<<"$errs")-- both ends must render the same PROFILE and keys (make keys)"
+        fi
+        if [ "$SECONDS" -ge "$deadline" ]; then
+            die "not ready within ${TIMEOUT}s: no INSTALLED CHILD_SA/trap policy for ${missing[*]} (mode $MODE); last charon lines: $(tail -n 5 "$CHARON_LOG" 2>/dev/null | tr '\n' ' ')-- is the peer's entrypoint running and reachable?"
+        fi
+        sleep 0.2
+    done
+}
+
+# shellcheck disable=SC2317  # invoked by trap
+teardown() {
+    local rc=$?
+    trap - TERM INT EXIT
+    rm -f "$READY_FILE"
+    if [ -n "$CHARON_PID" ] && kill -0 "$CHARON_PID" 2>/dev/null; then
+        kill -TERM "$CHARON_PID" 2>/dev/null || true
+        local deadline=$((SECONDS + 5))
+        while kill -0 "$CHARON_PID" 2>/dev/null && [ "$SECONDS" -lt "$deadline" ]; do sleep 0.1; done
+        kill -KILL "$CHARON_PID" 2>/dev/null || true
+    fi
+    # the nftables drop filter stays: nothing leaks while the namespace lives on
+    exit "$rc"
+}
+
+# shellcheck disable=SC2317  # invoked by trap
+on_signal() {
+    log "$1: tearing the IPsec overlay down"
+    if [ "$1" = SIGINT ]; then exit 130; fi
+    exit 0
+}
+
+main() {
+    parse_args "$@"
+    load_config
+    trap teardown EXIT
+    trap 'on_signal SIGTERM' TERM
+    trap 'on_signal SIGINT' INT
+    choose_datapath
+    set_larval_drop
+    load_firewall
+    start_charon
+    wait_ready
+    echo "datapath: ipsec=$DATAPATH" > "$READY_FILE"
+    echo "datapath: ipsec=$DATAPATH"
+    log "ready: profile $PROFILE, mode $MODE, $(wc -w <<<"$CHILDREN") peer(s): ${CHILDREN:-none}"
+    while kill -0 "$CHARON_PID" 2>/dev/null; do
+        wait "$CHARON_PID" || true
+    done
+    die "charon exited unexpectedly; the nftables filter keeps the plane closed"
+}
+
+main "$@"

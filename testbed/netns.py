@@ -1,0 +1,377 @@
+"""Network-namespace lab: the plane's endpoints as namespaces on a bridge, with an overlay.
+
+    lab = Lab("ipsec-3f2a", "n3", "aes128gcm", nodes=["gnb", "upf"])
+    lab.up()                                   # namespaces, bridge, addresses, overlay ready
+    lab.exec("gnb", ["ping", "-c1", lab.address("upf")])
+    with lab.capture(path):                    # dumpcap on the bridge: exactly the wire
+        ...
+    lab.down()                                 # idempotent; kills what up() started
+
+Layout: one namespace `<lab>-hub` holding one bridge `br-<network>`; one namespace
+`<lab>-<node>` per endpoint with a veth `<network>` into that bridge and the node's address
+from nf-configs/stack.yaml. The root namespace's networking is never touched. The overlay
+entrypoint (`<protocol>/entrypoint.sh <rendered dir>`, the same as in the containers) runs in
+each node namespace with a private /run (its own charon pid file and sockets); logs go to
+`$STATE/lab/<lab>/<node>.log`; `lab.json` there records what was started, so `down` works
+from another process (the CLI). CLI: `python -m testbed lab up|down|exec|list`.
+"""
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import json
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from testbed import ROOT, channels, keys, overlays, profiles, stack
+
+log = logging.getLogger(__name__)
+
+READY_FILE = "run/testbed/overlay-ready"      # relative to /proc/<pid>/root
+DEFAULT_READY_TIMEOUT_S = 90.0
+PRIVATE_RUN_WRAPPER = 'mount -t tmpfs -o mode=0755 tmpfs /run && exec "$0" "$@"'
+
+
+class LabError(RuntimeError):
+    """A lab step failed; the message names the namespace/node and what to do next."""
+
+
+def _run(argv: Sequence[str], what: str, check: bool = True,
+         timeout: float | None = 30) -> subprocess.CompletedProcess[str]:
+    res = subprocess.run(list(argv), capture_output=True, text=True, check=False, timeout=timeout)
+    if check and res.returncode != 0:
+        raise LabError(f"{what} failed: `{' '.join(argv)}`: {res.stderr.strip() or res.stdout.strip()}")
+    return res
+
+
+def state_root(state_dir: Path | None = None) -> Path:
+    return Path(state_dir) if state_dir is not None else keys.default_state_dir()
+
+
+def lab_dir(name: str, state_dir: Path | None = None) -> Path:
+    return state_root(state_dir) / "lab" / name
+
+
+def existing_namespaces() -> list[str]:
+    res = _run(["ip", "netns", "list"], "listing namespaces", check=False)
+    return [line.split()[0] for line in res.stdout.splitlines() if line.strip()]
+
+
+@dataclasses.dataclass
+class Capture:
+    """A running dumpcap on the lab's bridge; stop() (or leaving the `with`) ends it."""
+    path: Path
+    proc: subprocess.Popen[bytes]
+
+    def stop(self, timeout: float = 10) -> Path:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.path
+
+    def __enter__(self) -> Capture:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class Lab:
+    """Namespaces for a plane's endpoints joined by the profile's overlay (see module doc)."""
+
+    def __init__(self, name: str, plane: str, profile: str = "baseline",
+                 nodes: Iterable[str] | None = None, state_dir: Path | None = None,
+                 keys_dir: Path | None = None, values: dict[str, Any] | None = None,
+                 entrypoint_args: Sequence[str] = ()) -> None:
+        if not name or len(name) > 20 or not all(c.isalnum() or c == "-" for c in name):
+            raise LabError(f"lab name {name!r}: use 1-20 letters, digits or '-'")
+        self.name = name
+        self.plane = plane
+        self.values = values or stack.load()
+        self.profile = profiles.get(profile, plane)
+        self.network = channels.PLANE_NETWORK[plane]
+        module = overlays.get(self.profile.protocol)
+        all_nodes = (module.endpoints(plane, self.values) if module is not None
+                     else channels.nodes(plane))
+        self.nodes = list(nodes) if nodes is not None else all_nodes
+        bad = [n for n in self.nodes if self.network not in self.values["nodes"].get(n, {}).get("networks", {})]
+        if bad:
+            raise LabError(f"{', '.join(bad)}: no address on network {self.network!r} in stack.yaml; "
+                           f"endpoints of {plane}: {', '.join(all_nodes)}")
+        self.state_dir = state_root(state_dir)
+        self.dir = lab_dir(name, self.state_dir)
+        self.keys_dir = keys_dir
+        self.entrypoint_args = list(entrypoint_args)
+        self.pids: dict[str, int] = {}
+
+    # --- names ----------------------------------------------------------------------------
+    @property
+    def hub(self) -> str:
+        return f"{self.name}-hub"
+
+    def netns(self, node: str) -> str:
+        return f"{self.name}-{node}"
+
+    @property
+    def bridge(self) -> str:
+        return f"br-{self.network}"[:15]
+
+    def address(self, node: str) -> str:
+        return stack.address(node, self.network, self.values)
+
+    def log_path(self, node: str) -> Path:
+        return self.dir / f"{node}.log"
+
+    # --- state file (so `down` works from another process) ------------------------------------
+    def _save(self) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        data = {"name": self.name, "plane": self.plane, "profile": self.profile.id,
+                "nodes": self.nodes, "pids": self.pids,
+                "namespaces": [self.hub] + [self.netns(n) for n in self.nodes]}
+        (self.dir / "lab.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+
+    @classmethod
+    def load(cls, name: str, state_dir: Path | None = None) -> Lab:
+        f = lab_dir(name, state_dir) / "lab.json"
+        if not f.is_file():
+            raise LabError(f"no lab {name!r} under {f.parent} (see `python -m testbed lab list`)")
+        data = json.loads(f.read_text(encoding="utf-8"))
+        lab = cls(name, data["plane"], data["profile"], data["nodes"], state_dir)
+        lab.pids = {k: int(v) for k, v in data["pids"].items()}
+        return lab
+
+    # --- up ----------------------------------------------------------------------------------
+    def up(self, timeout: float = DEFAULT_READY_TIMEOUT_S) -> dict[str, str]:
+        """Build the lab and start the overlay; returns {node: datapath line or ''}.
+        On failure everything started is torn down and LabError says why."""
+        taken = set(existing_namespaces()) & {self.hub, *map(self.netns, self.nodes)}
+        if taken:
+            raise LabError(f"namespaces {', '.join(sorted(taken))} exist already: "
+                           f"`python -m testbed lab down --name {self.name}` first")
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self._save()
+        try:
+            self._build_network()
+            dirs = self._render()
+            for node in self.nodes:
+                if node in dirs:
+                    self._start(node, dirs[node])
+            self._save()
+            return self._wait_ready(timeout)
+        except BaseException:
+            self.down()
+            raise
+
+    def _build_network(self) -> None:
+        _run(["ip", "netns", "add", self.hub], f"creating namespace {self.hub}")
+        self._quiet(self.hub)
+        _run(["ip", "-n", self.hub, "link", "add", self.bridge, "type", "bridge"], f"bridge in {self.hub}")
+        _run(["ip", "-n", self.hub, "link", "set", self.bridge, "up"], f"bridge up in {self.hub}")
+        plen = stack.prefixlen(self.network, self.values)
+        for i, node in enumerate(self.nodes):
+            ns = self.netns(node)
+            _run(["ip", "netns", "add", ns], f"creating namespace {ns}")
+            self._quiet(ns)
+            port = f"v{i}-{node}"[:15]
+            _run(["ip", "link", "add", self.network, "netns", ns, "type", "veth",
+                  "peer", "name", port, "netns", self.hub], f"veth {ns}:{self.network} <-> {self.hub}:{port}")
+            _run(["ip", "-n", self.hub, "link", "set", port, "master", self.bridge, "up"], f"{port} into {self.bridge}")
+            _run(["ip", "-n", ns, "addr", "add", f"{self.address(node)}/{plen}", "dev", self.network],
+                 f"address of {node}")
+            _run(["ip", "-n", ns, "link", "set", self.network, "up"], f"{node}: {self.network} up")
+            _run(["ip", "-n", ns, "link", "set", "lo", "up"], f"{node}: lo up")
+
+    @staticmethod
+    def _quiet(ns: str) -> None:
+        """No IPv6 (router solicitations, MLD) so captures show only the plane's traffic."""
+        _run(["ip", "netns", "exec", ns, "sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1",
+              "net.ipv6.conf.default.disable_ipv6=1"], f"disabling IPv6 in {ns}", check=False)
+
+    def _render(self) -> dict[str, Path]:
+        module = overlays.get(self.profile.protocol)
+        if module is None:
+            return {}
+        keys_dir = self.keys_dir or keys.ensure(self.state_dir, self.values)
+        out = self.dir / "render"
+        if "nodes" in inspect.signature(module.render).parameters:
+            return module.render(self.profile, self.plane, self.values, keys_dir, out, nodes=self.nodes)
+        # an overlay without the `nodes` keyword renders every endpoint; the lab uses its nodes' dirs
+        return module.render(self.profile, self.plane, self.values, keys_dir, out)
+
+    def _start(self, node: str, config_dir: Path) -> None:
+        entry = ROOT / self.profile.protocol / "entrypoint.sh"
+        if not entry.is_file():
+            raise LabError(f"{entry} missing: the {self.profile.protocol} overlay has no entrypoint")
+        argv = ["ip", "netns", "exec", self.netns(node), "unshare", "--mount", "--propagation", "private",
+                "sh", "-c", PRIVATE_RUN_WRAPPER, str(entry), *self.entrypoint_args, str(config_dir)]
+        logf = open(self.log_path(node), "ab")       # noqa: SIM115 (handed to the child)
+        try:
+            proc = subprocess.Popen(argv, stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                    start_new_session=True)
+        finally:
+            logf.close()
+        self.pids[node] = proc.pid
+        log.info("lab %s: started %s overlay of %s (pid %d, log %s)",
+                 self.name, self.profile.protocol, node, proc.pid, self.log_path(node))
+
+    def _wait_ready(self, timeout: float) -> dict[str, str]:
+        deadline = time.monotonic() + timeout
+        ready: dict[str, str] = {n: "" for n in self.nodes if n not in self.pids}
+        while len(ready) < len(self.nodes):
+            for node, pid in self.pids.items():
+                if node in ready:
+                    continue
+                f = Path(f"/proc/{pid}/root") / READY_FILE
+                try:
+                    ready[node] = f.read_text(encoding="utf-8").strip()
+                    continue
+                except OSError:
+                    pass
+                if not _alive(pid):
+                    raise LabError(f"lab {self.name}: the overlay entrypoint of {node} exited before it "
+                                   f"was ready: {self.tail(node)}")
+            if len(ready) < len(self.nodes):
+                if time.monotonic() > deadline:
+                    late = [n for n in self.nodes if n not in ready]
+                    raise LabError(f"lab {self.name}: {', '.join(late)} not ready within {timeout:.0f}s: "
+                                   + " | ".join(f"{n}: {self.tail(n)}" for n in late))
+                time.sleep(0.1)
+        log.info("lab %s up: %s", self.name, ", ".join(f"{n} {d}".strip() for n, d in ready.items()))
+        return ready
+
+    def tail(self, node: str, lines: int = 4) -> str:
+        try:
+            text = self.log_path(node).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return "(no log)"
+        return " / ".join(text.strip().splitlines()[-lines:])
+
+    def ready(self, node: str) -> str | None:
+        """The node's datapath line if its overlay is ready, else None."""
+        pid = self.pids.get(node)
+        if pid is None:
+            return ""
+        try:
+            return (Path(f"/proc/{pid}/root") / READY_FILE).read_text(encoding="utf-8").strip()
+        except OSError:
+            return None
+
+    # --- use ---------------------------------------------------------------------------------
+    def exec(self, node: str, argv: Sequence[str], check: bool = False, timeout: float | None = 60,
+             ) -> subprocess.CompletedProcess[str]:
+        """Run argv in the node's namespace (and the overlay's mount namespace, so swanctl/wg
+        reach the node's daemon)."""
+        if node not in self.nodes:
+            raise LabError(f"{node} is not in lab {self.name} ({', '.join(self.nodes)})")
+        pid = self.pids.get(node)
+        if pid is not None and _alive(pid):
+            prefix = ["nsenter", "-t", str(pid), "-m", "-n"]
+        else:
+            prefix = ["ip", "netns", "exec", self.netns(node)]
+        res = subprocess.run(prefix + list(argv), capture_output=True, text=True, check=False, timeout=timeout)
+        if check and res.returncode != 0:
+            raise LabError(f"{node}: `{' '.join(argv)}` exited {res.returncode}: {res.stderr.strip() or res.stdout.strip()}")
+        return res
+
+    def capture(self, path: Path, capture_filter: str | None = None, timeout: float = 10) -> Capture:
+        """Start dumpcap on the bridge (hub side: exactly the wire); returns once it captures."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        argv = ["ip", "netns", "exec", self.hub, "dumpcap", "-q", "-i", self.bridge, "-w", str(path)]
+        if capture_filter:
+            argv += ["-f", capture_filter]
+        errlog = self.dir / f"dumpcap-{path.stem}.log"
+        with open(errlog, "wb") as fh:
+            proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=fh, stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + timeout
+        while not (path.exists() and path.stat().st_size > 0):
+            if proc.poll() is not None:
+                raise LabError(f"dumpcap on {self.hub}:{self.bridge} exited: {errlog.read_text().strip()}")
+            if time.monotonic() > deadline:
+                proc.kill()
+                raise LabError(f"dumpcap on {self.hub}:{self.bridge} did not start within {timeout}s")
+            time.sleep(0.05)
+        return Capture(path, proc)
+
+    # --- down --------------------------------------------------------------------------------
+    def down(self) -> None:
+        """Stop the overlay processes and delete the namespaces. Idempotent."""
+        for node, pid in list(self.pids.items()):
+            _terminate_group(pid)
+        ours = {self.hub, *map(self.netns, self.nodes)}
+        for ns in sorted(ours & set(existing_namespaces())):
+            # anything still running in our namespaces was started by this lab (exec, capture)
+            res = _run(["ip", "netns", "pids", ns], f"pids in {ns}", check=False)
+            for p in res.stdout.split():
+                _terminate_group(int(p), own_group=False)
+            _run(["ip", "netns", "delete", ns], f"deleting namespace {ns}", check=False)
+        self.pids = {}
+        if self.dir.is_dir():
+            (self.dir / "lab.json").unlink(missing_ok=True)
+        log.info("lab %s down", self.name)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as fh:
+            return fh.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _terminate_group(pid: int, own_group: bool = True, grace: float = 5.0) -> None:
+    """SIGTERM the process (group, if it leads one we started), SIGKILL after `grace` s."""
+    def send(sig: int) -> None:
+        try:
+            if own_group:
+                os.killpg(pid, sig)
+            else:
+                os.kill(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+    if not _alive(pid):
+        _reap(pid)
+        return
+    send(signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while _alive(pid) and time.monotonic() < deadline:
+        _reap(pid)
+        time.sleep(0.05)
+    if _alive(pid):
+        send(signal.SIGKILL)
+    _reap(pid)
+
+
+def _reap(pid: int) -> None:
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+
+
+def list_labs(state_dir: Path | None = None) -> list[dict[str, Any]]:
+    root = state_root(state_dir) / "lab"
+    out = []
+    for f in sorted(root.glob("*/lab.json")) if root.is_dir() else []:
+        data = json.loads(f.read_text(encoding="utf-8"))
+        present = set(existing_namespaces())
+        data["alive"] = {n: _alive(int(p)) for n, p in data["pids"].items()}
+        data["namespaces_present"] = [ns for ns in data["namespaces"] if ns in present]
+        out.append(data)
+    return out
+
+
+def require_tools() -> list[str]:
+    """Programs the lab needs that are missing."""
+    return [t for t in ("ip", "unshare", "nsenter", "dumpcap") if shutil.which(t) is None]

@@ -1,0 +1,366 @@
+"""IPsec overlay (strongSwan, swanctl, IKEv2, ESP tunnel mode): rendering and capture check.
+
+Per endpoint node, `render()` writes one self-contained config dir (docs/overlays/ipsec.md):
+
+    swanctl.conf              one connection per peer (from the channel map), mode 0600 (PSKs)
+    x509/<node>.crt, x509ca/ca.crt, private/<node>.key (0600)   swanctl credential layout (cert auth)
+    strongswan.conf           charon on the kernel xfrm datapath
+    strongswan-libipsec.conf  charon on kernel-libipsec (userspace ESP via TUN) when the kernel lacks ESP
+    nftables.conf             fail-closed filter: nothing but IKE/ESP to/from the plane's subnet
+    overlay.env               what ipsec/entrypoint.sh needs (node, mode, children, addresses)
+
+Who initiates in start mode: of each pair only the node whose name sorts first initiates
+(start_action=start, dpd_action=restart); the other only responds (start_action=none,
+dpd_action=clear). So exactly one IKE_SA and one CHILD_SA pair per host pair, no
+duplicate-SA race at start-up. In the trap modes both ends install trap policies: either
+NF may send first (NF->NRF registration, NRF->NF notify).
+"""
+from __future__ import annotations
+
+import ipaddress
+import logging
+import os
+import shlex
+import shutil
+import subprocess
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from testbed import channels, keys, stack
+from testbed.overlays.verdict import Verdict
+from testbed.profiles import Profile
+
+log = logging.getLogger(__name__)
+
+READY_TIMEOUT_S = 60          # entrypoint deadline for start mode (all CHILD_SAs INSTALLED)
+IKE_FWMARK = "0x42"           # keeps charon's IKE packets off the libipsec TUN route
+# plugins charon loads (explicit list: kdf is required on 5.9.8 or IKE key derivation fails)
+BASE_PLUGINS = ("random nonce openssl pem pkcs1 pkcs8 x509 pubkey revocation constraints kdf "
+                "hmac gcm aes sha1 sha2 gmp curve25519")
+NET_PLUGINS = "kernel-netlink socket-default vici"
+# traffic of each plane that must never be seen in the clear between endpoints
+PLAINTEXT_FILTER = {
+    "n3": f"(udp.port == {channels.GTPU_PORT} || gtp || (icmp.type == 8 || icmp.type == 0))",
+    "sbi": "(tcp.port == {sbi_port} || http2 || (icmp.type == 8 || icmp.type == 0))",
+}
+
+
+class IpsecRenderError(ValueError):
+    """The overlay cannot be rendered (wrong protocol/plane, missing key material)."""
+
+
+# --- who talks to whom ------------------------------------------------------------------------
+
+def network(plane: str) -> str:
+    if plane not in channels.PLANE_NETWORK:
+        raise IpsecRenderError(f"unknown plane {plane!r}; known: {', '.join(channels.PLANE_NETWORK)}")
+    return channels.PLANE_NETWORK[plane]
+
+
+def endpoints(plane: str, values: dict[str, Any]) -> list[str]:
+    """Nodes that take part on that plane: every node of the channel map with an address there."""
+    net = network(plane)
+    return [n for n in channels.nodes(plane) if net in values["nodes"].get(n, {}).get("networks", {})]
+
+
+def peers(node: str, plane: str, values: dict[str, Any], nodes: Iterable[str] | None = None) -> list[str]:
+    """The node's peers on the plane (channel map), limited to `nodes` if given."""
+    present = set(endpoints(plane, values) if nodes is None else nodes)
+    return [p for p in channels.partners(node, plane) if p in present]
+
+
+def initiates(node: str, peer: str) -> bool:
+    """In start mode the node whose name sorts first initiates; the other only responds."""
+    return node < peer
+
+
+# --- rendering --------------------------------------------------------------------------------
+
+def _subject_dn(crt: Path) -> str:
+    out = subprocess.run(["openssl", "x509", "-in", str(crt), "-noout", "-subject", "-nameopt", "RFC2253"],
+                         capture_output=True, text=True, check=False)
+    if out.returncode != 0 or not out.stdout.startswith("subject="):
+        raise IpsecRenderError(f"cannot read the subject of {crt}: {out.stderr.strip()}; run `make keys`")
+    return out.stdout.strip().removeprefix("subject=")
+
+
+def _cert_paths(keys_dir: Path, node: str) -> tuple[Path, Path]:
+    ndir = keys.node_dir(keys_dir, node)
+    crt, key = ndir / "ecdsa.crt", ndir / "ecdsa.key"
+    for f in (crt, key):
+        if not f.is_file():
+            raise IpsecRenderError(f"missing {f} (ECDSA key material of {node}): run `make keys`")
+    return crt, key
+
+
+def _q(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _child(peer: str, local: str, remote: str, profile: Profile, start: str, dpd: str) -> list[str]:
+    p = profile.params
+    return [
+        f"      {peer} {{",
+        "        mode = tunnel",
+        f"        local_ts = {local}/32",
+        f"        remote_ts = {remote}/32",
+        f"        esp_proposals = {p['esp_proposal']}",
+        f"        start_action = {start}",
+        f"        dpd_action = {dpd}",
+        "        rekey_time = 1h",
+        "      }",
+    ]
+
+
+def swanctl_conf(node: str, plane: str, profile: Profile, values: dict[str, Any], keys_dir: Path,
+                 peer_nodes: list[str]) -> str:
+    """The node's swanctl.conf: one IKEv2 connection with one tunnel CHILD_SA per peer."""
+    p = profile.params
+    net = network(plane)
+    me = stack.address(node, net, values)
+    auth = p["auth"]
+    lines = ["# rendered by testbed/overlays/ipsec.py; do not edit",
+             f"# node {node}, plane {plane}, profile {profile.id}: {profile.label}",
+             "connections {"]
+    secrets: list[str] = []
+    my_id = _subject_dn(_cert_paths(keys_dir, node)[0]) if auth == "cert" else stack.fqdn(node, values)
+    for peer in peer_nodes:
+        remote = stack.address(peer, net, values)
+        if p["mode"] == "start":
+            start, dpd = ("start", "restart") if initiates(node, peer) else ("none", "clear")
+        else:
+            start, dpd = "trap", "trap"
+        if auth == "cert":
+            peer_id = _subject_dn(_cert_paths(keys_dir, peer)[0])
+            local_auth = ["        auth = pubkey", f"        certs = {node}.crt", f"        id = {_q(my_id)}"]
+            remote_auth = ["        auth = pubkey", f"        id = {_q(peer_id)}"]
+        elif auth == "psk":
+            peer_id = stack.fqdn(peer, values)
+            local_auth = ["        auth = psk", f"        id = {_q(my_id)}"]
+            remote_auth = ["        auth = psk", f"        id = {_q(peer_id)}"]
+            secrets += [f"  ike-{peer} {{", f"    id-1 = {_q(my_id)}", f"    id-2 = {_q(peer_id)}",
+                        f"    secret = 0x{keys.psk(keys_dir, node, peer)}", "  }"]
+        else:
+            raise IpsecRenderError(f"profile {profile.id}: unknown auth {auth!r} (cert|psk)")
+        lines += [
+            f"  {peer} {{",
+            "    version = 2",
+            f"    proposals = {p['ike_proposal']}",
+            f"    local_addrs = {me}",
+            f"    remote_addrs = {remote}",
+            "    encap = no",
+            "    mobike = no",
+            "    keyingtries = 0",
+            "    dpd_delay = 10s",
+            "    rekey_time = 4h",
+            "    local {", *local_auth, "    }",
+            "    remote {", *remote_auth, "    }",
+            "    children {",
+            *_child(peer, me, remote, profile, start, dpd),
+            "    }",
+            "  }",
+        ]
+    lines.append("}")
+    if secrets:
+        lines += ["secrets {", *secrets, "}"]
+    return "\n".join(lines) + "\n"
+
+
+def strongswan_conf(datapath: str) -> str:
+    """charon's strongswan.conf for the kernel xfrm datapath or kernel-libipsec (userspace ESP)."""
+    libipsec = datapath == "libipsec"
+    plugins = BASE_PLUGINS + (" kernel-libipsec " if libipsec else " ") + NET_PLUGINS
+    extra = ([
+        "    # userspace ESP through the TUN device ipsec0 (kernel without xfrm ESP):",
+        "    # allow host-to-host tunnels (traffic selectors = IKE peers) and keep IKE packets",
+        "    # off the tunnel route by fwmark (docs/overlays/ipsec.md)",
+        "    kernel-libipsec {", "      allow_peer_ts = yes", "    }",
+        "    socket-default {", f"      fwmark = {IKE_FWMARK}", "    }",
+        "    kernel-netlink {", f"      fwmark = !{IKE_FWMARK}", "    }",
+    ] if libipsec else [])
+    return "\n".join([
+        "# rendered by testbed/overlays/ipsec.py; do not edit",
+        f"# datapath: {datapath}",
+        "charon {",
+        f"  load = {plugins}",
+        f"  install_routes = {'yes' if libipsec else 'no'}",
+        "  retransmit_timeout = 1.0",
+        "  retransmit_base = 1.4",
+        "  retransmit_tries = 5",
+        "  filelog {",
+        "    charon {",
+        "      path = /run/testbed/charon.log",
+        "      default = 1",
+        "      ike = 2",
+        "      cfg = 2",
+        "      flush_line = yes",
+        "      time_format = %b %e %T",
+        "    }",
+        "    stdout {",
+        "      default = 1",
+        "      flush_line = yes",
+        "      time_format = %b %e %T",
+        "    }",
+        "  }",
+        "  plugins {",
+        *extra,
+        "  }",
+        "}",
+    ]) + "\n"
+
+
+def nftables_conf(plane: str, values: dict[str, Any]) -> str:
+    """Fail-closed filter: to/from the plane's subnet only IKE and ESP, or packets that the
+    kernel protects (rt ipsec exists / meta ipsec exists), or libipsec's TUN (ipsec0)."""
+    subnet = values["networks"][network(plane)]["subnet"]
+    return "\n".join([
+        "# rendered by testbed/overlays/ipsec.py: nothing of the plane leaves or enters in plaintext",
+        "table inet testbed_ipsec",
+        "delete table inet testbed_ipsec",
+        "table inet testbed_ipsec {",
+        "  chain out {",
+        "    type filter hook postrouting priority 0; policy accept;",
+        '    oifname "ipsec0" accept',
+        f"    ip daddr != {subnet} accept",
+        "    ip protocol esp accept",
+        "    udp sport { 500, 4500 } accept",
+        "    rt ipsec exists accept",
+        "    counter drop",
+        "  }",
+        "  chain in {",
+        "    type filter hook input priority 0; policy accept;",
+        '    iifname "ipsec0" accept',
+        f"    ip saddr != {subnet} accept",
+        "    ip protocol esp accept",
+        "    udp dport { 500, 4500 } accept",
+        "    meta ipsec exists accept",
+        "    counter drop",
+        "  }",
+        "}",
+    ]) + "\n"
+
+
+def overlay_env(node: str, plane: str, profile: Profile, values: dict[str, Any], peer_nodes: list[str]) -> str:
+    net = network(plane)
+    p = profile.params
+    env = {
+        "NODE": node,
+        "PLANE": plane,
+        "PROFILE": profile.id,
+        "MODE": p["mode"],
+        "CHILDREN": " ".join(peer_nodes),
+        "INITIATES": " ".join(x for x in peer_nodes if initiates(node, x)),
+        "LOCAL_ADDR": stack.address(node, net, values),
+        "PLANE_SUBNET": values["networks"][net]["subnet"],
+        "XFRM_LARVAL_DROP": str(p["xfrm_larval_drop"]),
+        "ESP_PROPOSAL": p["esp_proposal"],
+        "READY_TIMEOUT": str(READY_TIMEOUT_S),
+    }
+    return ("# rendered by testbed/overlays/ipsec.py; sourced by ipsec/entrypoint.sh\n"
+            + "".join(f"{k}={shlex.quote(v)}\n" for k, v in env.items()))
+
+
+def _write(path: Path, text: str, mode: int = 0o644) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    os.chmod(tmp, mode)
+    tmp.replace(path)
+
+
+def _copy(src: Path, dst: Path, mode: int) -> None:
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(src, dst)
+    os.chmod(dst, mode)
+
+
+def render(profile: Profile, plane: str, values: dict[str, Any], keys_dir: Path, out_dir: Path,
+           nodes: Iterable[str] | None = None) -> dict[str, Path]:
+    """Write out_dir/<node>/ for every endpoint (or only `nodes`); return {node: dir}."""
+    if profile.protocol != "ipsec":
+        raise IpsecRenderError(f"profile {profile.id} is {profile.protocol}, not ipsec")
+    if plane not in profile.planes:
+        raise IpsecRenderError(f"profile {profile.id} does not run on the {plane} plane ({', '.join(profile.planes)})")
+    all_eps = endpoints(plane, values)
+    selected = all_eps if nodes is None else list(nodes)
+    unknown = [n for n in selected if n not in all_eps]
+    if unknown:
+        raise IpsecRenderError(f"{', '.join(unknown)}: not an endpoint of the {plane} plane; "
+                               f"endpoints: {', '.join(all_eps)}")
+    keys_dir, out_dir = Path(keys_dir), Path(out_dir)
+    result: dict[str, Path] = {}
+    for node in selected:
+        peer_nodes = peers(node, plane, values, selected)
+        d = out_dir / node
+        if d.exists():
+            shutil.rmtree(d)
+        d.mkdir(parents=True, mode=0o755)
+        if profile.params["auth"] == "cert":
+            crt, key = _cert_paths(keys_dir, node)
+            _copy(crt, d / "x509" / f"{node}.crt", 0o644)
+            _copy(keys.ca_prefix(keys_dir, "ecdsa").with_suffix(".crt"), d / "x509ca" / "ca.crt", 0o644)
+            _copy(key, d / "private" / f"{node}.key", 0o600)
+            os.chmod(d / "private", 0o700)
+        _write(d / "swanctl.conf", swanctl_conf(node, plane, profile, values, keys_dir, peer_nodes), 0o600)
+        _write(d / "strongswan.conf", strongswan_conf("kernel"))
+        _write(d / "strongswan-libipsec.conf", strongswan_conf("libipsec"))
+        _write(d / "nftables.conf", nftables_conf(plane, values))
+        _write(d / "overlay.env", overlay_env(node, plane, profile, values, peer_nodes))
+        result[node] = d
+        log.info("rendered IPsec %s for %s (%s): peers %s", profile.id, node, plane, ", ".join(peer_nodes) or "-")
+    return result
+
+
+# --- optional hooks ---------------------------------------------------------------------------
+
+def compose_env(profile: Profile, plane: str, values: dict[str, Any]) -> dict[str, str]:
+    """Variables for compose/overlay-ipsec-<plane>.yaml."""
+    return {"IPSEC_XFRM_LARVAL_DROP": str(profile.params["xfrm_larval_drop"])}
+
+
+def host_needs(profile: Profile, plane: str) -> list[str]:
+    needs = ["xfrm-esp or kernel-libipsec", "tun"]
+    if profile.params["mode"] != "start":
+        needs = ["xfrm-esp (trap modes: kernel-libipsec sends no acquires)"]
+    return needs
+
+
+# --- capture check ----------------------------------------------------------------------------
+
+def _count(pcap: Path, display_filter: str) -> int:
+    cmd = ["tshark", "-n", "-r", str(pcap), "-o", "esp.enable_null_encryption_decode_heuristic:FALSE",
+           "-Y", display_filter, "-T", "fields", "-e", "frame.number"]
+    try:
+        res = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    except FileNotFoundError:
+        raise RuntimeError("tshark not found: run `make setup`") from None
+    if res.returncode != 0:
+        raise RuntimeError(f"tshark failed on {pcap} with filter {display_filter!r}: {res.stderr.strip()}")
+    return sum(1 for line in res.stdout.splitlines() if line.strip())
+
+
+def verify_capture(pcap: Path, profile: Profile, plane: str, values: dict[str, Any],
+                   nodes: Iterable[str] | None = None) -> Verdict:
+    """ESP (or ESP-in-UDP, NAT-T as with libipsec) between the endpoints and no plaintext of
+    the plane's traffic (GTP-U / SBI TCP / ICMP echo) between endpoint addresses."""
+    net = network(plane)
+    eps = list(nodes) if nodes is not None else endpoints(plane, values)
+    addrs = sorted({str(ipaddress.ip_address(stack.address(n, net, values))) for n in eps})
+    if not Path(pcap).is_file():
+        return Verdict(False, 0, 0, f"capture {pcap} does not exist")
+    aset = "{" + " ".join(addrs) + "}"
+    between = f"ip.src in {aset} && ip.dst in {aset}"
+    esp_raw = _count(pcap, f"{between} && ip.proto == 50")
+    esp_udp = _count(pcap, f"{between} && udp.port == 4500 && esp")
+    plain_filter = PLAINTEXT_FILTER[plane].format(sbi_port=values["sbi_port"])
+    plaintext = _count(pcap, f"{between} && !esp && !isakmp && {plain_filter}")
+    protected = esp_raw + esp_udp
+    valid = protected > 0 and plaintext == 0
+    why = "" if valid else ("; INVALID: no ESP between the endpoints" if protected == 0
+                            else "; INVALID: plaintext of the plane between the endpoints")
+    details = (f"ESP {protected} (ip.proto 50: {esp_raw}, ESP-in-UDP/4500: {esp_udp}) and plaintext "
+               f"{plaintext} ({plain_filter}) between {', '.join(addrs)} [profile {profile.id}]{why}")
+    return Verdict(valid, protected, plaintext, details)
