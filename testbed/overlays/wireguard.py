@@ -1,0 +1,195 @@
+"""WireGuard overlay on N3 (gNB-UPF) or the SBI (the host pairs of the channel map).
+
+One WireGuard interface per node, one peer per channel partner, listening on UDP 51820
+(WireGuard binds the port on every address; the peers reach it on the node's address on
+the plane's network). The overlay is transparent to the NF configurations: every node keeps
+its real address, and plaintext traffic to a partner's real address is steered into the
+interface by fwmark policy routing:
+
+    ip rule add not fwmark FWMARK table TABLE pref RULE_PREF
+    ip route add <partner>/32 dev wg0 src <own address> table TABLE     (per partner)
+
+WireGuard marks its own UDP packets with FWMARK, so they skip that table and leave through
+the main table's route over the bridge; every other packet to a partner enters the tunnel.
+AllowedIPs = the partner's real /32, which is also its endpoint: the fwmark is what stops
+the encapsulated packets from looping (FACTS.md 6.6). Renumbering the NFs onto tunnel
+addresses was the alternative; it would change every NF config and the capture filters.
+
+`render()` writes per node: `wg.conf` (wg setconf format: private key, port, fwmark, peers;
+mode 0600) and `overlay.env` (what wireguard/entrypoint.sh needs to set up routing).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import shlex
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from testbed import channels, keys, stack
+from testbed.overlays.verdict import Verdict
+
+log = logging.getLogger(__name__)
+
+IFNAME = "wg0"
+LISTEN_PORT = 51820
+FWMARK = 0xCA6C            # 51820, as wg-quick uses
+TABLE = 51820              # routing table of the steered partner /32s
+RULE_PREF = 5182           # must sort before the main table's rule (32766)
+MTU = 1420                 # 1500-byte bridge minus 80 bytes of WireGuard over IPv4/IPv6 (wg-quick's rule)
+READY_TIMEOUT_S = 60       # deadline for the handshakes with every partner
+GTPU_PORT = 2152
+
+
+class WireGuardError(ValueError):
+    """A profile/plane/node the WireGuard overlay cannot render."""
+
+
+def _network(plane: str) -> str:
+    try:
+        return channels.PLANE_NETWORK[plane]
+    except KeyError:
+        raise WireGuardError(f"unknown plane {plane!r}; the WireGuard overlay covers: "
+                             f"{', '.join(channels.PLANE_NETWORK)}") from None
+
+
+def pairs(plane: str, values: dict[str, Any] | None = None) -> list[tuple[str, str]]:
+    """Host pairs with a WireGuard peering on the plane (channel map; nodes present in stack.yaml)."""
+    v = values or stack.load()
+    net = _network(plane)
+    have = {n for n, spec in v["nodes"].items() if net in spec.get("networks", {})}
+    return [p for p in channels.pairs(plane) if p[0] in have and p[1] in have]
+
+
+def endpoints(plane: str, values: dict[str, Any] | None = None) -> list[str]:
+    """Nodes that take part on that plane, sorted."""
+    return sorted({n for pair in pairs(plane, values) for n in pair})
+
+
+def partners(node: str, plane: str, values: dict[str, Any] | None = None) -> list[str]:
+    return sorted({b if a == node else a for a, b in pairs(plane, values) if node in (a, b)})
+
+
+def _check_profile(profile: Any, plane: str) -> None:
+    if getattr(profile, "protocol", None) != "wireguard":
+        raise WireGuardError(f"profile {getattr(profile, 'id', profile)!r} is not a WireGuard profile")
+    if plane not in profile.planes:
+        raise WireGuardError(f"profile {profile.id!r} does not cover the {plane} plane "
+                             f"(it covers: {', '.join(profile.planes)})")
+
+
+def wg_conf(node: str, plane: str, values: dict[str, Any], keys_dir: Path) -> str:
+    """The node's `wg setconf` file (holds its private key)."""
+    net = _network(plane)
+    private, _ = keys.wg_keys(keys_dir, node)
+    lines = ["# rendered by testbed/overlays/wireguard.py; `wg setconf` format",
+             "[Interface]", f"PrivateKey = {private}", f"ListenPort = {LISTEN_PORT}",
+             f"FwMark = {FWMARK:#x}"]
+    for peer in partners(node, plane, values):
+        _, public = keys.wg_keys(keys_dir, peer)
+        addr = stack.address(peer, net, values)
+        lines += ["", f"# {peer}", "[Peer]", f"PublicKey = {public}",
+                  f"Endpoint = {addr}:{LISTEN_PORT}", f"AllowedIPs = {addr}/32"]
+    return "\n".join(lines) + "\n"
+
+
+def overlay_env(node: str, profile_id: str, plane: str, values: dict[str, Any]) -> dict[str, str]:
+    """What wireguard/entrypoint.sh reads (shell variables)."""
+    net = _network(plane)
+    peers = " ".join(f"{p}={stack.address(p, net, values)}" for p in partners(node, plane, values))
+    return {
+        "WG_PROFILE": profile_id,
+        "WG_NODE": node,
+        "WG_PLANE": plane,
+        "WG_IF": IFNAME,
+        "WG_ADDRESS": stack.address(node, net, values),
+        "WG_PEERS": peers,
+        "WG_LISTEN_PORT": str(LISTEN_PORT),
+        "WG_FWMARK": f"{FWMARK:#x}",
+        "WG_TABLE": str(TABLE),
+        "WG_RULE_PREF": str(RULE_PREF),
+        "WG_MTU": str(MTU),
+        "WG_READY_TIMEOUT": str(READY_TIMEOUT_S),
+    }
+
+
+def _write(path: Path, text: str, mode: int) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    os.chmod(tmp, mode)
+    os.replace(tmp, path)
+
+
+def render(profile: Any, plane: str, values: dict[str, Any], keys_dir: Path,
+           out_dir: Path) -> dict[str, Path]:
+    """Write out_dir/<node>/{wg.conf,overlay.env} for every endpoint; return {node: dir}."""
+    _check_profile(profile, plane)
+    nodes = endpoints(plane, values)
+    if not nodes:
+        raise WireGuardError(f"no host pairs on the {plane} plane in the channel map "
+                             f"({channels.CHANNEL_FILE}): nothing to render")
+    out: dict[str, Path] = {}
+    for node in nodes:
+        d = Path(out_dir) / node
+        d.mkdir(parents=True, exist_ok=True)
+        os.chmod(d, 0o700)
+        _write(d / "wg.conf", wg_conf(node, plane, values, keys_dir), 0o600)
+        env = overlay_env(node, profile.id, plane, values)
+        _write(d / "overlay.env",
+               "# rendered by testbed/overlays/wireguard.py for wireguard/entrypoint.sh\n"
+               + "".join(f"{k}={shlex.quote(v)}\n" for k, v in env.items()), 0o644)
+        out[node] = d
+    log.info("rendered WireGuard (%s) for %s under %s", plane, ", ".join(nodes), out_dir)
+    return out
+
+
+def host_needs(profile: Any, plane: str) -> list[str]:
+    return ["wireguard kernel module or wireguard-go", "tun"]
+
+
+# --- capture check ----------------------------------------------------------------------------
+
+def plaintext_filter(plane: str, values: dict[str, Any]) -> str:
+    """The plane's traffic as it looks without the overlay (plus ICMP)."""
+    if plane == "n3":
+        return f"udp.port == {GTPU_PORT} || icmp"
+    return f"tcp.port == {int(values['sbi_port'])} || icmp"
+
+
+def capture_filter(plane: str, values: dict[str, Any]) -> str:
+    """Packets between two endpoints of the plane that are WireGuard or the plane's plaintext."""
+    net = _network(plane)
+    addrs = ", ".join(stack.address(n, net, values) for n in endpoints(plane, values))
+    return (f"ip.src in {{{addrs}}} && ip.dst in {{{addrs}}} && "
+            f"(wg || {plaintext_filter(plane, values)})")
+
+
+def verify_capture(pcap: Path, profile: Any, plane: str, values: dict[str, Any] | None = None) -> Verdict:
+    """WireGuard present and no plaintext of the plane's traffic between the endpoints."""
+    v = values or stack.load()
+    flt = capture_filter(plane, v)
+    cmd = ["tshark", "-n", "-r", str(pcap), "-d", f"udp.port=={LISTEN_PORT},wg", "-Y", flt,
+           "-T", "fields", "-e", "wg.type"]
+    try:
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
+    except FileNotFoundError:
+        raise RuntimeError("tshark not found (needed to check a WireGuard capture): run `make setup`") from None
+    if res.returncode != 0:
+        raise RuntimeError(f"tshark could not read {pcap}: {res.stderr.strip()}")
+    rows = res.stdout.splitlines()
+    protected = sum(1 for r in rows if r.strip())
+    plaintext = len(rows) - protected
+    valid = protected > 0 and plaintext == 0
+    why = ""
+    if not valid:
+        why = " -> INVALID: " + "; ".join(
+            s for s in ("no WireGuard packets between the endpoints" if protected == 0 else "",
+                        f"{plaintext} plaintext packets of the {plane} plane on the wire" if plaintext else "")
+            if s)
+    pid = getattr(profile, "id", profile)
+    return Verdict(valid, protected, plaintext,
+                   f"wireguard {plane} ({pid}): {protected} WireGuard packets, {plaintext} plaintext "
+                   f"[{flt}]{why}")

@@ -1,0 +1,279 @@
+#!/usr/bin/env bash
+# WireGuard overlay entrypoint (docs/contracts.md, "Overlays"): the same script runs in the
+# containers' network-namespace holders and in the namespace tests.
+#
+# Brings up one WireGuard interface in the current network namespace from a rendered config
+# dir (testbed/overlays/wireguard.py), steers plaintext traffic to the peers' real addresses
+# into it by fwmark policy routing (the tunnel's own UDP packets carry the fwmark and use the
+# main table), waits with a deadline until a handshake with every peer has completed, prints
+# and writes the datapath line, and stays in the foreground until SIGTERM, when it removes
+# the rule, the routes and the interface.
+set -euo pipefail
+
+PROG="wireguard/entrypoint.sh"
+READY_FILE="${OVERLAY_READY_FILE:-/run/testbed/overlay-ready}"
+DATAPATH_CHOICE="${WIREGUARD_DATAPATH:-auto}"   # auto | kernel | wireguard-go
+WG_GO_PID=""
+LINK_CREATED=0
+RULE_ADDED=0
+DATAPATH=""
+SLEEP_PID=""
+PRIVATE_RUN=0
+CONFIG_DIR=""
+TIMEOUT=""
+NFT_TABLE="testbed_wireguard"
+FILTER_LOADED=0
+
+usage() {
+    cat <<'USAGE'
+usage: wireguard/entrypoint.sh [--private-run] [--datapath auto|kernel|wireguard-go]
+                               [--timeout SECONDS] NODE_CONFIG_DIR
+
+Starts the WireGuard overlay in the current network namespace from NODE_CONFIG_DIR
+(rendered by testbed/overlays/wireguard.py: overlay.env + wg.conf): a fail-closed nftables
+filter (nothing to a peer leaves outside the tunnel), the interface, fwmark policy routing
+of the peers' real addresses into it, the keys and peers. Waits until every peer has
+completed a handshake (deadline: --timeout, default WG_READY_TIMEOUT of overlay.env), prints
+`datapath: wireguard=kernel|wireguard-go`, writes the ready file (same line + handshakes)
+and stays in the foreground until SIGTERM/SIGINT, when it removes everything it added.
+
+  --private-run  re-exec in a private mount namespace with its own tmpfs /run (several
+                 wireguard-go instances on one machine: their UAPI sockets live in /run)
+  --datapath     kernel = `ip link add type wireguard`; wireguard-go = userspace via TUN;
+                 auto (default) = kernel if the host offers it (env WIREGUARD_DATAPATH)
+  --timeout      readiness deadline in seconds
+
+Environment: OVERLAY_READY_FILE (default /run/testbed/overlay-ready).
+Needs CAP_NET_ADMIN, and /dev/net/tun for wireguard-go.
+Exit: 0 after SIGTERM, 1 failure, 2 usage error, 130 interrupt.
+USAGE
+}
+
+log() { printf '%s %s[%s]: %s\n' "$(date -u +%H:%M:%S)" "wireguard" "${WG_NODE:-?}" "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+# wait_for SECONDS DESCRIPTION CMD...: poll CMD every 0.1 s until it succeeds or the deadline passes.
+wait_for() {
+    local seconds="$1" what="$2" deadline
+    shift 2
+    deadline=$(( $(date +%s%N) + seconds * 1000000000 ))
+    until "$@" >/dev/null 2>&1; do
+        if (( $(date +%s%N) >= deadline )); then
+            log "gave up after ${seconds}s waiting for ${what}"
+            return 1
+        fi
+        sleep 0.1
+    done
+}
+
+load_config() {
+    local dir="$1" var
+    [[ -d "$dir" ]] || die "config dir ${dir} does not exist: run \`make render PROFILE=wireguard\`"
+    [[ -r "${dir}/overlay.env" && -r "${dir}/wg.conf" ]] \
+        || die "${dir} lacks overlay.env or wg.conf: run \`make render PROFILE=wireguard\`"
+    # shellcheck source=/dev/null
+    source "${dir}/overlay.env"
+    for var in WG_NODE WG_PLANE WG_IF WG_ADDRESS WG_PEERS WG_FWMARK WG_TABLE WG_RULE_PREF WG_MTU WG_READY_TIMEOUT; do
+        [[ -n "${!var:-}" ]] || die "${dir}/overlay.env does not set ${var}: re-render it"
+    done
+    WG_CONF="${dir}/wg.conf"
+}
+
+check_namespace() {
+    ip -o -4 addr show | grep -q " ${WG_ADDRESS}/" \
+        || die "address ${WG_ADDRESS} (${WG_NODE} on ${WG_PLANE}) is not on any interface here: is this the node's namespace?"
+    ! ip link show "$WG_IF" >/dev/null 2>&1 \
+        || die "interface ${WG_IF} already exists in this namespace: stop the other overlay first"
+    ! ip rule show pref "$WG_RULE_PREF" | grep -q . \
+        || die "an ip rule with preference ${WG_RULE_PREF} already exists here: stop the other overlay first"
+    ! nft list table inet "$NFT_TABLE" >/dev/null 2>&1 \
+        || die "nftables table inet ${NFT_TABLE} already exists here: stop the other overlay first"
+}
+
+# Decrypted packets arrive on the WireGuard interface from a peer whose address the main table
+# routes via the bridge; strict reverse-path filtering (rp_filter=1) would drop them.
+check_rp_filter() {
+    local dev all one
+    dev="$(ip -o -4 addr show | awk -v a="${WG_ADDRESS}/" 'index($4, a) == 1 { print $2; exit }')"
+    all="$(cat /proc/sys/net/ipv4/conf/all/rp_filter)"
+    one="$(cat "/proc/sys/net/ipv4/conf/${dev}/rp_filter")"
+    if (( all == 1 || (one == 1 && all == 0) )); then
+        echo 2 >/proc/sys/net/ipv4/conf/all/rp_filter 2>/dev/null \
+            || die "strict rp_filter on ${dev} would drop tunnelled packets and /proc/sys is read-only: set the sysctl net.ipv4.conf.all.rp_filter=2 for this container (compose sysctls)"
+        log "set net.ipv4.conf.all.rp_filter=2 (loose) so tunnelled packets pass"
+    fi
+}
+
+# Fail closed: a packet to a peer's real address that would leave through any interface but
+# the tunnel is dropped, unless it is WireGuard's own (fwmark) UDP. So a routing mistake, or
+# the moment between the rule's removal and the NF's stop, cannot put plaintext on the wire.
+load_filter() {
+    local peers="" peer
+    command -v nft >/dev/null || die "nft (nftables) not found: needed for the fail-closed filter (tools image / make setup)"
+    for peer in $WG_PEERS; do peers+="${peers:+, }${peer#*=}"; done
+    nft -f - <<NFT || die "could not load the nftables filter table inet ${NFT_TABLE}"
+table inet ${NFT_TABLE} {
+    chain output {
+        type filter hook output priority 0; policy accept;
+        oifname != "${WG_IF}" ip daddr { ${peers} } meta mark != ${WG_FWMARK} counter drop
+    }
+}
+NFT
+    FILTER_LOADED=1
+}
+
+create_link() {
+    if [[ "$DATAPATH_CHOICE" != "wireguard-go" ]] && ip link add "$WG_IF" type wireguard 2>/dev/null; then
+        DATAPATH="kernel"
+    elif [[ "$DATAPATH_CHOICE" == "kernel" ]]; then
+        die "WIREGUARD_DATAPATH=kernel but \`ip link add ${WG_IF} type wireguard\` failed: load the wireguard module on the host (modprobe wireguard) or use auto"
+    else
+        command -v wireguard-go >/dev/null || die "no kernel WireGuard and no wireguard-go: install wireguard-go (tools image / make setup)"
+        [[ -c /dev/net/tun ]] || die "wireguard-go needs /dev/net/tun: add it to the container's devices"
+        WG_PROCESS_FOREGROUND=1 wireguard-go -f "$WG_IF" &
+        WG_GO_PID=$!
+        wait_for 10 "wireguard-go to create ${WG_IF}" ip link show "$WG_IF" \
+            || die "wireguard-go did not create ${WG_IF} (needs CAP_NET_ADMIN and /dev/net/tun)"
+        DATAPATH="wireguard-go"
+    fi
+    LINK_CREATED=1
+    echo "datapath: wireguard=${DATAPATH}"
+}
+
+# The interface is up with routes before it gets keys, so no packet to a peer leaves in the clear.
+configure() {
+    local peer addr
+    ip link set "$WG_IF" mtu "$WG_MTU" up
+    for peer in $WG_PEERS; do
+        addr="${peer#*=}"
+        ip route replace "${addr}/32" dev "$WG_IF" src "$WG_ADDRESS" table "$WG_TABLE"
+    done
+    ip rule add not fwmark "$WG_FWMARK" table "$WG_TABLE" pref "$WG_RULE_PREF"
+    RULE_ADDED=1
+    wg setconf "$WG_IF" "$WG_CONF"
+}
+
+# missing_handshakes: print "name=addr" of every peer without a completed handshake.
+missing_handshakes() {
+    local peer key ts
+    for peer in $WG_PEERS; do
+        key="$(wg show "$WG_IF" allowed-ips | awk -v a="${peer#*=}/32" '{ for (i = 2; i <= NF; i++) if ($i == a) print $1 }')"
+        ts="$(wg show "$WG_IF" latest-handshakes | awk -v k="$key" '$1 == k { print $2 }')"
+        [[ -n "$ts" && "$ts" != "0" ]] || echo "$peer"
+    done
+}
+
+# A datagram to a peer's discard port makes WireGuard initiate the handshake (no ping needed).
+wait_handshakes() {
+    local deadline missing peer
+    deadline=$(( $(date +%s) + WG_READY_TIMEOUT ))
+    while :; do
+        missing="$(missing_handshakes)"
+        [[ -z "$missing" ]] && return 0
+        if (( $(date +%s) >= deadline )); then
+            die "no WireGuard handshake within ${WG_READY_TIMEOUT}s with: $(echo "$missing" | tr '\n' ' ')- is their overlay up and UDP ${WG_LISTEN_PORT:-51820} reachable? ($(wg show "$WG_IF" | tr '\n' ' '))"
+        fi
+        for peer in $missing; do
+            { printf 'x' >"/dev/udp/${peer#*=}/9"; } 2>/dev/null || true
+        done
+        sleep 0.5
+    done
+}
+
+write_ready() {
+    local tmp
+    mkdir -p "$(dirname "$READY_FILE")"
+    tmp="${READY_FILE}.tmp.$$"
+    {
+        echo "datapath: wireguard=${DATAPATH}"
+        echo "node: ${WG_NODE} plane: ${WG_PLANE} interface: ${WG_IF} address: ${WG_ADDRESS}"
+        wg show "$WG_IF" latest-handshakes
+    } >"$tmp"
+    mv "$tmp" "$READY_FILE"
+}
+
+teardown() {
+    local rc=$?
+    trap - EXIT INT TERM
+    [[ -n "$SLEEP_PID" ]] && kill "$SLEEP_PID" 2>/dev/null
+    rm -f "$READY_FILE"
+    if (( RULE_ADDED )); then
+        ip rule del pref "$WG_RULE_PREF" 2>/dev/null || log "could not remove ip rule pref ${WG_RULE_PREF}"
+        ip route flush table "$WG_TABLE" 2>/dev/null || true
+    fi
+    if (( LINK_CREATED )); then
+        ip link del "$WG_IF" 2>/dev/null || true
+    fi
+    if (( FILTER_LOADED )); then
+        nft delete table inet "$NFT_TABLE" 2>/dev/null || log "could not remove nftables table inet ${NFT_TABLE}"
+    fi
+    if [[ -n "$WG_GO_PID" ]]; then
+        kill "$WG_GO_PID" 2>/dev/null || true
+        wait_for 5 "wireguard-go (pid ${WG_GO_PID}) to exit" bash -c "! kill -0 ${WG_GO_PID}" \
+            || kill -9 "$WG_GO_PID" 2>/dev/null || true
+        wait "$WG_GO_PID" 2>/dev/null || true
+    fi
+    log "overlay removed (exit ${rc})"
+    exit "$rc"
+}
+
+# Stay in the foreground; fail if wireguard-go dies under us.
+run_foreground() {
+    while :; do
+        if [[ -n "$WG_GO_PID" ]] && ! kill -0 "$WG_GO_PID" 2>/dev/null; then
+            die "wireguard-go exited unexpectedly"
+        fi
+        sleep 1 &
+        SLEEP_PID=$!
+        wait "$SLEEP_PID" || true
+        SLEEP_PID=""
+    done
+}
+
+parse_args() {
+    local orig=("$@") rest=() a
+    while [[ $# -gt 0 ]]; do
+        case "$1" in
+            -h|--help) usage; exit 0 ;;
+            --private-run) PRIVATE_RUN=1 ;;
+            --in-private-run) PRIVATE_RUN=2 ;;
+            --datapath) [[ $# -ge 2 ]] || { usage >&2; exit 2; }; DATAPATH_CHOICE="$2"; shift ;;
+            --timeout) [[ $# -ge 2 && "$2" =~ ^[0-9]+$ ]] || { echo "${PROG}: --timeout needs whole seconds" >&2; exit 2; }; TIMEOUT="$2"; shift ;;
+            -*) echo "${PROG}: unknown option $1" >&2; usage >&2; exit 2 ;;
+            *) [[ -z "$CONFIG_DIR" ]] || { echo "${PROG}: one NODE_CONFIG_DIR only" >&2; exit 2; }; CONFIG_DIR="$1" ;;
+        esac
+        shift
+    done
+    [[ -n "$CONFIG_DIR" ]] || { usage >&2; exit 2; }
+    case "$DATAPATH_CHOICE" in auto|kernel|wireguard-go) ;; *)
+        echo "${PROG}: --datapath / WIREGUARD_DATAPATH must be auto, kernel or wireguard-go (got '${DATAPATH_CHOICE}')" >&2; exit 2 ;;
+    esac
+    if (( PRIVATE_RUN == 1 )); then
+        for a in "${orig[@]}"; do [[ "$a" == "--private-run" ]] || rest+=("$a"); done
+        exec unshare --mount --propagation private -- "$0" --in-private-run "${rest[@]}"
+    fi
+    if (( PRIVATE_RUN == 2 )); then
+        mount -t tmpfs -o mode=0755 tmpfs /run || die "cannot mount a private /run (needs CAP_SYS_ADMIN)"
+    fi
+}
+
+main() {
+    parse_args "$@"
+    [[ "$(id -u)" == 0 ]] || { echo "${PROG}: needs root / CAP_NET_ADMIN" >&2; exit 1; }
+    load_config "$CONFIG_DIR"
+    [[ -z "$TIMEOUT" ]] || WG_READY_TIMEOUT="$TIMEOUT"
+    check_namespace
+    trap teardown EXIT
+    trap 'exit 130' INT
+    trap 'exit 0' TERM
+    check_rp_filter
+    load_filter
+    create_link
+    configure
+    wait_handshakes
+    write_ready
+    log "ready: ${WG_IF} up, handshakes with $(echo "$WG_PEERS" | wc -w) peer(s), datapath ${DATAPATH}"
+    run_foreground
+}
+
+main "$@"
