@@ -1,0 +1,172 @@
+# shellcheck shell=bash
+# The Compose wrapper of the 5G stack (sourced by scripts/up.sh, down.sh, logs.sh, smoke.sh
+# and the experiment drivers). One project name, the -f files and --env-file of a render dir
+# (`python -m testbed render` writes both), image names from the environment.
+# Documentation: docs/stack.md.
+
+# Image names (mk/20-build.mk tags these); override in the environment for local images.
+: "${OPEN5GS_IMAGE:=g5tb/open5gs:2.7.7-1}"
+: "${UERANSIM_IMAGE:=g5tb/ueransim:3.2.7-1}"
+: "${TOOLS_IMAGE:=g5tb/tools:1}"
+: "${MONGO_IMAGE:=mongo:6.0}"
+export OPEN5GS_IMAGE UERANSIM_IMAGE TOOLS_IMAGE MONGO_IMAGE
+
+: "${COMPOSE_PROJECT:=g5tb}"
+: "${PYTHON:=python3}"
+: "${STATE:=.state}"
+STACK_REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+readonly STACK_REPO
+# Services of the two optional Compose profiles (UE 2, scaling UEs).
+readonly STACK_ALL_PROFILES=(--profile ue2 --profile scale)
+
+stack_log() {
+  printf '%s %s\n' "$(date -u +%H:%M:%S)" "$*" >&2
+}
+
+stack_die() {
+  printf 'error: %s\n' "$*" >&2
+  exit 1
+}
+
+# The state dir as an absolute path (STATE may be relative to the repository).
+stack_state_dir() {
+  case "$STATE" in
+    /*) printf '%s\n' "$STATE" ;;
+    *) printf '%s\n' "$STACK_REPO/$STATE" ;;
+  esac
+}
+
+# File recording the render dir of the stack that is (or was being) brought up.
+stack_current_file() {
+  printf '%s/stack.current\n' "$(stack_state_dir)"
+}
+
+stack_require_compose() {
+  command -v docker >/dev/null 2>&1 \
+    || stack_die "docker CLI not found: install Docker Engine + Compose v2 (see \`make doctor\`)"
+  docker compose version >/dev/null 2>&1 \
+    || stack_die "\`docker compose\` (Compose v2) not available: install the docker-compose-plugin (see \`make doctor\`)"
+  docker info >/dev/null 2>&1 \
+    || stack_die "cannot reach the Docker engine (\`docker info\` failed): start dockerd or check permissions (see \`make doctor\`)"
+}
+
+# stack_render PROFILE PLANE [--scp]: render and print the render dir.
+stack_render() {
+  local profile="$1" plane="$2"
+  shift 2
+  local args=(--profile "$profile" --state "$(stack_state_dir)" --quiet)
+  [[ -n "$plane" ]] && args+=(--plane "$plane")
+  (cd "$STACK_REPO" && "$PYTHON" -m testbed render "${args[@]}" "$@")
+}
+
+# Keys of compose.env that describe the render itself: a same-named variable in the caller's
+# environment (the Makefile exports PROFILE) must not override them.
+readonly STACK_RENDER_KEYS=(PROFILE PLANE PROTOCOL TESTBED_COMMIT RENDER_DIR OVERLAY_DIR KEYS_DIR REPO_DIR)
+
+# stack_compose_argv RENDER_DIR: set STACK_CMD to the docker compose command line for that render.
+stack_compose_argv() {
+  local dir="$1"
+  [[ -f "$dir/compose.env" && -f "$dir/compose.files" ]] \
+    || stack_die "render dir $dir is incomplete (no compose.env/compose.files): run \`make render\`"
+  local files=() f unset=() k
+  while IFS= read -r f; do
+    [[ -n "$f" ]] && files+=(-f "$f")
+  done <"$dir/compose.files"
+  if [[ -n "${COMPOSE_EXTRA_FILES:-}" ]]; then
+    local extra
+    IFS=':' read -r -a extra <<<"$COMPOSE_EXTRA_FILES"
+    for f in "${extra[@]}"; do
+      [[ -f "$f" ]] || stack_die "COMPOSE_EXTRA_FILES names $f, which does not exist"
+      files+=(-f "$f")
+    done
+  fi
+  for k in "${STACK_RENDER_KEYS[@]}"; do
+    unset+=(-u "$k")
+  done
+  STACK_CMD=(env "${unset[@]}" docker compose -p "$COMPOSE_PROJECT" --env-file "$dir/compose.env" "${files[@]}")
+}
+
+# stack_compose RENDER_DIR ARGS...: docker compose with the render dir's files and env.
+stack_compose() {
+  local dir="$1"
+  shift
+  stack_compose_argv "$dir"
+  "${STACK_CMD[@]}" "$@"
+}
+
+# stack_env RENDER_DIR KEY: a value of the render dir's compose.env.
+stack_env() {
+  local dir="$1" key="$2" line
+  while IFS= read -r line; do
+    if [[ "$line" == "$key="* ]]; then
+      printf '%s\n' "${line#*=}"
+      return 0
+    fi
+  done <"$dir/compose.env"
+  stack_die "$dir/compose.env has no $key: re-render with \`make render\`"
+}
+
+# stack_container RENDER_DIR SERVICE: the container id of a service ("" if none).
+stack_container() {
+  stack_compose "$1" "${STACK_ALL_PROFILES[@]}" ps -a -q "$2" 2>/dev/null | head -n 1
+}
+
+# stack_state RENDER_DIR SERVICE: "<status> <health>" (health "-" without a healthcheck).
+stack_state() {
+  local cid
+  cid="$(stack_container "$1" "$2")"
+  if [[ -z "$cid" ]]; then
+    echo "absent -"
+    return 0
+  fi
+  docker inspect -f '{{.State.Status}} {{if .State.Health}}{{.State.Health.Status}}{{else}}-{{end}} {{.State.ExitCode}}' "$cid"
+}
+
+# stack_report RENDER_DIR [LINES]: every service that is not healthy/running (or exited
+# non-zero), with the tail of its log. Prints nothing for a healthy stack.
+stack_report() {
+  local dir="$1" lines="${2:-40}" svc state status health code bad=0
+  while IFS= read -r svc; do
+    [[ -n "$svc" ]] || continue
+    state="$(stack_state "$dir" "$svc")"
+    read -r status health code <<<"$state"
+    case "$status/$health" in
+      running/healthy|running/-|absent/-) continue ;;
+      exited/-) [[ "$code" == 0 ]] && continue ;;
+    esac
+    bad=1
+    printf '\n--- %s: %s (health %s, exit code %s); last %s log lines:\n' "$svc" "$status" "$health" "${code:-?}" "$lines" >&2
+    stack_compose "$dir" "${STACK_ALL_PROFILES[@]}" logs --no-color --tail "$lines" "$svc" >&2 || true
+  done < <(stack_compose "$dir" "${STACK_ALL_PROFILES[@]}" config --services 2>/dev/null)
+  return "$bad"
+}
+
+# stack_wait_healthy RENDER_DIR DEADLINE_EPOCH SERVICE...: wait until each service is healthy
+# (running without healthcheck counts); fail at once if one exits or turns unhealthy.
+stack_wait_healthy() {
+  local dir="$1" deadline="$2"
+  shift 2
+  local svc status health code
+  for svc in "$@"; do
+    while true; do
+      read -r status health code <<<"$(stack_state "$dir" "$svc")"
+      case "$status/$health" in
+        running/healthy|running/-) break ;;
+        exited/*|dead/*|*/unhealthy)
+          stack_log "service $svc is $status (health $health, exit code $code)"
+          return 1 ;;
+      esac
+      if (($(date +%s) >= deadline)); then
+        stack_log "deadline reached: service $svc still $status (health $health)"
+        return 1
+      fi
+      sleep 1  # polling interval; the deadline above bounds the wait
+    done
+    stack_log "$svc is ready"
+  done
+}
+
+# stack_down RENDER_DIR: stop and remove every container, network and volume of the project.
+stack_down() {
+  stack_compose "$1" "${STACK_ALL_PROFILES[@]}" down --volumes --remove-orphans --timeout 10
+}

@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# Bring the 5G stack up for a profile and return once UE 1 has its PDU session.
+# On failure or interrupt: prints which service is unhealthy with the tail of its log, then
+# tears down everything it started. Documentation: docs/stack.md.
+set -euo pipefail
+
+# shellcheck source-path=SCRIPTDIR source=lib/compose.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/compose.sh"
+
+usage() {
+  cat <<USAGE
+usage: up.sh [--profile ID] [--plane n3|sbi] [--scp] [--ues N] [--timeout SECONDS] [--no-ue]
+
+  --profile ID   security profile (default: \$PROFILE or baseline; \`make profiles\` lists them)
+  --plane P      plane the overlay covers (default: \$PLANE or the profile's first plane)
+  --scp          indirect communication through the SCP (default: \$SCP)
+  --ues N        also start the scaling UEs (N UEs in the ue-scale container)
+  --timeout S    deadline for the whole bring-up (default: \$UP_TIMEOUT or 300)
+  --no-ue        start the core and the gNB only (UE 1 stays down; the SBI driver starts it)
+Environment: OPEN5GS_IMAGE UERANSIM_IMAGE TOOLS_IMAGE MONGO_IMAGE MONGO_URI RUN_ID STATE
+Exit: 0 up, 1 failure (stack torn down), 2 usage error, 130 interrupted (stack torn down).
+USAGE
+}
+
+PROFILE_ID="${PROFILE:-baseline}"
+PLANE_ID="${PLANE:-}"
+SCP_FLAG=()
+[[ "${SCP:-}" == 1 || "${SCP:-}" == yes || "${SCP:-}" == true ]] && SCP_FLAG=(--scp)
+UES_N="${UES:-0}"
+TIMEOUT="${UP_TIMEOUT:-300}"
+WITH_UE=1
+RENDER=""
+STARTED=0
+
+parse_args() {
+  while (($#)); do
+    case "$1" in
+      --profile) PROFILE_ID="${2:?--profile needs a value}"; shift 2 ;;
+      --plane) PLANE_ID="${2:?--plane needs a value}"; shift 2 ;;
+      --scp) SCP_FLAG=(--scp); shift ;;
+      --ues) UES_N="${2:?--ues needs a value}"; shift 2 ;;
+      --timeout) TIMEOUT="${2:?--timeout needs a value}"; shift 2 ;;
+      --no-ue) WITH_UE=0; shift ;;
+      -h|--help) usage; exit 0 ;;
+      *) echo "up.sh: unknown argument $1" >&2; usage >&2; exit 2 ;;
+    esac
+  done
+  [[ "$UES_N" =~ ^[0-9]+$ ]] || { echo "up.sh: --ues must be a number, got $UES_N" >&2; exit 2; }
+  [[ "$TIMEOUT" =~ ^[0-9]+$ ]] || { echo "up.sh: --timeout must be seconds, got $TIMEOUT" >&2; exit 2; }
+}
+
+on_exit() {
+  local rc=$?
+  trap - EXIT INT TERM
+  if ((rc != 0 && STARTED)); then
+    stack_log "bring-up failed (exit $rc); services that are not healthy:"
+    stack_report "$RENDER" 40 || true
+    stack_log "tearing down what was started"
+    stack_down "$RENDER" >/dev/null 2>&1 || stack_log "teardown failed: run \`make down\`"
+    rm -f "$(stack_current_file)"
+  fi
+  exit "$rc"
+}
+
+on_signal() {
+  stack_log "interrupted"
+  exit 130
+}
+
+check_sctp() {
+  if [[ ! -d /sys/module/sctp ]]; then
+    if [[ "$(id -u)" == 0 ]] && modprobe sctp 2>/dev/null; then
+      stack_log "loaded the sctp kernel module (AMF and gNB need it)"
+    else
+      stack_log "warning: no sctp kernel module on this host; the AMF and gNB need it (sudo modprobe sctp; see \`make doctor\`)"
+    fi
+  fi
+}
+
+down_previous() {
+  local cur prev
+  cur="$(stack_current_file)"
+  [[ -f "$cur" ]] || return 0
+  prev="$(<"$cur")"
+  if [[ -d "$prev" ]]; then
+    stack_log "a stack from $prev is recorded as up: taking it down first"
+    stack_down "$prev" >/dev/null 2>&1 || true
+  fi
+  rm -f "$cur"
+}
+
+main() {
+  parse_args "$@"
+  stack_require_compose
+  check_sctp
+  RENDER="$(stack_render "$PROFILE_ID" "$PLANE_ID" "${SCP_FLAG[@]}")" || exit $?
+  (cd "$STACK_REPO" && "$PYTHON" -m testbed check-config --render-dir "$RENDER" --no-render) \
+    || stack_die "configuration check failed for $RENDER (see above); fix nf-configs/stack.yaml or compose/ and retry"
+  cat "$RENDER/plan.txt" >&2
+  down_previous
+  export UES="$UES_N"
+  local deadline=$(($(date +%s) + TIMEOUT))
+  local services=() profiles=()
+  mapfile -t services < <(stack_compose "$RENDER" config --services)
+  local targets=() s
+  for s in "${services[@]}"; do
+    [[ "$s" == ue1 && "$WITH_UE" == 0 ]] && continue
+    targets+=("$s")
+  done
+  if ((UES_N > 0)); then
+    profiles=(--profile scale)
+    targets+=(ue-scale)
+  fi
+  trap on_exit EXIT
+  trap on_signal INT TERM
+  mkdir -p "$(stack_state_dir)"
+  printf '%s\n' "$RENDER" >"$(stack_current_file)"
+  STARTED=1
+  stack_log "starting ${#targets[@]} services (deadline ${TIMEOUT}s): ${targets[*]}"
+  stack_compose_argv "$RENDER"
+  timeout --foreground "$TIMEOUT" "${STACK_CMD[@]}" "${profiles[@]}" up -d --remove-orphans "${targets[@]}" \
+    || stack_die "\`docker compose up\` failed or passed the ${TIMEOUT}s deadline"
+  local waits=(gnb)
+  ((WITH_UE)) && waits+=(ue1)
+  ((UES_N > 0)) && waits+=(ue-scale)
+  stack_wait_healthy "$RENDER" "$deadline" "${waits[@]}" \
+    || stack_die "the stack did not become ready within ${TIMEOUT}s"
+  if ((WITH_UE)); then
+    local addr
+    addr="$(stack_compose "$RENDER" exec -T ue1 ip -4 -o addr show dev uesimtun0 | awk '{print $4}')"
+    stack_log "UE 1 has its PDU session: uesimtun0 $addr"
+  fi
+  stack_log "stack up: profile $PROFILE_ID, render dir $RENDER (\`make down\` stops it)"
+}
+
+main "$@"

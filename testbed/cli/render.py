@@ -1,0 +1,55 @@
+"""Render a profile's configs into $STATE/render/<plane>/<profile>/ and print what will run."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from testbed import keys, profiles, render, stack
+from testbed.render import layout
+
+
+def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
+    parser.add_argument("--profile", default=os.environ.get("PROFILE") or "baseline",
+                        help="profile id (default: $PROFILE or baseline; `make profiles` lists them)")
+    parser.add_argument("--plane", choices=profiles.PLANES, default=os.environ.get("PLANE") or None,
+                        help="plane the overlay covers (default: $PLANE or the profile's first plane)")
+    parser.add_argument("--state", type=Path, default=None, help="state dir (default: $STATE or .state)")
+    parser.add_argument("--scp", action="store_true", default=os.environ.get("SCP", "") in ("1", "yes", "true"),
+                        help="indirect communication through the SCP (default: $SCP, off)")
+    parser.add_argument("--quiet", action="store_true", help="print only the render dir")
+
+
+def resolve(profile_id: str, plane: str | None) -> tuple[profiles.Profile, str]:
+    """(profile, plane) or ProfileError naming the valid choices."""
+    prof = profiles.get(profile_id, plane)
+    return prof, plane or prof.planes[0]
+
+
+def render_profile(profile_id: str, plane: str | None, state: Path | None, scp: bool) -> render.Rendered:
+    prof, pl = resolve(profile_id, plane)
+    state_dir = Path(state) if state is not None else keys.default_state_dir()
+    root = keys.ensure(state_dir)
+    out = layout.render_dir(state_dir, pl, prof.id)
+    return render.render(prof, pl, out, subscribers=keys.subscribers(root), keys_dir=root,
+                         values=stack.load(), use_scp=scp or None)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        r = render_profile(args.profile, args.plane, args.state, args.scp)
+    except profiles.ProfileError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except (render.RenderError, keys.KeysError, ValueError, KeyError) as exc:
+        print(f"error: render {args.profile}: {exc}", file=sys.stderr)
+        return 1
+    if args.quiet:
+        print(r.dir)
+        return 0
+    print((r.dir / layout.PLAN_FILE).read_text(encoding="utf-8"), end="")
+    print("files     " + f"{len(r.files)} written:")
+    for f in sorted(r.files):
+        print(f"  {f.relative_to(r.dir)}")
+    return 0

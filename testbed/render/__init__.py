@@ -1,0 +1,210 @@
+"""Render everything a profile needs to run: NF, gNB and UE configs, Compose env, overlay dirs.
+
+`render(...)` is a pure function of the stack values, the profile and the SIM secrets: it
+writes files under one render dir (.state/render/<plane>/<profile>/, see layout.py) and
+returns what it wrote. The overlay module of the profile's protocol contributes through the
+hooks of docs/contracts.md: `nf_config_overrides`, `compose_env`, `render`.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from testbed import ROOT, overlays, stack
+from testbed.profiles import Profile
+from testbed.render import compose_env as cenv
+from testbed.render import layout, open5gs, ueransim
+from testbed.render.merge import deep_merge
+
+log = logging.getLogger(__name__)
+
+COMPOSE_DIR = ROOT / "compose"
+BASE_FILE = COMPOSE_DIR / "base.yaml"
+SCP_FILE = COMPOSE_DIR / "scp.yaml"
+PROGRAM_NODES = open5gs.OPEN5GS_NFS + ("gnb",)   # containers that get an env/<node>.env
+
+
+class RenderError(RuntimeError):
+    """Rendering failed; the message names the profile/plane/file and what to do."""
+
+
+@dataclasses.dataclass
+class Rendered:
+    dir: Path
+    profile: Profile
+    plane: str
+    compose_files: list[Path]
+    env: dict[str, str]
+    nodes: list[str]                                   # Open5GS NFs that run
+    files: list[Path] = dataclasses.field(default_factory=list)
+    overlay_dirs: dict[str, Path] = dataclasses.field(default_factory=dict)
+
+
+def overlay_file(protocol: str, plane: str, compose_dir: Path = COMPOSE_DIR) -> Path:
+    return compose_dir / f"overlay-{protocol}-{plane}.yaml"
+
+
+def compose_files(protocol: str, plane: str, use_scp: bool, compose_dir: Path = COMPOSE_DIR) -> list[Path]:
+    """base.yaml, then scp.yaml (with the SCP), then the overlay fragment if the protocol has one."""
+    files = [compose_dir / "base.yaml"]
+    if use_scp:
+        files.append(compose_dir / "scp.yaml")
+    ov = overlay_file(protocol, plane, compose_dir)
+    if protocol != "none" and ov.exists():
+        files.append(ov)
+    return files
+
+
+def git_commit(repo: Path = ROOT) -> str:
+    try:
+        rev = subprocess.run(["git", "-C", str(repo), "rev-parse", "--short=12", "HEAD"],
+                             capture_output=True, text=True, check=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, check=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return f"{rev}-dirty" if dirty else rev
+
+
+def provision_input(subscribers: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
+    """What testbed/provision.py needs: every IMSI with K/OPc, slices and DNN."""
+    subs = []
+    for ue in ueransim.UES:
+        s = subscribers[ue]
+        subs.append({"name": ue, "imsi": str(s["imsi"]), "k": s["k"], "opc": s["opc"]})
+    sc = subscribers["scale"]
+    first, count = int(sc["imsi_first"]), int(sc.get("count", values["subscribers"]["scale"]["count"]))
+    width = len(str(sc["imsi_first"]))
+    for i in range(count):
+        subs.append({"name": f"scale-{i + 1}", "imsi": str(first + i).zfill(width),
+                     "k": sc["k"], "opc": sc["opc"]})
+    return {
+        "dnn": values["dnn"],
+        "s_nssai": [dict(s) for s in values["s_nssai"]],
+        "amf_field": str(values["ueransim"]["amf_field"]),
+        "subscribers": subs,
+    }
+
+
+def _dump_yaml(data: dict[str, Any], header: str) -> str:
+    return header + yaml.safe_dump(data, sort_keys=False, default_flow_style=False)
+
+
+def _write(path: Path, text: str, mode: int = 0o644) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    os.chmod(tmp, mode)
+    os.replace(tmp, path)
+    return path
+
+
+def _hook(module: Any, name: str) -> Any:
+    return getattr(module, name, None) if module is not None else None
+
+
+def overlay_module(protocol: str) -> Any:
+    """The overlay module, or RenderError if its protocol has no module yet."""
+    try:
+        return overlays.get(protocol)
+    except ModuleNotFoundError as exc:
+        raise RenderError(f"overlay module for protocol {protocol!r} is not available ({exc}); "
+                          "that overlay is not installed in this checkout") from exc
+
+
+def render(profile: Profile, plane: str, out_dir: Path, *, subscribers: dict[str, Any],
+           keys_dir: Path, values: dict[str, Any] | None = None, use_scp: bool | None = None,
+           commit: str | None = None, mongo_uri: str | None = None,
+           compose_dir: Path = COMPOSE_DIR, repo_dir: Path = ROOT) -> Rendered:
+    """Write the render dir for (profile, plane) and return what was written.
+
+    The dir is replaced as a whole, so no stale file of an earlier render survives.
+    """
+    v = values or stack.load()
+    if plane not in profile.planes:
+        raise RenderError(f"profile {profile.id!r} does not run on plane {plane!r} "
+                          f"(it supports {', '.join(profile.planes)})")
+    scp = bool(v.get("use_scp", False)) if use_scp is None else use_scp
+    mod = overlay_module(profile.protocol)
+    out_dir = Path(out_dir).resolve()
+    if out_dir.exists():
+        shutil.rmtree(out_dir)
+    out_dir.mkdir(parents=True, mode=0o700)
+    header = (f"# Rendered by `python -m testbed render` for profile {profile.id} (plane {plane}) "
+              "from nf-configs/stack.yaml. Do not edit: edit stack.yaml and re-render.\n")
+    written: list[Path] = []
+
+    nodes = open5gs.nf_nodes(v, scp)
+    nf_hook = _hook(mod, "nf_config_overrides")
+    for nf in nodes:
+        cfg = open5gs.nf_config(nf, v, scp)
+        if nf_hook is not None:
+            cfg = deep_merge(cfg, nf_hook(nf, profile, v) or {})
+        written.append(_write(out_dir / layout.OPEN5GS_DIR / f"{nf}.yaml", _dump_yaml(cfg, header)))
+
+    gnb = ueransim.gnb_config(v)
+    if nf_hook is not None:
+        gnb = deep_merge(gnb, nf_hook("gnb", profile, v) or {})
+    written.append(_write(out_dir / layout.UERANSIM_DIR / "gnb.yaml", _dump_yaml(gnb, header)))
+    for ue, cfg in ueransim.ue_configs(subscribers, v).items():
+        written.append(_write(out_dir / layout.UERANSIM_DIR / f"{ue}.yaml", _dump_yaml(cfg, header), 0o600))
+    written.append(_write(out_dir / layout.PROVISION_FILE,
+                          json.dumps(provision_input(subscribers, v), indent=1) + "\n", 0o600))
+
+    env_hook = _hook(mod, "nf_environment")
+    for node in PROGRAM_NODES:
+        extra = dict(env_hook(node, profile, v) or {}) if env_hook is not None else {}
+        written.append(_write(out_dir / layout.ENV_DIR / f"{node}.env",
+                              f"# extra environment of the {node} container ({profile.id})\n"
+                              + (cenv.format_env(extra) if extra else "")))
+
+    overlay_dirs: dict[str, Path] = {}
+    (out_dir / layout.OVERLAY_DIR).mkdir(mode=0o700)
+    render_hook = _hook(mod, "render")
+    if render_hook is not None:
+        overlay_dirs = {n: Path(p) for n, p in
+                        render_hook(profile, plane, v, Path(keys_dir), out_dir / layout.OVERLAY_DIR).items()}
+
+    env = cenv.compose_env(profile=profile.id, plane=plane, protocol=profile.protocol,
+                           render_dir=out_dir, keys_dir=Path(keys_dir).resolve(), repo_dir=repo_dir,
+                           commit=commit if commit is not None else git_commit(repo_dir),
+                           mongo_uri=mongo_uri or open5gs.mongo_uri(v), values=v)
+    env_extra_hook = _hook(mod, "compose_env")
+    if env_extra_hook is not None:
+        env.update({str(k): str(val) for k, val in (env_extra_hook(profile, plane, v) or {}).items()})
+    written.append(_write(out_dir / layout.COMPOSE_ENV, header + cenv.format_env(env)))
+    files = compose_files(profile.protocol, plane, scp, compose_dir)
+    written.append(_write(out_dir / layout.COMPOSE_FILES, "".join(f"{f}\n" for f in files)))
+    result = Rendered(out_dir, profile, plane, files, env, nodes, written, overlay_dirs)
+    written.append(_write(out_dir / layout.PLAN_FILE, plan(result)))
+    log.info("rendered %s (%s) into %s: %d files", profile.id, plane, out_dir, len(written))
+    return result
+
+
+def plan(r: Rendered) -> str:
+    """Human-readable summary of what `make up` will run for this render."""
+    lines = [
+        f"profile   {r.profile.id}: {r.profile.label}",
+        f"plane     {r.plane}   protocol {r.profile.protocol}",
+        f"render    {r.dir}",
+        "compose   " + " ".join(str(f) for f in r.compose_files),
+        f"core      {' '.join(r.nodes)} (each behind its <nf>-net namespace holder)",
+        "ran       gnb (holder gnb-net), ue1 (started by `make up`), ue2 and ue-scale on demand",
+        f"database  MONGO_URI={r.env['MONGO_URI']} (provisioned by the provision service)",
+        f"ping      the UE pings {r.env['PING_TARGET']} (the Docker host on n6) through the UPF",
+    ]
+    if r.overlay_dirs:
+        lines.append("overlay   " + ", ".join(f"{n} -> {p}" for n, p in sorted(r.overlay_dirs.items())))
+    elif r.profile.protocol != "none":
+        lines.append(f"overlay   {r.profile.protocol}: no per-node overlay dirs rendered")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,20 @@
+"""Where the renderer writes, relative to a render dir (.state/render/<plane>/<profile>/).
+
+The compose files, the scripts and the checker all find files through these names.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+COMPOSE_ENV = "compose.env"          # Compose --env-file: addresses, paths, labels
+COMPOSE_FILES = "compose.files"      # the -f files, one absolute path a line, in order
+OPEN5GS_DIR = "open5gs"              # <nf>.yaml, mounted at /etc/open5gs/testbed/<nf>.yaml
+UERANSIM_DIR = "ueransim"            # gnb.yaml, ue1.yaml, ue2.yaml, ue-scale.yaml (0600: SIM secrets)
+ENV_DIR = "env"                      # <node>.env: extra environment of a program container
+PROVISION_FILE = "provision/subscribers.json"   # input of testbed/provision.py (0600)
+OVERLAY_DIR = "overlay"              # the overlay module's per-node config dirs
+PLAN_FILE = "plan.txt"               # what `make render` printed
+
+
+def render_dir(state_dir: Path, plane: str, profile: str) -> Path:
+    return Path(state_dir) / "render" / plane / profile
