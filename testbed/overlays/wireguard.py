@@ -24,6 +24,7 @@ import logging
 import os
 import shlex
 import subprocess
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -54,11 +55,15 @@ def _network(plane: str) -> str:
                              f"{', '.join(channels.PLANE_NETWORK)}") from None
 
 
-def pairs(plane: str, values: dict[str, Any] | None = None) -> list[tuple[str, str]]:
-    """Host pairs with a WireGuard peering on the plane (channel map; nodes present in stack.yaml)."""
+def pairs(plane: str, values: dict[str, Any] | None = None,
+          nodes: Iterable[str] | None = None) -> list[tuple[str, str]]:
+    """Host pairs with a WireGuard peering on the plane: the channel map's pairs whose nodes
+    have an address on the plane's network (and, if given, are both among `nodes`)."""
     v = values or stack.load()
     net = _network(plane)
     have = {n for n, spec in v["nodes"].items() if net in spec.get("networks", {})}
+    if nodes is not None:
+        have &= set(nodes)
     return [p for p in channels.pairs(plane) if p[0] in have and p[1] in have]
 
 
@@ -67,8 +72,9 @@ def endpoints(plane: str, values: dict[str, Any] | None = None) -> list[str]:
     return sorted({n for pair in pairs(plane, values) for n in pair})
 
 
-def partners(node: str, plane: str, values: dict[str, Any] | None = None) -> list[str]:
-    return sorted({b if a == node else a for a, b in pairs(plane, values) if node in (a, b)})
+def partners(node: str, plane: str, values: dict[str, Any] | None = None,
+             nodes: Iterable[str] | None = None) -> list[str]:
+    return sorted({b if a == node else a for a, b in pairs(plane, values, nodes) if node in (a, b)})
 
 
 def _check_profile(profile: Any, plane: str) -> None:
@@ -79,14 +85,15 @@ def _check_profile(profile: Any, plane: str) -> None:
                              f"(it covers: {', '.join(profile.planes)})")
 
 
-def wg_conf(node: str, plane: str, values: dict[str, Any], keys_dir: Path) -> str:
+def wg_conf(node: str, plane: str, values: dict[str, Any], keys_dir: Path,
+            nodes: Iterable[str] | None = None) -> str:
     """The node's `wg setconf` file (holds its private key)."""
     net = _network(plane)
     private, _ = keys.wg_keys(keys_dir, node)
     lines = ["# rendered by testbed/overlays/wireguard.py; `wg setconf` format",
              "[Interface]", f"PrivateKey = {private}", f"ListenPort = {LISTEN_PORT}",
              f"FwMark = {FWMARK:#x}"]
-    for peer in partners(node, plane, values):
+    for peer in partners(node, plane, values, nodes):
         _, public = keys.wg_keys(keys_dir, peer)
         addr = stack.address(peer, net, values)
         lines += ["", f"# {peer}", "[Peer]", f"PublicKey = {public}",
@@ -94,10 +101,11 @@ def wg_conf(node: str, plane: str, values: dict[str, Any], keys_dir: Path) -> st
     return "\n".join(lines) + "\n"
 
 
-def overlay_env(node: str, profile_id: str, plane: str, values: dict[str, Any]) -> dict[str, str]:
+def overlay_env(node: str, profile_id: str, plane: str, values: dict[str, Any],
+                nodes: Iterable[str] | None = None) -> dict[str, str]:
     """What wireguard/entrypoint.sh reads (shell variables)."""
     net = _network(plane)
-    peers = " ".join(f"{p}={stack.address(p, net, values)}" for p in partners(node, plane, values))
+    peers = " ".join(f"{p}={stack.address(p, net, values)}" for p in partners(node, plane, values, nodes))
     return {
         "WG_PROFILE": profile_id,
         "WG_NODE": node,
@@ -124,25 +132,35 @@ def _write(path: Path, text: str, mode: int) -> None:
 
 
 def render(profile: Any, plane: str, values: dict[str, Any], keys_dir: Path,
-           out_dir: Path) -> dict[str, Path]:
-    """Write out_dir/<node>/{wg.conf,overlay.env} for every endpoint; return {node: dir}."""
+           out_dir: Path, nodes: Iterable[str] | None = None) -> dict[str, Path]:
+    """Write out_dir/<node>/{wg.conf,overlay.env} for every endpoint; return {node: dir}.
+
+    `nodes` (the namespace lab's subsets) limits the endpoints, and the peers of each, to
+    those nodes, so that no endpoint waits for a handshake with a node that is not there."""
     _check_profile(profile, plane)
-    nodes = endpoints(plane, values)
-    if not nodes:
-        raise WireGuardError(f"no host pairs on the {plane} plane in the channel map "
-                             f"({channels.CHANNEL_FILE}): nothing to render")
+    only = None if nodes is None else list(nodes)
+    if only is not None:
+        unknown = sorted(set(only) - set(endpoints(plane, values)))
+        if unknown:
+            raise WireGuardError(f"{', '.join(unknown)}: not a WireGuard endpoint of the {plane} plane "
+                                 f"(endpoints: {', '.join(endpoints(plane, values))})")
+    chosen = sorted({n for pair in pairs(plane, values, only) for n in pair})
+    if not chosen:
+        raise WireGuardError(f"no host pairs on the {plane} plane among "
+                             f"{', '.join(only) if only is not None else 'the nodes of stack.yaml'} "
+                             f"in the channel map ({channels.CHANNEL_FILE}): nothing to render")
     out: dict[str, Path] = {}
-    for node in nodes:
+    for node in chosen:
         d = Path(out_dir) / node
         d.mkdir(parents=True, exist_ok=True)
         os.chmod(d, 0o700)
-        _write(d / "wg.conf", wg_conf(node, plane, values, keys_dir), 0o600)
-        env = overlay_env(node, profile.id, plane, values)
+        _write(d / "wg.conf", wg_conf(node, plane, values, keys_dir, only), 0o600)
+        env = overlay_env(node, profile.id, plane, values, only)
         _write(d / "overlay.env",
                "# rendered by testbed/overlays/wireguard.py for wireguard/entrypoint.sh\n"
                + "".join(f"{k}={shlex.quote(v)}\n" for k, v in env.items()), 0o644)
         out[node] = d
-    log.info("rendered WireGuard (%s) for %s under %s", plane, ", ".join(nodes), out_dir)
+    log.info("rendered WireGuard (%s) for %s under %s", plane, ", ".join(chosen), out_dir)
     return out
 
 
