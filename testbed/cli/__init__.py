@@ -15,6 +15,8 @@ COMMANDS: dict[str, str] = {
     "profiles": "profiles",
     "check-profile": "profiles",
     "keys": "keys",
+    "render": "render",
+    "check-config": "check_config",
     "datapath": "datapath",
     "params": "params",
     "manifest": "manifest",
