@@ -288,6 +288,22 @@ def add_file(run_dir: Path, rel: str, kind: str, attrs: dict[str, Any]) -> None:
     write(run_dir, m)
 
 
+def add_unlisted_logs(run_dir: Path) -> list[str]:
+    """Record every file of the run directory not yet listed as kind "log" (driver and tool logs)."""
+    run_dir = Path(run_dir)
+    m = _running(run_dir)
+    listed = {f["path"] for f in m["files"]}
+    added = []
+    for p in sorted(run_dir.rglob("*")):
+        rel = p.relative_to(run_dir).as_posix()
+        if p.is_file() and rel != MANIFEST and not p.name.startswith(".") and rel not in listed:
+            m["files"].append({"path": rel, "kind": "log", "bytes": p.stat().st_size})
+            added.append(rel)
+    if added:
+        write(run_dir, m)
+    return added
+
+
 def add_command(run_dir: Path, command: str) -> None:
     m = _running(run_dir)
     m["commands"].append(command)

@@ -191,7 +191,10 @@ def shell_assignments(experiment: str, params: dict[str, Any]) -> str:
         s = " ".join(str(x) for x in v) if isinstance(v, list) else (f"{v:g}" if isinstance(v, float) else str(v))
         lines.append(f"{p.name}={shlex.quote(s)}")
     if "profile" in params:
-        lines.append(f"PROFILE={shlex.quote(params['profile'])}")
+        prof = profiles.get(params["profile"])
+        lines.append(f"PROFILE={shlex.quote(prof.id)}")
+        lines.append(f"PROTOCOL={shlex.quote(prof.protocol)}")
+        lines.append(f"PLANE={shlex.quote(PLANE[experiment])}")
     return "\n".join(lines)
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from testbed import manifest, runparams
 
-ACTIONS = ("create", "add-file", "add-command", "add-ue", "add-failure", "event", "set-datapath",
+ACTIONS = ("create", "add-file", "add-logs", "add-command", "add-ue", "add-failure", "event", "set-datapath",
            "finish", "validate", "get", "mark-stale")
 
 
@@ -76,6 +76,8 @@ def _dispatch(args: argparse.Namespace) -> int:
     elif a == "add-file":
         attrs = {k: _attr_value(v) for k, v in _pairs(args.attr + args.values).items()}
         manifest.add_file(target, _need(args.path, "--path", a), _need(args.kind, "--kind", a), attrs)
+    elif a == "add-logs":
+        manifest.add_unlisted_logs(target)
     elif a == "add-command":
         manifest.add_command(target, _need(args.command_line, "--command", a))
     elif a in ("add-ue", "add-failure"):

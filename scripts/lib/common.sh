@@ -1,0 +1,459 @@
+# shellcheck shell=bash
+# Shared bash for the experiment drivers (scripts/run-*.sh, scripts/campaign.sh).
+# Source it; it defines functions and a few globals, and starts nothing.
+#
+#   log/warn/loud/die          messages on stderr (die exits; 2 = usage error)
+#   wait_for DEADLINE WHAT CMD probe CMD every 0.2 s until it succeeds or DEADLINE seconds pass
+#   parse_params EXP ARGS...   --flag value / --flag=value -> FLAG variables (Make names)
+#   load_params EXP            check every parameter once (python -m testbed params) or exit 2
+#   run_begin EXP              create the run directory + manifest (RUN_DIR), install the traps
+#   run_cmd CMD...             record the exact command in the manifest and run it (DRY_RUN: print)
+#   run_bg_wait CMD...         same, but interruptible at once by Ctrl-C
+#   record_file PATH KIND A=V  register a raw file (relative to RUN_DIR) in the manifest
+#   capture_start NAME FILE CMD...  / capture_stop NAME   packet captures with deadlines
+#   cleanup_push CMD...        run CMD at exit (reverse order), whatever happens
+#   run_end                    validity check + manifest finish (complete); exit status
+#
+# Exit codes: 0 ok, 1 failure (or invalid run), 2 usage error, 130 interrupt.
+
+# shellcheck disable=SC2034  # globals are read by the drivers
+if [[ -n "${_TESTBED_COMMON_SH:-}" ]]; then
+  return 0
+fi
+_TESTBED_COMMON_SH=1
+
+TESTBED_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+PYTHON="${PYTHON:-python3}"
+# `python -m testbed` works from anywhere without installing the package
+export PYTHONPATH="$TESTBED_ROOT${PYTHONPATH:+:$PYTHONPATH}"
+RESULTS="${RESULTS:-results}"
+STATE="${STATE:-.state}"
+DRY_RUN="${DRY_RUN:-0}"
+SCRIPT_NAME="$(basename "${0:-driver}" .sh)"
+RUN_DIR=""
+RUN_STATE="failed"        # what the exit trap records unless the run got further
+RUN_REASON=""
+INTERRUPTED=0
+MEASURED=0
+CHILD_PID=""
+declare -a _CLEANUP=()
+declare -A _CAPTURE_PID=()
+declare -A _CAPTURE_FILE=()
+declare -A _CAPTURE_ATTRS=()
+
+log() { printf '%s %s: %s\n' "$(date -u +%H:%M:%S)" "$SCRIPT_NAME" "$*" >&2; }
+warn() { log "WARNING: $*"; }
+
+# A banner nobody can miss (invalid runs, userspace datapath).
+loud() {
+  local bar
+  bar="$(printf '%*s' 78 '' | tr ' ' '!')"
+  printf '%s\n%s: %s\n%s\n' "$bar" "$SCRIPT_NAME" "$*" "$bar" >&2
+}
+
+# die MESSAGE [CODE]: what failed, for which object, what to do next.
+die() {
+  local code="${2:-1}"
+  log "error: $1"
+  RUN_REASON="${RUN_REASON:-$1}"
+  exit "$code"
+}
+
+# The testbed's Python CLI, from the repository root (so `testbed` imports without installing).
+tb() {
+  "$PYTHON" -m testbed "$@"
+}
+
+# stack_address NODE NETWORK: the node's address from nf-configs/stack.yaml (never typed twice).
+stack_address() {
+  "$PYTHON" -c 'import sys; from testbed import stack; print(stack.address(sys.argv[1], sys.argv[2]))' "$1" "$2" \
+    || die "no address for $1 on network $2 in nf-configs/stack.yaml" 1
+}
+
+# ping_rc_ok RC FILE: ping exits 1 when replies were lost (losses are data: sequence gaps), 2 on
+# errors. Accept 0 and 1 as long as at least one reply came back.
+ping_rc_ok() {
+  local rc="$1" file="$2"
+  ((rc <= 1)) && grep -q ' bytes from ' "$file" 2>/dev/null
+}
+
+require_root() {
+  [[ "$(id -u)" == 0 ]] || die "$SCRIPT_NAME needs root (network namespaces, captures): run it with sudo" 1
+}
+
+require_tools() {
+  local missing=() t
+  for t in "$@"; do
+    command -v "$t" >/dev/null 2>&1 || missing+=("$t")
+  done
+  ((${#missing[@]} == 0)) || die "missing programs: ${missing[*]}; run \`make setup\` (or \`make doctor\`)" 1
+}
+
+# wait_for DEADLINE_S WHAT CMD...: poll CMD (quietly) until it succeeds; fail naming WHAT.
+wait_for() {
+  local deadline_s="$1" what="$2"
+  shift 2
+  if [[ "$DRY_RUN" == 1 ]]; then
+    printf '+ wait_for %ss %q:' "$deadline_s" "$what"
+    printf ' %q' "$@"
+    printf '\n'
+    return 0
+  fi
+  local end=$((SECONDS + deadline_s))
+  while true; do
+    if "$@" >/dev/null 2>&1; then
+      return 0
+    fi
+    if ((SECONDS >= end)); then
+      log "error: $what: not ready after ${deadline_s}s (probe: $*)"
+      return 1
+    fi
+    sleep 0.2
+  done
+}
+
+# ----------------------------------------------------------------- parameters
+
+# parse_params EXPERIMENT ARGS...: flags named after the Make variables (--sizes = SIZES,
+# --ping-deadline = PING_DEADLINE); unknown names are rejected later by load_params with the list.
+# --results, --state and --dry-run are common to all drivers. Sets PARAM_NAMES.
+declare -a PARAM_NAMES=()
+parse_params() {
+  local exp="$1" name value
+  shift
+  local described
+  described="$(tb params "$exp" --format help)" \
+    || die "cannot list the parameters of $exp (python -m testbed params $exp --format help failed, see above)" 1
+  mapfile -t PARAM_NAMES < <(awk '{print $1}' <<<"$described")
+  while (($#)); do
+    case "$1" in
+      -h | --help) usage; exit 0 ;;
+      --dry-run) DRY_RUN=1; shift; continue ;;
+      --*=*) name="${1%%=*}"; value="${1#*=}"; shift ;;
+      --*)
+        (($# >= 2)) || die "option $1 needs a value (see --help)" 2
+        name="$1"; value="$2"; shift 2 ;;
+      *) die "unexpected argument '$1' (see --help)" 2 ;;
+    esac
+    name="${name#--}"
+    name="${name^^}"
+    name="${name//-/_}"
+    case "$name" in
+      RESULTS) RESULTS="$value" ;;
+      STATE) STATE="$value" ;;
+      PROFILE) PROFILE="$value" ;;
+      *)
+        [[ " ${PARAM_NAMES[*]} " == *" $name "* ]] \
+          || die "unknown option --${name,,} for $exp; valid: ${PARAM_NAMES[*],,} profile results dry-run" 2
+        printf -v "$name" '%s' "$value" ;;
+    esac
+  done
+}
+
+# load_params EXPERIMENT: validate PROFILE and every parameter once, fill in defaults, or exit 2.
+PARAM_ARGS=()
+load_params() {
+  local exp="$1" name assignments
+  PARAM_ARGS=()
+  for name in "${PARAM_NAMES[@]}"; do
+    PARAM_ARGS+=("$name=${!name:-}")
+  done
+  [[ -n "${PROFILE:-}" ]] || die "PROFILE is not set; list them with \`make profiles\`" 2
+  if ! assignments="$(tb params "$exp" "${PARAM_ARGS[@]}" --profile "$PROFILE")"; then
+    log "error: parameters rejected before anything started (see above); valid ones: $SCRIPT_NAME --help"
+    exit 2
+  fi
+  eval "$assignments"
+  PARAM_ARGS=()
+  for name in "${PARAM_NAMES[@]}"; do
+    PARAM_ARGS+=("$name=${!name}")
+  done
+}
+
+# ----------------------------------------------------------------- run lifecycle
+
+cleanup_push() {
+  local cmd
+  printf -v cmd '%q ' "$@"
+  _CLEANUP+=("$cmd")
+}
+
+_run_cleanups() {
+  local i
+  for ((i = ${#_CLEANUP[@]} - 1; i >= 0; i--)); do
+    eval "${_CLEANUP[i]}" || warn "cleanup step failed: ${_CLEANUP[i]}"
+  done
+  _CLEANUP=()
+}
+
+_on_signal() {
+  INTERRUPTED=1
+  trap '' INT TERM
+  log "interrupted: stopping, tearing down, keeping what was measured"
+  exit 130
+}
+
+_on_exit() {
+  local rc=$?
+  trap '' INT TERM
+  set +e
+  if [[ -n "$CHILD_PID" ]]; then
+    kill -TERM "$CHILD_PID" 2>/dev/null
+    wait "$CHILD_PID" 2>/dev/null
+    CHILD_PID=""
+  fi
+  capture_stop_all
+  _run_cleanups
+  if [[ -n "$RUN_DIR" && "$(tb manifest get "$RUN_DIR" state 2>/dev/null)" == running ]]; then
+    _record_pending
+    tb manifest add-logs "$RUN_DIR" || true
+    local state="$RUN_STATE" reason="$RUN_REASON"
+    if ((INTERRUPTED)); then
+      state=interrupted; reason="interrupted by a signal (Ctrl-C or TERM)"; rc=130
+    elif [[ "$state" != complete ]]; then
+      ((MEASURED)) && state=incomplete || state=failed
+      reason="${reason:-driver stopped with exit status $rc}"
+      ((rc != 0)) || rc=1
+    fi
+    tb manifest finish "$RUN_DIR" --state "$state" ${reason:+"--reason=$reason"} \
+      || log "error: could not finish the manifest of $RUN_DIR"
+    log "run $state: $RUN_DIR"
+  fi
+  exit "$rc"
+}
+
+install_traps() {
+  trap _on_exit EXIT
+  trap _on_signal INT TERM
+}
+
+# run_begin EXPERIMENT [--image NAME ...]: the run directory and its manifest (state running).
+run_begin() {
+  local exp="$1"
+  shift
+  if [[ "$DRY_RUN" == 1 ]]; then
+    RUN_DIR=""
+    printf '+ %s: would write %s/%s/%s/%s/<run>/ with parameters:' "$SCRIPT_NAME" \
+      "$RESULTS" "${CAMPAIGN:-adhoc}" "$exp" "$PROFILE"
+    printf ' %q' "${PARAM_ARGS[@]}"
+    printf '\n'
+    return 0
+  fi
+  mkdir -p "$RESULTS" || die "cannot create the results root $RESULTS; set RESULTS=<writable dir>" 1
+  RUN_DIR="$(tb manifest create "$RESULTS" --experiment "$exp" --profile "$PROFILE" \
+    --driver-pid "$$" "$@" "${PARAM_ARGS[@]/#/--param=}")" \
+    || die "could not create a run directory under $RESULTS (see above)" 1
+  log "run directory: $RUN_DIR"
+}
+
+# shell_join ARGS...: one command line, quoting only the words that need it (readable, exact).
+shell_join() {
+  local out="" a
+  for a in "$@"; do
+    if [[ "$a" =~ ^[A-Za-z0-9_./:=,@%+-]+$ ]]; then
+      out+="$a "
+    else
+      out+="${a@Q} "
+    fi
+  done
+  printf '%s' "$out"
+}
+
+_record_command() {
+  local line
+  line="$(shell_join "$@")"
+  if [[ "$DRY_RUN" == 1 ]]; then
+    printf '+ %s\n' "${line% }"
+    return 0
+  fi
+  [[ -z "$RUN_DIR" ]] || tb manifest add-command "$RUN_DIR" --command="${line% }" >/dev/null
+}
+
+# run_cmd CMD...: record and run (in DRY_RUN only print).
+run_cmd() {
+  _record_command "$@"
+  [[ "$DRY_RUN" == 1 ]] && return 0
+  "$@"
+}
+
+# run_bg_wait CMD...: like run_cmd, but the driver's Ctrl-C/TERM trap fires at once (the child
+# runs in the background and is stopped by the exit trap). stdout/stderr as the caller redirects.
+run_bg_wait() {
+  _record_command "$@"
+  [[ "$DRY_RUN" == 1 ]] && return 0
+  local rc=0
+  "$@" &
+  CHILD_PID=$!
+  wait "$CHILD_PID" || rc=$?
+  CHILD_PID=""
+  return "$rc"
+}
+
+# record_file REL_PATH KIND [ATTR=VALUE ...]: register a raw file written in RUN_DIR.
+record_file() {
+  local rel="$1" kind="$2"
+  shift 2
+  [[ "$DRY_RUN" == 1 ]] && return 0
+  tb manifest add-file "$RUN_DIR" --path "$rel" --kind "$kind" "${@/#/--attr=}" \
+    || die "could not record $rel in $RUN_DIR/manifest.json" 1
+  [[ "$kind" == log || "$kind" == pcap ]] || MEASURED=1
+}
+
+# measure REL KIND [ATTR=VALUE ...] -- CMD...: run CMD (interruptible) with stdout into RUN_DIR/REL
+# and stderr appended to RUN_DIR/driver-stderr.log, then record REL. If the run stops midway, the
+# exit trap records what was written with partial=true (kept, never thrown away).
+_PENDING=()
+measure() {
+  local rel="$1" kind="$2" attrs=() rc=0
+  shift 2
+  while (($#)) && [[ "$1" != -- ]]; do
+    attrs+=("$1")
+    shift
+  done
+  [[ "${1:-}" == -- ]] || die "measure: missing -- before the command (a bug in $SCRIPT_NAME)" 1
+  shift
+  if [[ "$DRY_RUN" == 1 ]]; then
+    _record_command "$@"
+    return 0
+  fi
+  _PENDING=("$rel" "$kind" "${attrs[@]}")
+  run_bg_wait "$@" >"$RUN_DIR/$rel" 2>>"$RUN_DIR/driver-stderr.log" || rc=$?
+  _PENDING=()
+  record_file "$rel" "$kind" "${attrs[@]}"
+  return "$rc"
+}
+
+_record_pending() {
+  ((${#_PENDING[@]})) || return 0
+  local rel="${_PENDING[0]}"
+  if [[ -s "$RUN_DIR/$rel" ]]; then
+    local attrs=("${_PENDING[@]:2}")
+    tb manifest add-file "$RUN_DIR" --path "$rel" --kind "${_PENDING[1]}" \
+      "${attrs[@]/#/--attr=}" --attr=partial=true >/dev/null \
+      && log "kept partial $rel" && MEASURED=1
+  fi
+  _PENDING=()
+}
+
+run_event() {
+  local level="$1"
+  shift
+  [[ "$DRY_RUN" == 1 || -z "$RUN_DIR" ]] && return 0
+  tb manifest event "$RUN_DIR" --level "$level" --message="$*" >/dev/null || true
+}
+
+# datapath_from_log FILE: record what the overlay entrypoint printed (`datapath: ipsec=...`)
+# and shout if it is a userspace datapath.
+datapath_from_log() {
+  local file="$1" line kv=() dp
+  [[ "$DRY_RUN" == 1 || -z "$RUN_DIR" ]] && return 0
+  while read -r line; do
+    kv+=("${line#datapath: }")
+  done < <(grep -ohE 'datapath: (ipsec=(kernel|libipsec)|wireguard=(kernel|wireguard-go))' "$file" 2>/dev/null | sort -u)
+  ((${#kv[@]})) && tb manifest set-datapath "$RUN_DIR" "${kv[@]}" >/dev/null
+  dp="$(tb manifest get "$RUN_DIR" datapath)"
+  if [[ "$(tb manifest get "$RUN_DIR" datapath.userspace)" == true ]]; then
+    loud "USERSPACE DATAPATH ($dp): this host has no kernel ESP/WireGuard; latencies are NOT" \
+      "comparable with kernel-datapath runs (recorded: datapath.userspace = true)"
+    run_event warning "userspace datapath: $dp"
+  else
+    log "datapath: $dp"
+  fi
+}
+
+# run_end: check the run's own capture, finish the manifest. Returns 0 valid, 1 invalid.
+run_end() {
+  [[ "$DRY_RUN" == 1 ]] && return 0
+  local rc=0
+  capture_stop_all
+  tb manifest add-logs "$RUN_DIR" || die "could not record the logs of $RUN_DIR" 1
+  tb validity "$RUN_DIR" || rc=1
+  RUN_STATE=complete
+  tb manifest finish "$RUN_DIR" --state complete >/dev/null \
+    || die "could not finish the manifest of $RUN_DIR" 1
+  if ((rc)); then
+    loud "run $RUN_DIR is INVALID (manifest: valid=false); its data must not be used"
+  else
+    log "run complete and valid: $RUN_DIR"
+  fi
+  return "$rc"
+}
+
+# ----------------------------------------------------------------- captures
+
+# capture_start NAME REL [ATTR=VALUE ...] -- CMD...: start a capture that writes RUN_DIR/REL (CMD
+# carries its own -w); wait (deadline) until it captures. capture_stop records REL in the manifest
+# as kind pcap with the attributes (also when the run is cut short: the exit trap stops captures).
+capture_start() {
+  local name="$1" rel="$2" attrs=()
+  shift 2
+  while (($#)) && [[ "$1" != -- ]]; do
+    attrs+=("$1")
+    shift
+  done
+  [[ "${1:-}" == -- ]] || die "capture_start: missing -- before the command (a bug in $SCRIPT_NAME)" 1
+  shift
+  _record_command "$@"
+  [[ "$DRY_RUN" == 1 ]] && return 0
+  setsid "$@" >>"$RUN_DIR/${rel%.*}.capture.log" 2>&1 &
+  _CAPTURE_PID[$name]=$!
+  _CAPTURE_FILE[$name]="$rel"
+  _CAPTURE_ATTRS[$name]="${attrs[*]}"
+  if ! wait_for 20 "capture $name ($rel)" _capture_ready "$name"; then
+    die "capture $name did not start; see $RUN_DIR/${rel%.*}.capture.log" 1
+  fi
+  log "capture $name running: $rel"
+}
+
+_capture_ready() {
+  local name="$1" rel="${_CAPTURE_FILE[$1]}"
+  # dumpcap opens the interface before it writes the file header: a header means it captures
+  kill -0 "${_CAPTURE_PID[$name]}" 2>/dev/null && [[ -s "$RUN_DIR/$rel" ]]
+}
+
+capture_stop() {
+  local name="$1" pid rel attrs
+  pid="${_CAPTURE_PID[$name]:-}"
+  [[ -n "$pid" ]] || return 0
+  rel="${_CAPTURE_FILE[$name]}"
+  # dumpcap/tshark flush and close the file on TERM (INT may be ignored in background jobs)
+  kill -TERM "$pid" 2>/dev/null || true
+  local end=$((SECONDS + 10))
+  while kill -0 "$pid" 2>/dev/null && ((SECONDS < end)); do
+    sleep 0.1
+  done
+  if kill -0 "$pid" 2>/dev/null; then
+    warn "capture $name did not stop within 10 s; killing it"
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+  wait "$pid" 2>/dev/null || true
+  unset "_CAPTURE_PID[$name]"
+  read -r -a attrs <<<"${_CAPTURE_ATTRS[$name]}"
+  if [[ -s "$RUN_DIR/$rel" ]]; then
+    tb manifest add-file "$RUN_DIR" --path "$rel" --kind pcap "${attrs[@]/#/--attr=}" >/dev/null \
+      || log "error: could not record capture $rel in the manifest"
+  else
+    warn "capture $name wrote nothing ($rel)"
+  fi
+  [[ ! -s "$RUN_DIR/${rel%.*}.capture.log" ]] \
+    || tb manifest add-file "$RUN_DIR" --path "${rel%.*}.capture.log" --kind log >/dev/null || true
+}
+
+capture_stop_all() {
+  local name
+  for name in "${!_CAPTURE_PID[@]}"; do
+    capture_stop "$name"
+  done
+}
+
+# ----------------------------------------------------------------- ping
+
+# ping_deadline COUNT: seconds one set may take (PING_DEADLINE, or from PINGS x INTERVAL + slack).
+ping_deadline() {
+  local count="$1"
+  if ((${PING_DEADLINE:-0} > 0)); then
+    echo "$PING_DEADLINE"
+  else
+    awk -v n="$count" -v i="$INTERVAL" 'BEGIN { d = n * (i > 0.002 ? i : 0.002) * 2 + 30; printf "%d\n", d }'
+  fi
+}

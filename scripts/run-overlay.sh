@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# run-overlay: the N3 ping measurement through the bare overlay, with no 5G stack and no Docker.
+# Two network namespaces (gNB and UPF of the namespace lab, testbed/netns.py) are joined by the
+# profile's overlay on the n3 network; the gNB pings the UPF's n3 address. This is the pure
+# tunnel cost, it runs anywhere in seconds, and it drives the whole measurement -> manifest ->
+# validity -> analysis path in CI. Docs: docs/experiments.md.
+set -euo pipefail
+
+# shellcheck source=scripts/lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+
+readonly EXPERIMENT=overlay
+LAB=""
+GNB_NS=""
+
+usage() {
+  cat <<EOF
+Usage: $(basename "$0") [--profile P] [--sizes "64 1024"] [--sets N] [--pings N] [--interval S] ...
+       make run-overlay PROFILE=<p> [SIZES=...] [SETS=...] [PINGS=...] [INTERVAL=...]
+
+Ping between two network namespaces joined by PROFILE's overlay (plane n3: gnb -> upf),
+warm-up first (kept, not counted), then SETS x PINGS pings per payload size; a capture on the
+n3 network checks that the overlay was on the wire. Needs root; no Docker.
+
+Parameters (flags --name, or the Make/environment variable NAME):
+$(tb params "$EXPERIMENT" --format help)
+  PROFILE         an n3 profile (make profiles PLANE=n3) [default: baseline]
+  RESULTS         results root [default: results]
+  DRY_RUN=1       print what would run, start nothing
+
+Writes \$RESULTS/<campaign>/overlay/<profile>/<run>/ (manifest.json, ping-*.txt, n3.pcap, logs).
+Exit: 0 valid run, 1 failure or invalid run, 2 usage error, 130 interrupted.
+EOF
+}
+
+preflight() {
+  require_root
+  local tools=(ip ping tshark)
+  case "$PROTOCOL" in
+    ipsec) tools+=(swanctl) ;;
+    wireguard) tools+=(wg) ;;
+    none) ;;
+    *) die "profile $PROFILE ($PROTOCOL) has no namespace overlay; use an n3 profile (make profiles PLANE=n3)" 2 ;;
+  esac
+  require_tools "${tools[@]}"
+  [[ -c /dev/net/tun || "$PROTOCOL" == none ]] \
+    || die "/dev/net/tun is missing: the userspace overlays need TUN (modprobe tun); see make doctor" 1
+}
+
+lab_down() {
+  [[ -n "$LAB" ]] || return 0
+  [[ "$DRY_RUN" == 1 ]] && { _record_command "$PYTHON" -m testbed lab down --name "$LAB"; return 0; }
+  tb lab down --name "$LAB" 2>&1 | sed 's/^/lab down: /' >&2 \
+    || warn "lab $LAB did not come down cleanly (python -m testbed lab down --name $LAB)"
+}
+
+# lab_names: the namespaces and bridge of the lab (testbed/netns.py names them; asked, not guessed).
+lab_names() {
+  if [[ "$DRY_RUN" == 1 ]]; then
+    printf '%s\n' "$LAB-gnb" "$LAB-hub" br-n3
+    return 0
+  fi
+  "$PYTHON" -c 'import sys; from testbed import netns
+lab = netns.Lab.load(sys.argv[1]); print(lab.netns("gnb")); print(lab.hub); print(lab.bridge)' "$LAB"
+}
+
+# ping_cmd COUNT SIZE: the ping, run directly in the gNB's namespace (its output streams into the
+# raw file, and a signal reaches ping itself).
+ping_cmd() {
+  local count="$1" size="$2" deadline
+  deadline="$(ping_deadline "$count")"
+  printf '%s\0' ip netns exec "$GNB_NS" env LC_ALL=C ping -D -n -c "$count" -i "$INTERVAL" \
+    -s "$size" -w "$deadline" "$TARGET"
+}
+
+main() {
+  PROFILE="${PROFILE:-baseline}"
+  parse_params "$EXPERIMENT" "$@"
+  load_params "$EXPERIMENT"
+  preflight
+  TARGET="$(stack_address upf n3)"
+  install_traps
+  run_begin "$EXPERIMENT"
+  LAB="drv$(od -An -N2 -tx1 /dev/urandom | tr -d ' \n')"
+  cleanup_push lab_down
+
+  log "lab $LAB up: plane n3, profile $PROFILE, nodes gnb,upf"
+  run_bg_wait "$PYTHON" -m testbed lab up --name "$LAB" --plane n3 --profile "$PROFILE" \
+    --nodes gnb,upf --timeout "$UP_TIMEOUT" >"${RUN_DIR:-/dev/null}/lab-up.log" 2>&1 \
+    || die "namespace lab for $PROFILE did not come up within ${UP_TIMEOUT}s; see ${RUN_DIR}/lab-up.log" 1
+  [[ "$DRY_RUN" == 1 ]] || datapath_from_log "$RUN_DIR/lab-up.log"
+  local names=()
+  mapfile -t names < <(lab_names)
+  ((${#names[@]} == 3)) || die "lab $LAB: cannot read its namespace names (python -m testbed lab list)" 1
+  GNB_NS="${names[0]}"
+
+  capture_start n3 n3.pcap iface=n3 purpose=validation -- \
+    ip netns exec "${names[1]}" dumpcap -q -i "${names[2]}" -w "${RUN_DIR:-.}/n3.pcap"
+
+  local size set rel rc cmd=()
+  size="${SIZES%% *}"
+  rel="warmup-s$size.txt"
+  log "warm-up: $WARMUP pings (kept as $rel, not counted)"
+  mapfile -d '' -t cmd < <(ping_cmd "$WARMUP" "$size")
+  rc=0
+  measure "$rel" ping "size=$size" set=0 warmup=true -- "${cmd[@]}" || rc=$?
+  [[ "$DRY_RUN" == 1 ]] || ping_rc_ok "$rc" "$RUN_DIR/$rel" \
+    || die "warm-up pings from gnb to $TARGET got no reply (ping exit $rc): overlay $PROFILE passes no traffic; see $RUN_DIR/$rel and lab-up.log" 1
+  for size in $SIZES; do
+    for ((set = 1; set <= SETS; set++)); do
+      rel="$(printf 'ping-s%s-set%02d.txt' "$size" "$set")"
+      log "size $size B, set $set/$SETS: $PINGS pings every ${INTERVAL}s -> $rel"
+      mapfile -d '' -t cmd < <(ping_cmd "$PINGS" "$size")
+      rc=0
+      measure "$rel" ping "size=$size" "set=$set" warmup=false -- "${cmd[@]}" || rc=$?
+      [[ "$DRY_RUN" == 1 ]] || ping_rc_ok "$rc" "$RUN_DIR/$rel" \
+        || die "ping set $set (size $size) from gnb to $TARGET failed (exit $rc); see $RUN_DIR/$rel" 1
+    done
+  done
+  run_end
+}
+
+main "$@"
