@@ -1,0 +1,187 @@
+#!/usr/bin/env bash
+# Build the testbed's images (docs/images.md). `make build` runs it.
+#
+#   scripts/build.sh [--dry-run] [IMAGE...]      IMAGE: open5gs ueransim tools mongo ferretdb
+#                                                (default: open5gs ueransim tools mongo)
+# Environment (Make variables of the same names):
+#   OPEN5GS_IMAGE UERANSIM_IMAGE TOOLS_IMAGE MONGO_IMAGE FERRETDB_IMAGE   image names (tags)
+#   OPEN5GS_SRC  UERANSIM_SRC       a local source tree instead of the pinned upstream clone
+#   OPEN5GS_INSTALL UERANSIM_INSTALL FERRETDB_INSTALL  a prebuilt install tree: no compile at all
+#   APPLY_PATCHES=0                 do not apply patches/open5gs/*.patch (tree already has them)
+#   BUILD_JOBS=N                    compile jobs inside the build (default: all cores)
+#   DOCKER=docker                   the Docker CLI
+# Exit: 0 ok, 1 a build failed, 2 usage error, 130 interrupted.
+set -euo pipefail
+
+# shellcheck source=scripts/lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+
+readonly DEFAULT_IMAGES=(open5gs ueransim tools mongo)
+readonly ALL_IMAGES=(open5gs ueransim tools mongo ferretdb)
+# shellcheck source=scripts/lib/images.sh
+source "$TESTBED_ROOT/scripts/lib/images.sh"
+load_image_defaults "$TESTBED_ROOT" || exit 1
+DOCKER="${DOCKER:-docker}"
+
+usage() {
+  cat <<EOF
+usage: scripts/build.sh [--dry-run] [IMAGE...]
+
+Builds the testbed's images with BuildKit (docker buildx build), context = repository root.
+IMAGE is one of: ${ALL_IMAGES[*]} (default: ${DEFAULT_IMAGES[*]}).
+  open5gs   -> \$OPEN5GS_IMAGE  ($OPEN5GS_IMAGE)   images/open5gs/Dockerfile
+  ueransim  -> \$UERANSIM_IMAGE ($UERANSIM_IMAGE)  images/ueransim/Dockerfile
+  tools     -> \$TOOLS_IMAGE    ($TOOLS_IMAGE)           images/tools/Dockerfile
+  mongo     -> \$MONGO_IMAGE    ($MONGO_IMAGE): pulled if absent (no build)
+  ferretdb  -> \$FERRETDB_IMAGE ($FERRETDB_IMAGE) images/ferretdb/Dockerfile:
+               a MongoDB-compatible server for hosts without a registry or without AVX;
+               use it with MONGO_IMAGE=\$FERRETDB_IMAGE
+
+Local trees (BuildKit named build contexts replace the stage of the same name):
+  OPEN5GS_SRC=/path       Open5GS source (with subprojects/: builds offline, --wrap-mode=nodownload)
+  UERANSIM_SRC=/path      UERANSIM source
+  OPEN5GS_INSTALL=/path   prebuilt Open5GS install tree (prefix /opt/open5gs): skips compiling
+  UERANSIM_INSTALL=/path  prebuilt UERANSIM install tree (bin/nr-gnb ...): skips compiling
+  FERRETDB_INSTALL=/path  folder holding bin/ferretdb: skips compiling FerretDB
+  APPLY_PATCHES=0         the Open5GS tree already carries patches/open5gs/*.patch
+  BUILD_JOBS=N            compile jobs (default: all cores)
+
+  --dry-run   print the docker commands instead of running them
+  -h, --help  this text
+Exit: 0 ok, 1 a build failed, 2 usage error, 130 interrupted.
+EOF
+}
+
+# The tag of an image name (after the last ':' that follows the last '/'), for the version label.
+image_version() {
+  local name="$1" tail
+  tail="${name##*/}"
+  if [[ "$tail" == *:* ]]; then
+    echo "${tail##*:}"
+  else
+    echo latest
+  fi
+}
+
+# What a local tree is, for the image label: local:<dir>@<commit>[-dirty] or local:<dir>.
+describe_tree() {
+  local dir="$1" rev
+  if rev="$(git -C "$dir" describe --always --dirty --abbrev=12 2>/dev/null)"; then
+    echo "local:$(basename "$dir")@$rev"
+  else
+    echo "local:$(basename "$dir")"
+  fi
+}
+
+require_dir() {
+  local var="$1" dir="$2" marker="$3"
+  [[ -d "$dir" ]] || die "$var=$dir is not a directory; give the path of the tree (docs/images.md)" 2
+  [[ -e "$dir/$marker" ]] || die "$var=$dir does not look right: $dir/$marker is missing (docs/images.md)" 2
+}
+
+run_build() {
+  if [[ "$DRY_RUN" == 1 ]]; then
+    printf '+'
+    printf ' %q' "$@"
+    printf '\n'
+    return 0
+  fi
+  log "$*"
+  "$@"
+}
+
+build_open5gs() {
+  local args=(--build-arg "IMAGE_VERSION=$(image_version "$OPEN5GS_IMAGE")")
+  if [[ -n "${OPEN5GS_INSTALL:-}" ]]; then
+    require_dir OPEN5GS_INSTALL "$OPEN5GS_INSTALL" bin/open5gs-nrfd
+    args+=(--build-context "open5gs-install=$OPEN5GS_INSTALL"
+      --build-arg "OPEN5GS_SOURCE=prebuilt:$(basename "$OPEN5GS_INSTALL")")
+  elif [[ -n "${OPEN5GS_SRC:-}" ]]; then
+    require_dir OPEN5GS_SRC "$OPEN5GS_SRC" meson.build
+    args+=(--build-context "open5gs-src=$OPEN5GS_SRC"
+      --build-arg "OPEN5GS_SOURCE=$(describe_tree "$OPEN5GS_SRC")")
+  fi
+  [[ -z "${APPLY_PATCHES:-}" ]] || args+=(--build-arg "APPLY_PATCHES=$APPLY_PATCHES")
+  [[ -z "${BUILD_JOBS:-}" ]] || args+=(--build-arg "BUILD_JOBS=$BUILD_JOBS")
+  run_build "$DOCKER" buildx build --load -f images/open5gs/Dockerfile "${args[@]}" -t "$OPEN5GS_IMAGE" .
+}
+
+build_ueransim() {
+  local args=(--build-arg "IMAGE_VERSION=$(image_version "$UERANSIM_IMAGE")")
+  if [[ -n "${UERANSIM_INSTALL:-}" ]]; then
+    require_dir UERANSIM_INSTALL "$UERANSIM_INSTALL" bin/nr-gnb
+    args+=(--build-context "ueransim-install=$UERANSIM_INSTALL"
+      --build-arg "UERANSIM_SOURCE=prebuilt:$(basename "$UERANSIM_INSTALL")")
+  elif [[ -n "${UERANSIM_SRC:-}" ]]; then
+    require_dir UERANSIM_SRC "$UERANSIM_SRC" CMakeLists.txt
+    args+=(--build-context "ueransim-src=$UERANSIM_SRC"
+      --build-arg "UERANSIM_SOURCE=$(describe_tree "$UERANSIM_SRC")")
+  fi
+  [[ -z "${BUILD_JOBS:-}" ]] || args+=(--build-arg "BUILD_JOBS=$BUILD_JOBS")
+  run_build "$DOCKER" buildx build --load -f images/ueransim/Dockerfile "${args[@]}" -t "$UERANSIM_IMAGE" .
+}
+
+build_tools() {
+  run_build "$DOCKER" buildx build --load -f images/tools/Dockerfile \
+    --build-arg "IMAGE_VERSION=$(image_version "$TOOLS_IMAGE")" -t "$TOOLS_IMAGE" .
+}
+
+build_ferretdb() {
+  local args=(--build-arg "IMAGE_VERSION=$(image_version "$FERRETDB_IMAGE")")
+  if [[ -n "${FERRETDB_INSTALL:-}" ]]; then
+    require_dir FERRETDB_INSTALL "$FERRETDB_INSTALL" bin/ferretdb
+    args+=(--build-context "ferretdb-install=$FERRETDB_INSTALL")
+  fi
+  run_build "$DOCKER" buildx build --load -f images/ferretdb/Dockerfile "${args[@]}" -t "$FERRETDB_IMAGE" .
+}
+
+# MongoDB is not built: pull MONGO_IMAGE when it is not there yet.
+ensure_mongo() {
+  if [[ "$DRY_RUN" != 1 ]] && "$DOCKER" image inspect "$MONGO_IMAGE" >/dev/null 2>&1; then
+    log "$MONGO_IMAGE is present"
+    return 0
+  fi
+  run_build "$DOCKER" pull "$MONGO_IMAGE" && return 0
+  die "could not pull MONGO_IMAGE=$MONGO_IMAGE; without a registry build the MongoDB-compatible image (\`make build IMAGES=ferretdb\`) and use MONGO_IMAGE=$FERRETDB_IMAGE (docs/images.md)" 1
+}
+
+check_docker() {
+  [[ "$DRY_RUN" == 1 ]] && return 0
+  command -v "$DOCKER" >/dev/null 2>&1 \
+    || die "no Docker CLI ($DOCKER) on this host; install Docker Engine (see \`make doctor\`)" 1
+  "$DOCKER" info >/dev/null 2>&1 \
+    || die "the Docker engine is not reachable ($DOCKER info failed); start it or see \`make doctor\`" 1
+  "$DOCKER" buildx version >/dev/null 2>&1 \
+    || die "docker buildx (BuildKit) is missing; the images need it for named build contexts: install docker-buildx (see \`make doctor\`)" 1
+}
+
+main() {
+  local images=() img
+  while (($#)); do
+    case "$1" in
+      -h | --help) usage; exit 0 ;;
+      --dry-run) DRY_RUN=1 ;;
+      -*) die "unknown option $1 (see --help)" 2 ;;
+      *)
+        [[ " ${ALL_IMAGES[*]} " == *" $1 "* ]] || die "unknown image '$1'; valid: ${ALL_IMAGES[*]}" 2
+        images+=("$1") ;;
+    esac
+    shift
+  done
+  ((${#images[@]})) || images=("${DEFAULT_IMAGES[@]}")
+  cd "$TESTBED_ROOT"
+  trap 'log "interrupted"; exit 130' INT TERM
+  check_docker
+  for img in "${images[@]}"; do
+    case "$img" in
+      open5gs) build_open5gs || die "building $OPEN5GS_IMAGE failed (see the build output above)" 1 ;;
+      ueransim) build_ueransim || die "building $UERANSIM_IMAGE failed (see the build output above)" 1 ;;
+      tools) build_tools || die "building $TOOLS_IMAGE failed (see the build output above)" 1 ;;
+      ferretdb) build_ferretdb || die "building $FERRETDB_IMAGE failed (see the build output above)" 1 ;;
+      mongo) ensure_mongo ;;
+    esac
+  done
+  log "done: ${images[*]}"
+}
+
+main "$@"

@@ -1,0 +1,261 @@
+#!/usr/bin/env bash
+# Check this host for what the testbed needs; say what each missing piece breaks and what to do.
+# `make doctor` runs it. Documentation: docs/images.md ("make doctor").
+#
+# Kernel facts (SCTP, xfrm ESP, WireGuard, TUN) come from testbed/datapath.py (detect(), the
+# same probes as `python -m testbed datapath`), which tries each for real in a throw-away namespace.
+#
+# Exit: 0 nothing blocks the stack (warnings may remain: userspace fallbacks, missing images),
+#       1 at least one FAIL (or, with --strict, at least one WARN), 2 usage error, 130 interrupted.
+set -euo pipefail
+
+# shellcheck source=scripts/lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+
+DOCKER="${DOCKER:-docker}"
+# shellcheck source=scripts/lib/images.sh
+source "$TESTBED_ROOT/scripts/lib/images.sh"
+load_image_defaults "$TESTBED_ROOT" || exit 1
+CPUINFO="${CPUINFO:-/proc/cpuinfo}"
+# free space (GiB) where Docker keeps images: below FAIL nothing fits, below WARN a build from source does not
+DISK_FAIL_GIB="${DISK_FAIL_GIB:-3}"
+DISK_WARN_GIB="${DISK_WARN_GIB:-12}"
+
+FAILS=0
+WARNS=0
+ENGINE=0
+STRICT=0
+readonly EVERY_EXPERIMENT="every experiment (make up, run-n3, run-sbi-cold/warm, cpu, throughput)"
+
+usage() {
+  cat <<EOF
+usage: scripts/doctor.sh [--strict]
+
+Checks: Docker CLI and engine, Compose v2, buildx, kernel SCTP, TUN, xfrm ESP, WireGuard,
+AVX (MongoDB 5+), free disk, the testbed images. Each problem line says what it breaks
+and what to do.
+
+  --strict    exit 1 on warnings too (userspace fallbacks, missing images)
+  -h, --help  this text
+Variables: DOCKER, OPEN5GS_IMAGE, UERANSIM_IMAGE, TOOLS_IMAGE, MONGO_IMAGE, FERRETDB_IMAGE,
+  DISK_FAIL_GIB ($DISK_FAIL_GIB), DISK_WARN_GIB ($DISK_WARN_GIB), PYTHON.
+Exit: 0 nothing blocks the stack, 1 something does (see the FAIL lines; --strict: or a WARN),
+  2 usage error, 130 interrupted.
+EOF
+}
+
+# report ok|warn|fail WHAT DETAIL [BREAKS DO]
+report() {
+  local level="$1" what="$2" detail="$3" breaks="${4:-}" todo="${5:-}" tag
+  case "$level" in
+    ok) tag="[ ok ]" ;;
+    warn) tag="[WARN]"; WARNS=$((WARNS + 1)) ;;
+    fail) tag="[FAIL]"; FAILS=$((FAILS + 1)) ;;
+    info) tag="[info]" ;;
+  esac
+  printf '%s %s: %s\n' "$tag" "$what" "$detail"
+  [[ -z "$breaks" ]] || printf '       breaks: %s\n' "$breaks"
+  [[ -z "$todo" ]] || printf '       do:     %s\n' "$todo"
+}
+
+first_line() { head -n 1 | tr -s ' \t' ' '; }
+last_line() { grep -v '^[[:space:]]*$' | tail -n 1 | tr -s ' \t' ' '; }
+
+check_docker() {
+  local out ver root driver cgroup
+  if ! command -v "$DOCKER" >/dev/null 2>&1; then
+    report fail "Docker CLI" "'$DOCKER' not found" "$EVERY_EXPERIMENT, make build" \
+      "install Docker Engine (https://docs.docker.com/engine/install/) or Debian's docker.io"
+    return 0
+  fi
+  report ok "Docker CLI" "$("$DOCKER" --version 2>&1 | first_line)"
+  if out="$("$DOCKER" info --format '{{.ServerVersion}}|{{.DockerRootDir}}|{{.Driver}}|{{.CgroupVersion}}' 2>&1)" \
+    && [[ "$out" == *"|"* && "$out" != "|"* ]]; then
+    ENGINE=1
+    IFS='|' read -r ver root driver cgroup <<<"$out"
+    DOCKER_ROOT="$root"
+    report ok "Docker engine" "$ver (storage $driver, root $root, cgroup v$cgroup)"
+    if [[ "$cgroup" != 2 ]]; then
+      report warn "cgroup version" "v$cgroup" \
+        "the CPU-time experiment (it reads cgroup v2 cpu.stat usage_usec per container)" \
+        "boot with the unified hierarchy (systemd.unified_cgroup_hierarchy=1)"
+    fi
+  else
+    report fail "Docker engine" "not reachable: $(printf '%s\n' "$out" | last_line)" \
+      "$EVERY_EXPERIMENT, make build" \
+      "start it (\`sudo systemctl start docker\`), run as root or as a member of the docker group, or point DOCKER_HOST at an engine"
+  fi
+  if out="$("$DOCKER" compose version --short 2>/dev/null)" && [[ "$out" =~ ^v?([0-9]+)\. ]] \
+    && ((BASH_REMATCH[1] >= 2)); then
+    report ok "Compose v2" "$out"
+  else
+    report fail "Compose v2" "\`$DOCKER compose\` is not available${out:+ ($out)}" "$EVERY_EXPERIMENT" \
+      "install the Compose v2 plugin (docker-compose-plugin from Docker's apt repository, or Debian trixie's docker-compose); the old Python docker-compose v1 is not supported"
+  fi
+  if out="$("$DOCKER" buildx version 2>/dev/null)"; then
+    report ok "buildx (BuildKit)" "$(printf '%s\n' "$out" | first_line)"
+  else
+    report warn "buildx (BuildKit)" "\`$DOCKER buildx\` is not available" \
+      "make build (the Dockerfiles use named build contexts and bind mounts); prebuilt images still run" \
+      "install docker-buildx-plugin (Docker's apt repository) or Debian's docker-buildx"
+  fi
+}
+
+# key yes|no reason lines from testbed/datapath.py
+datapath_facts() {
+  PYTHONPATH="$TESTBED_ROOT${PYTHONPATH:+:$PYTHONPATH}" "$PYTHON" -c '
+from testbed import datapath
+d = datapath.detect()
+r = d.get("reasons", {})
+for key in ("sctp", "tun", "xfrm_esp", "wireguard_kernel"):
+    print(key, "yes" if d.get(key) else "no", r.get(key, "").replace("\n", " ") or "-")
+print("kernel", d.get("kernel", "?"), "-")
+'
+}
+
+check_kernel() {
+  local facts key val reason
+  local -A has=() why=()
+  if ! facts="$(datapath_facts 2>&1)"; then
+    report fail "kernel probes" "testbed.datapath.detect() failed: $(printf '%s\n' "$facts" | last_line)" \
+      "this report: SCTP, TUN, ESP and WireGuard are unknown" "run \`make setup\` (Python package), then \`make doctor\` again"
+    return 0
+  fi
+  while read -r key val reason; do
+    has[$key]="$val"
+    why[$key]="$reason"
+  done <<<"$facts"
+  report info "kernel" "${has[kernel]} (probed by testbed/datapath.py)"
+
+  if [[ "${has[sctp]}" == yes ]]; then
+    report ok "kernel SCTP" "available"
+  else
+    report fail "kernel SCTP" "not available (${why[sctp]})" \
+      "NGAP between gNB and AMF (N2 is SCTP): the gNB cannot connect and no UE attaches: $EVERY_EXPERIMENT" \
+      "\`sudo modprobe sctp\` (Ubuntu cloud kernels: install linux-modules-extra-\$(uname -r)); Docker Desktop and WSL2 kernels lack SCTP: use a Linux host or VM"
+  fi
+  if [[ "${has[tun]}" == yes ]]; then
+    report ok "TUN" "/dev/net/tun works"
+  else
+    report fail "TUN" "not available (${why[tun]})" \
+      "the UE's uesimtun and the UPF's ogstun (no PDU session, no user-plane experiment) and the userspace fallbacks kernel-libipsec and wireguard-go" \
+      "\`sudo modprobe tun\`; inside a VM or container make /dev/net/tun available"
+  fi
+  if [[ "${has[xfrm_esp]}" == yes ]]; then
+    report ok "xfrm ESP (kernel IPsec)" "ESP with AES-GCM works"
+  elif [[ "${has[tun]}" == yes ]]; then
+    report warn "xfrm ESP (kernel IPsec)" "not available (${why[xfrm_esp]})" \
+      "kernel-datapath IPsec: IPsec profiles fall back to strongSwan's kernel-libipsec (userspace ESP, in the tools image); they run, but their latencies are not comparable with the paper's (manifests record datapath.userspace=true)" \
+      "\`sudo modprobe esp4 xfrm_user xfrm_interface\` and the AEAD modules (\`modprobe gcm aesni_intel\`); kernels without CONFIG_INET_ESP need another kernel"
+  else
+    report fail "xfrm ESP (kernel IPsec)" "not available (${why[xfrm_esp]}), and no TUN for the kernel-libipsec fallback" \
+      "every IPsec profile (make run-n3 PROFILE=aes128gcm ..., the IPsec SBI profiles)" \
+      "\`sudo modprobe esp4 xfrm_user\` (kernel datapath) or \`sudo modprobe tun\` (userspace fallback)"
+  fi
+  if [[ "${has[wireguard_kernel]}" == yes ]]; then
+    report ok "WireGuard (kernel)" "available"
+  elif [[ "${has[tun]}" == yes ]]; then
+    report warn "WireGuard (kernel)" "not available (${why[wireguard_kernel]})" \
+      "kernel-datapath WireGuard: the WireGuard profiles fall back to wireguard-go (userspace, in the tools image); manifests record datapath.userspace=true" \
+      "\`sudo modprobe wireguard\` (in mainline since Linux 5.6; older kernels: wireguard-dkms)"
+  else
+    report fail "WireGuard (kernel)" "not available (${why[wireguard_kernel]}), and no TUN for wireguard-go" \
+      "every WireGuard profile" "\`sudo modprobe wireguard\` or \`sudo modprobe tun\`"
+  fi
+}
+
+# Does MONGO_IMAGE name an official mongo image of version 5 or later (or an unversioned one)?
+mongo_needs_avx() {
+  local name="${MONGO_IMAGE##*/}" tag
+  [[ "${name%%:*}" == mongo ]] || return 1
+  tag="${name#mongo}"
+  tag="${tag#:}"
+  [[ -z "$tag" || "$tag" == latest ]] && return 0
+  [[ "$tag" =~ ^([0-9]+) ]] || return 0
+  ((BASH_REMATCH[1] >= 5))
+}
+
+check_avx() {
+  if grep -qw avx "$CPUINFO" 2>/dev/null; then
+    report ok "AVX (MongoDB 5+)" "the CPU has AVX; MONGO_IMAGE=$MONGO_IMAGE can run"
+  elif mongo_needs_avx; then
+    report fail "AVX (MongoDB 5+)" "the CPU has no AVX and MONGO_IMAGE=$MONGO_IMAGE needs it" \
+      "the database: mongod dies with 'Illegal instruction' (exit 132), UDR and PCF exit, no UE attaches: $EVERY_EXPERIMENT" \
+      "use MONGO_IMAGE=mongo:4.4, or the MongoDB-compatible FerretDB image: \`make build IMAGES=ferretdb\` then MONGO_IMAGE=$FERRETDB_IMAGE"
+  else
+    report ok "AVX (MongoDB 5+)" "the CPU has no AVX; MONGO_IMAGE=$MONGO_IMAGE does not need it"
+  fi
+}
+
+check_disk() {
+  local path="${DOCKER_ROOT:-}" avail_kib gib
+  if [[ -z "$path" || ! -d "$path" ]]; then
+    path=/var/lib/docker
+    [[ -d "$path" ]] || path=/
+  fi
+  avail_kib="$(df -Pk "$path" 2>/dev/null | awk 'NR == 2 {print $4}')"
+  if [[ -z "$avail_kib" ]]; then
+    report warn "free disk" "could not read the free space of $path" "" "check \`df -h $path\`"
+    return 0
+  fi
+  gib=$((avail_kib / 1024 / 1024))
+  if ((gib < DISK_FAIL_GIB)); then
+    report fail "free disk" "${gib} GiB free on $path (images and captures need at least ${DISK_FAIL_GIB} GiB)" \
+      "pulling or building images, captures: $EVERY_EXPERIMENT" \
+      "free space there (\`docker system prune\`) or move Docker's data-root"
+  elif ((gib < DISK_WARN_GIB)); then
+    report warn "free disk" "${gib} GiB free on $path" \
+      "building the images from source (build stages need about ${DISK_WARN_GIB} GiB); prebuilt images and runs fit" \
+      "free space (\`docker builder prune\`) or build elsewhere and load the images"
+  else
+    report ok "free disk" "${gib} GiB free on $path"
+  fi
+}
+
+check_images() {
+  local img missing=()
+  if ((ENGINE == 0)); then
+    report info "images" "not checked (no Docker engine)"
+    return 0
+  fi
+  for img in "$OPEN5GS_IMAGE" "$UERANSIM_IMAGE" "$TOOLS_IMAGE" "$MONGO_IMAGE"; do
+    "$DOCKER" image inspect "$img" >/dev/null 2>&1 || missing+=("$img")
+  done
+  if ((${#missing[@]})); then
+    report warn "images" "not present: ${missing[*]}" "make up (it needs them)" \
+      "\`make build\` (or set OPEN5GS_IMAGE/UERANSIM_IMAGE/TOOLS_IMAGE/MONGO_IMAGE to images you have)"
+  else
+    report ok "images" "$OPEN5GS_IMAGE $UERANSIM_IMAGE $TOOLS_IMAGE $MONGO_IMAGE"
+  fi
+}
+
+main() {
+  while (($#)); do
+    case "$1" in
+      -h | --help) usage; exit 0 ;;
+      --strict) STRICT=1 ;;
+      *) die "unknown argument '$1' (see --help)" 2 ;;
+    esac
+    shift
+  done
+  trap 'exit 130' INT TERM
+  cd "$TESTBED_ROOT"
+  echo "testbed doctor: what this host offers the 5G security-latency testbed (docs/images.md)"
+  check_docker
+  check_kernel
+  check_avx
+  check_disk
+  check_images
+  if ((FAILS)); then
+    echo "summary: $FAILS failed, $WARNS warnings: the stack cannot run here until the FAIL lines are fixed"
+    exit 1
+  fi
+  if ((WARNS)); then
+    echo "summary: 0 failed, $WARNS warnings: the stack can run (see the WARN lines for what differs)"
+    ((STRICT == 0)) || exit 1
+    exit 0
+  fi
+  echo "summary: everything the testbed needs is here"
+}
+
+main "$@"

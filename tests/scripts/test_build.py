@@ -1,0 +1,99 @@
+"""scripts/build.sh (`make build`): the docker commands it issues, its errors, and a real build
+where a Docker engine with buildx exists."""
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+
+BUILD = ROOT / "scripts" / "build.sh"
+
+
+def run_build(*args: str, **env: str) -> subprocess.CompletedProcess:
+    clean = {k: v for k, v in os.environ.items()
+             if not k.endswith(("_IMAGE", "_SRC", "_INSTALL")) and k not in ("APPLY_PATCHES", "BUILD_JOBS")}
+    return subprocess.run(["bash", str(BUILD), *args], capture_output=True, text=True, timeout=60,
+                          cwd=ROOT, env={**clean, **env}, check=False)
+
+
+def commands(res: subprocess.CompletedProcess) -> list[list[str]]:
+    return [shlex.split(line[2:]) for line in res.stdout.splitlines() if line.startswith("+ ")]
+
+
+def test_default_build_plan() -> None:
+    res = run_build("--dry-run")
+    assert res.returncode == 0, res.stderr
+    cmds = commands(res)
+    assert [c[:3] for c in cmds[:3]] == [["docker", "buildx", "build"]] * 3
+    assert cmds[0][cmds[0].index("-f") + 1] == "images/open5gs/Dockerfile"
+    assert cmds[0][cmds[0].index("-t") + 1] == "g5tb/open5gs:2.7.7-1" and cmds[0][-1] == "."
+    assert cmds[1][cmds[1].index("-t") + 1] == "g5tb/ueransim:3.2.7-1"
+    assert cmds[2][cmds[2].index("-t") + 1] == "g5tb/tools:1"
+    assert cmds[3] == ["docker", "pull", "mongo:6.0"]
+    assert not any("--build-context" in c for c in cmds), "no local tree given: upstream sources"
+
+
+def test_local_trees_become_named_build_contexts(tmp_path: Path) -> None:
+    o5 = tmp_path / "open5gs"
+    (o5 / "subprojects").mkdir(parents=True)
+    (o5 / "meson.build").write_text("project('open5gs')\n")
+    ue = tmp_path / "ueransim-install"
+    (ue / "bin").mkdir(parents=True)
+    (ue / "bin" / "nr-gnb").write_text("")
+    res = run_build("--dry-run", "open5gs", "ueransim", OPEN5GS_SRC=str(o5), UERANSIM_INSTALL=str(ue),
+                    OPEN5GS_IMAGE="me/open5gs:dev", UERANSIM_IMAGE="me/ueransim:dev", APPLY_PATCHES="0")
+    assert res.returncode == 0, res.stderr
+    o5cmd, uecmd = commands(res)
+    assert f"open5gs-src={o5}" in o5cmd and "APPLY_PATCHES=0" in o5cmd
+    assert "OPEN5GS_SOURCE=local:open5gs" in o5cmd and "IMAGE_VERSION=dev" in o5cmd
+    assert o5cmd[o5cmd.index("-t") + 1] == "me/open5gs:dev"
+    assert f"ueransim-install={ue}" in uecmd and uecmd[uecmd.index("-t") + 1] == "me/ueransim:dev"
+
+
+def test_bad_input_is_a_usage_error_naming_the_fix(tmp_path: Path) -> None:
+    res = run_build("--dry-run", "open5gs", OPEN5GS_INSTALL=str(tmp_path))
+    assert res.returncode == 2
+    assert f"OPEN5GS_INSTALL={tmp_path} does not look right: {tmp_path}/bin/open5gs-nrfd is missing" in res.stderr
+    res = run_build("--dry-run", "open5gs", OPEN5GS_SRC=str(tmp_path / "nope"))
+    assert res.returncode == 2 and "is not a directory" in res.stderr
+    res = run_build("nonsense")
+    assert res.returncode == 2 and "valid: open5gs ueransim tools mongo ferretdb" in res.stderr
+    assert run_build("--help").returncode == 0
+
+
+def test_without_an_engine_the_build_says_so() -> None:
+    if shutil.which("docker") and subprocess.run(["docker", "info"], capture_output=True,
+                                                 check=False).returncode == 0:
+        pytest.skip("a Docker engine is reachable here: the no-engine message cannot be observed")
+    res = run_build("tools", DOCKER=shutil.which("docker") or "docker")
+    assert res.returncode == 1
+    assert "make doctor" in res.stderr and ("not reachable" in res.stderr or "no Docker CLI" in res.stderr)
+
+
+@pytest.mark.docker
+def test_tools_image_builds_and_runs(tmp_path: Path) -> None:
+    """A real `docker buildx build` of the tools image (the quickest: no compile), then its programs."""
+    docker = shutil.which("docker")
+    if docker is None:
+        pytest.skip("no Docker CLI on this host (docker buildx build needs a Docker engine)")
+    info = subprocess.run([docker, "info"], capture_output=True, text=True, check=False)
+    if info.returncode != 0:
+        pytest.skip("no Docker engine reachable (`docker info` failed): the image build needs one")
+    if subprocess.run([docker, "buildx", "version"], capture_output=True, check=False).returncode != 0:
+        pytest.skip("docker buildx (BuildKit) missing: the Dockerfiles need it")
+    tag = "g5tb/tools:pytest"
+    res = subprocess.run(["bash", str(BUILD), "tools"], capture_output=True, text=True, cwd=ROOT,
+                         env={**os.environ, "TOOLS_IMAGE": tag}, timeout=3600, check=False)
+    assert res.returncode == 0, res.stderr[-3000:]
+    run = subprocess.run([docker, "run", "--rm", tag, "sh", "-c",
+                          "swanctl --version && wg --version && wireguard-go --version && tshark --version"
+                          " && iperf3 --version && python3 -c 'import pymongo, yaml' && cat /etc/testbed-image.txt"],
+                         capture_output=True, text=True, timeout=300, check=False)
+    assert run.returncode == 0, run.stderr
+    assert "strongswan-charon=5.9.8" in run.stdout
