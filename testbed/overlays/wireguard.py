@@ -178,9 +178,13 @@ def plaintext_filter(plane: str, values: dict[str, Any]) -> str:
 
 
 def capture_filter(plane: str, values: dict[str, Any]) -> str:
-    """Packets between two endpoints of the plane that are WireGuard or the plane's plaintext."""
+    """Packets between two nodes on the plane's network that are WireGuard or the plane's
+    plaintext. Every node with an address there counts, not only the channel map's
+    endpoints, so traffic with a node the overlay does not cover (e.g. the SCP) shows up
+    as plaintext instead of passing unseen."""
     net = _network(plane)
-    addrs = ", ".join(stack.address(n, net, values) for n in endpoints(plane, values))
+    addrs = ", ".join(str(spec["networks"][net]) for spec in values["nodes"].values()
+                      if net in spec.get("networks", {}))
     return (f"ip.src in {{{addrs}}} && ip.dst in {{{addrs}}} && "
             f"(wg || {plaintext_filter(plane, values)})")
 

@@ -244,3 +244,13 @@ def test_compose_fragment_overrides_exactly_the_endpoint_holders(plane: str) -> 
 def test_entrypoint_ready_file_is_the_holders_healthcheck_file() -> None:
     text = (Path(wireguard.__file__).resolve().parents[2] / "wireguard" / "entrypoint.sh").read_text()
     assert 'READY_FILE="${OVERLAY_READY_FILE:-/run/testbed/overlay-ready}"' in text
+
+
+def test_verify_capture_sees_plaintext_with_a_node_outside_the_channel_map(tools, tmp_path: Path) -> None:
+    values = stack.load()
+    scp, amf = stack.address("scp", "sbi", values), stack.address("amf", "sbi", values)
+    assert "scp" not in wireguard.endpoints("sbi", values)
+    pcap = _pcap(tmp_path, "scp", [(amf, stack.address("nrf", "sbi", values), "-u 51820,51820", WG_DATA),
+                                   (amf, scp, f"-T 40000,{values['sbi_port']}", "00" * 8)])
+    v = wireguard.verify_capture(pcap, profiles.get("wireguard"), "sbi", values)
+    assert (v.valid, v.plaintext_packets) == (False, 1), v.details
