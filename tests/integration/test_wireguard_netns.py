@@ -198,3 +198,36 @@ def test_entrypoint_usage_errors() -> None:
                        (["--help"], 0)):
         res = subprocess.run([str(ENTRYPOINT), *argv], capture_output=True, text=True, timeout=10)
         assert res.returncode == code, (argv, res.stderr)
+
+
+def test_strict_rp_filter_is_relaxed_so_tunnelled_packets_pass(make_lab, tmp_path: Path) -> None:
+    values = stack.load()
+    dirs = wireguard.render(profiles.get("wireguard", "n3"), "n3", values, tmp_path / "keys", tmp_path / "render")
+    lab = make_lab("n3", "baseline", ["gnb", "upf"])
+    procs: dict[str, subprocess.Popen] = {}
+    try:
+        for node in ("gnb", "upf"):
+            ns = lab.netns(node)
+            subprocess.run(["ip", "netns", "exec", ns, "sysctl", "-q", "-w", "net.ipv4.conf.all.rp_filter=1",
+                            f"net.ipv4.conf.{lab.network}.rp_filter=1"], check=True)
+            procs[node] = subprocess.Popen(["ip", "netns", "exec", ns, str(ENTRYPOINT), "--private-run", str(dirs[node])],
+                                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 30
+        while not all((Path(f"/proc/{p.pid}/root") / netns.READY_FILE).exists() for p in procs.values()):
+            assert all(p.poll() is None for p in procs.values()), [p.communicate() for p in procs.values()]
+            assert time.monotonic() < deadline, "overlay not ready within 30 s with strict rp_filter"
+            time.sleep(0.1)
+        for node in ("gnb", "upf"):
+            rp = subprocess.run(["ip", "netns", "exec", lab.netns(node), "sysctl", "-n", "net.ipv4.conf.all.rp_filter"],
+                                capture_output=True, text=True, check=True).stdout.strip()
+            assert rp == "2"
+        ping = subprocess.run(["nsenter", "-t", str(procs["gnb"].pid), "-m", "-n", "ping", "-c", "2", "-W", "2",
+                               lab.address("upf")], capture_output=True, text=True)
+        assert ping.returncode == 0, ping.stdout + ping.stderr
+    finally:
+        for p in procs.values():
+            p.terminate()
+        for node, p in procs.items():
+            _, err = p.communicate(timeout=15)
+            assert p.returncode == 0, err
+            assert "rp_filter=2 (loose)" in err
