@@ -86,7 +86,7 @@ main() {
 
   log "lab $LAB up: plane n3, profile $PROFILE, nodes gnb,upf"
   run_bg_wait "$PYTHON" -m testbed lab up --name "$LAB" --plane n3 --profile "$PROFILE" \
-    --nodes gnb,upf --timeout "$UP_TIMEOUT" >"${RUN_DIR:-/dev/null}/lab-up.log" 2>&1 \
+    --nodes gnb,upf --timeout "$UP_TIMEOUT" >"$(out_path lab-up.log)" 2>&1 \
     || die "namespace lab for $PROFILE did not come up within ${UP_TIMEOUT}s; see ${RUN_DIR}/lab-up.log" 1
   [[ "$DRY_RUN" == 1 ]] || datapath_from_log "$RUN_DIR/lab-up.log"
   local names=()

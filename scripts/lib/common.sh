@@ -21,6 +21,9 @@ if [[ -n "${_TESTBED_COMMON_SH:-}" ]]; then
   return 0
 fi
 _TESTBED_COMMON_SH=1
+# fd 3 = the driver's own stdout: DRY_RUN prints the plan there even where a command's output
+# is redirected into a file
+exec 3>&1
 
 TESTBED_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 PYTHON="${PYTHON:-python3}"
@@ -29,6 +32,9 @@ export PYTHONPATH="$TESTBED_ROOT${PYTHONPATH:+:$PYTHONPATH}"
 RESULTS="${RESULTS:-results}"
 STATE="${STATE:-.state}"
 DRY_RUN="${DRY_RUN:-0}"
+PROFILE="${PROFILE:-}"
+PLANE="${PLANE:-}"          # set by load_params from the experiment
+PROTOCOL="${PROTOCOL:-}"    # set by load_params from the profile
 SCRIPT_NAME="$(basename "${0:-driver}" .sh)"
 RUN_DIR=""
 RUN_STATE="failed"        # what the exit trap records unless the run got further
@@ -70,6 +76,24 @@ stack_address() {
     || die "no address for $1 on network $2 in nf-configs/stack.yaml" 1
 }
 
+# out_path REL: RUN_DIR/REL, or /dev/null in a dry run (for redirections).
+out_path() {
+  if [[ "$DRY_RUN" == 1 || -z "$RUN_DIR" ]]; then
+    echo /dev/null
+  else
+    echo "$RUN_DIR/$1"
+  fi
+}
+
+# stack_value DOTTED.KEY: a value of nf-configs/stack.yaml (e.g. networks.n6.gateway).
+stack_value() {
+  "$PYTHON" -c 'import sys; from testbed import stack
+v = stack.load()
+for k in sys.argv[1].split("."):
+    v = v[k]
+print(v)' "$1" || die "nf-configs/stack.yaml has no $1" 1
+}
+
 # ping_rc_ok RC FILE: ping exits 1 when replies were lost (losses are data: sequence gaps), 2 on
 # errors. Accept 0 and 1 as long as at least one reply came back.
 ping_rc_ok() {
@@ -94,9 +118,7 @@ wait_for() {
   local deadline_s="$1" what="$2"
   shift 2
   if [[ "$DRY_RUN" == 1 ]]; then
-    printf '+ wait_for %ss %q:' "$deadline_s" "$what"
-    printf ' %q' "$@"
-    printf '\n'
+    printf '+ wait_for %ss %s: %s\n' "$deadline_s" "${what@Q}" "$(shell_join "$@")" >&3
     return 0
   fi
   local end=$((SECONDS + deadline_s))
@@ -263,7 +285,7 @@ _record_command() {
   local line
   line="$(shell_join "$@")"
   if [[ "$DRY_RUN" == 1 ]]; then
-    printf '+ %s\n' "${line% }"
+    printf '+ %s\n' "${line% }" >&3
     return 0
   fi
   [[ -z "$RUN_DIR" ]] || tb manifest add-command "$RUN_DIR" --command="${line% }" >/dev/null
@@ -456,4 +478,94 @@ ping_deadline() {
   else
     awk -v n="$count" -v i="$INTERVAL" 'BEGIN { d = n * (i > 0.002 ? i : 0.002) * 2 + 30; printf "%d\n", d }'
   fi
+}
+
+# ----------------------------------------------------------------- Docker stack (compose.sh)
+# The Docker drivers bring the stack up with scripts/up.sh (render + compose + readiness), and
+# talk to it through the compose wrapper of scripts/lib/compose.sh (stack engineer's).
+
+RENDER=""
+DC=()
+_STACK_CLEANUP=0
+
+# docker_begin: the compose wrapper, and the engine (not needed for DRY_RUN).
+docker_begin() {
+  # shellcheck source=scripts/lib/compose.sh
+  source "$TESTBED_ROOT/scripts/lib/compose.sh"
+  [[ "$DRY_RUN" == 1 ]] || stack_require_compose
+}
+
+# The images a run records in its manifest (names set by compose.sh).
+docker_image_args() {
+  printf '%s\n' --image "$OPEN5GS_IMAGE" --image "$UERANSIM_IMAGE" --image "$TOOLS_IMAGE" --image "$MONGO_IMAGE"
+}
+
+# bridge_of NETWORK: the host bridge of a compose network (compose/base.yaml names them).
+bridge_of() {
+  printf '%s-%s\n' "${BRIDGE_PREFIX:-g5tb}" "$1"
+}
+
+# stack_up REL_LOG [up.sh args...]: fresh stack for PROFILE on PLANE (up.sh takes down any previous
+# one), output kept in RUN_DIR/REL_LOG; sets RENDER and DC (the exact docker compose argv).
+stack_up() {
+  local rel="$1"
+  shift
+  export RUN_ID="${RUN_DIR:+$(basename "$RUN_DIR")}"
+  RUN_ID="${RUN_ID:-dry-run}"
+  if [[ "$DRY_RUN" == 1 ]]; then
+    _record_command "$TESTBED_ROOT/scripts/up.sh" --profile "$PROFILE" --plane "$PLANE" --timeout "$UP_TIMEOUT" "$@"
+    RENDER="$(stack_render "$PROFILE" "$PLANE" 2>/dev/null)" || RENDER=""
+    if [[ -n "$RENDER" && -f "$RENDER/compose.env" ]]; then
+      stack_compose_argv "$RENDER"
+      DC=("${STACK_CMD[@]}")
+    else
+      DC=(docker compose -p "${COMPOSE_PROJECT:-g5tb}" "<files of the render dir>")
+    fi
+    return 0
+  fi
+  if ((!_STACK_CLEANUP)); then
+    cleanup_push stack_teardown
+    _STACK_CLEANUP=1
+  fi
+  run_bg_wait "$TESTBED_ROOT/scripts/up.sh" --profile "$PROFILE" --plane "$PLANE" --timeout "$UP_TIMEOUT" "$@" \
+    >>"$RUN_DIR/$rel" 2>&1 || die "stack for $PROFILE ($PLANE) did not come up within ${UP_TIMEOUT}s; see $RUN_DIR/$rel (and make doctor)" 1
+  RENDER="$(<"$(stack_current_file)")"
+  stack_compose_argv "$RENDER"
+  DC=("${STACK_CMD[@]}")
+}
+
+# stack_logs REL: every container's log (timestamps) into RUN_DIR/REL; the overlay's datapath line
+# is taken from it.
+stack_logs() {
+  local rel="$1"
+  [[ "$DRY_RUN" == 1 || ${#DC[@]} -eq 0 ]] && return 0
+  "${DC[@]}" "${STACK_ALL_PROFILES[@]}" logs --no-color --timestamps >"$RUN_DIR/$rel" 2>&1 \
+    || warn "could not save the container logs into $rel"
+}
+
+stack_teardown() {
+  [[ -n "$RENDER" ]] || return 0
+  if [[ "$DRY_RUN" == 1 ]]; then
+    _record_command "$TESTBED_ROOT/scripts/down.sh"
+    RENDER=""
+    return 0
+  fi
+  stack_down "$RENDER" >/dev/null 2>&1 || warn "stack teardown failed: run \`make down\`"
+  rm -f "$(stack_current_file)"
+  RENDER=""
+}
+
+# dc_exec SERVICE CMD...: the command line that runs CMD in a service (printed NUL-separated).
+dc_exec() {
+  local svc="$1"
+  shift
+  printf '%s\0' "${DC[@]}" "${STACK_ALL_PROFILES[@]}" exec -T "$svc" "$@"
+}
+
+# ue_has_session SERVICE [N]: at least N (default 1) uesimtun interfaces with an address.
+ue_has_session() {
+  local svc="$1" n="${2:-1}" count
+  count="$("${DC[@]}" "${STACK_ALL_PROFILES[@]}" exec -T "$svc" ip -4 -o addr show 2>/dev/null \
+    | grep -cE ' uesimtun[0-9]+ +inet ')" || true
+  ((count >= n))
 }

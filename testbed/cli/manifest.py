@@ -81,7 +81,12 @@ def _dispatch(args: argparse.Namespace) -> int:
     elif a == "add-command":
         manifest.add_command(target, _need(args.command_line, "--command", a))
     elif a in ("add-ue", "add-failure"):
-        entry = json.loads(_need(args.json_value, "--json", a))
+        if args.json_value:
+            entry = json.loads(args.json_value)
+        else:
+            # --attr KEY=VALUE; identifiers such as an IMSI keep their leading zeros
+            entry = {k: (v if k in ("imsi", "name", "ue", "reason") else _attr_value(v))
+                     for k, v in _pairs(_need(args.attr, "--attr or --json", a)).items()}
         (manifest.add_ue if a == "add-ue" else manifest.add_attach_failure)(target, entry)
     elif a == "event":
         manifest.add_event(target, args.level, _need(args.message, "--message", a))

@@ -1,0 +1,51 @@
+# Experiments: one driver per measurement (scripts/run-*.sh), campaigns over every profile.
+# Make variables match the drivers' flags (SIZES = --sizes); empty = the driver's default
+# (testbed/runparams.py holds every default). Docs: docs/experiments.md, docs/manifest.md.
+.PHONY: run-n3 run-sbi run-sbi-cold run-sbi-warm run-cpu run-throughput run-overlay \
+        campaign campaign-n3 campaign-sbi campaign-overlay experiment-params
+
+# Every experiment parameter (and the campaign knobs), handed to the drivers through the environment.
+EXPERIMENT_VARS := CAMPAIGN SLOT UP_TIMEOUT SIZES SETS PINGS INTERVAL WARMUP PING_DEADLINE MODE \
+                   ITERATIONS ATTACH_TIMEOUT RETRIES WARM_GAP UES REPS TRANSPORTS DURATION \
+                   UDP_BITRATE STREAMS SEED PROFILES DRY_RUN
+EXPERIMENT_ENV = $(foreach v,$(EXPERIMENT_VARS),$(v)="$($(v))")
+# the checks before any Docker driver (images engineer's doctor; skipped with DOCTOR=0)
+DOCTOR ?= 1
+DOCTOR_FIRST = $(if $(filter 1,$(DOCTOR)),$(if $(wildcard scripts/doctor.sh),bash scripts/doctor.sh &&,),)
+
+run-n3: ## N3 ping RTT: stack up with PROFILE's N3 overlay, SETS x PINGS pings per size in SIZES from UE 1 to the host
+	@$(DOCTOR_FIRST) $(EXPERIMENT_ENV) bash scripts/run-n3.sh
+
+run-sbi: ## SBI attach time, cold (UE 1) and warm (UE 2) in one pass: ITERATIONS fresh cores, captures on N2 and the SBI
+	@$(DOCTOR_FIRST) $(EXPERIMENT_ENV) bash scripts/run-sbi.sh --mode both
+
+run-sbi-cold: ## SBI attach time, cold only: UE 1 on a fresh core, ITERATIONS times
+	@$(DOCTOR_FIRST) $(EXPERIMENT_ENV) bash scripts/run-sbi.sh --mode cold
+
+run-sbi-warm: ## SBI attach time, warm: UE 1 then UE 2 (the warm sample) on a fresh core, ITERATIONS times
+	@$(DOCTOR_FIRST) $(EXPERIMENT_ENV) bash scripts/run-sbi.sh --mode warm
+
+run-cpu: ## CPU time per container (cgroup) from core boot to the last UE's PDU session, for each count in UES, REPS times
+	@$(DOCTOR_FIRST) $(EXPERIMENT_ENV) bash scripts/run-cpu.sh
+
+run-throughput: ## iperf3 TCP and UDP from UE 1 through N3 to the host (throughput, jitter, loss), raw JSON kept
+	@$(DOCTOR_FIRST) $(EXPERIMENT_ENV) bash scripts/run-throughput.sh
+
+run-overlay: ## the N3 ping measurement through PROFILE's overlay between two namespaces: no Docker, seconds (root)
+	@$(EXPERIMENT_ENV) bash scripts/run-overlay.sh
+
+campaign: ## a campaign of EXPERIMENT=<n3|sbi|cpu|throughput|overlay> over every profile of its plane (resumable)
+	@test -n "$(EXPERIMENT)" || { echo "error: set EXPERIMENT=n3|sbi|cpu|throughput|overlay" >&2; exit 2; }
+	@$(if $(filter overlay,$(EXPERIMENT)),,$(DOCTOR_FIRST)) $(EXPERIMENT_ENV) bash scripts/campaign.sh $(EXPERIMENT)
+
+campaign-n3: ## run-n3 for every N3 profile (baseline included), shuffled, resumable; DRY_RUN=1 prints the plan
+	@$(DOCTOR_FIRST) $(EXPERIMENT_ENV) bash scripts/campaign.sh n3
+
+campaign-sbi: ## run-sbi (cold + warm) for every SBI profile (baseline included), shuffled, resumable; DRY_RUN=1 prints the plan
+	@$(DOCTOR_FIRST) $(EXPERIMENT_ENV) MODE="$(or $(MODE),both)" bash scripts/campaign.sh sbi
+
+campaign-overlay: ## run-overlay for every N3 profile in namespaces (no Docker), shuffled, resumable
+	@$(EXPERIMENT_ENV) bash scripts/campaign.sh overlay
+
+experiment-params: ## list every experiment parameter with its default (EXPERIMENT=n3|sbi|cpu|throughput|overlay)
+	@for e in $(or $(EXPERIMENT),n3 sbi cpu throughput overlay); do echo "$$e:"; $(PYTHON) -m testbed params $$e --format help; done

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# run-n3: user-plane RTT over N3 (paper 4.1). The stack comes up with PROFILE's N3 overlay and
+# UE 1's PDU session; warm-up pings (tunnel established, kept, not counted); then SETS x PINGS
+# pings from UE 1 through its PDU session to the host (the n6 gateway) for each payload size;
+# a capture on the n3 bridge checks the overlay; the stack goes down. Docs: docs/experiments.md.
+set -euo pipefail
+
+# shellcheck source=scripts/lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+
+readonly EXPERIMENT=n3
+
+usage() {
+  cat <<EOF
+Usage: $(basename "$0") [--profile P] [--sizes "64 1024"] [--sets N] [--pings N] [--interval S] ...
+       make run-n3 PROFILE=<p> [SIZES=...] [SETS=...] [PINGS=...] [INTERVAL=...]
+
+Needs root, Docker Engine + Compose v2 and the images (make build; make doctor checks).
+Parameters (flags --name, or the Make/environment variable NAME):
+$(tb params "$EXPERIMENT" --format help)
+  PROFILE         an n3 profile (make profiles PLANE=n3) [default: baseline]
+  RESULTS         results root [default: results]
+  DRY_RUN=1       print the commands, start nothing
+
+Writes \$RESULTS/<campaign>/n3/<profile>/<run>/: manifest.json, warmup-*.txt and
+ping-s<size>-set<NN>.txt (raw \`LC_ALL=C ping -D -n\`), n3.pcap (validation), logs.
+Exit: 0 valid run, 1 failure or invalid run, 2 usage error, 130 interrupted.
+EOF
+}
+
+# ping_cmd COUNT SIZE: UE 1 pings the host through its PDU session (uesimtun0).
+ping_cmd() {
+  local count="$1" size="$2"
+  dc_exec ue1 env LC_ALL=C ping -D -n -I uesimtun0 -c "$count" -i "$INTERVAL" -s "$size" \
+    -w "$(ping_deadline "$count")" "$TARGET"
+}
+
+main() {
+  PROFILE="${PROFILE:-baseline}"
+  parse_params "$EXPERIMENT" "$@"
+  load_params "$EXPERIMENT"
+  if [[ "$DRY_RUN" != 1 ]]; then
+    require_root
+    require_tools dumpcap tshark
+  fi
+  docker_begin
+  TARGET="$(stack_value 'networks.n6.gateway')"
+  install_traps
+  local images=()
+  mapfile -t images < <(docker_image_args)
+  run_begin "$EXPERIMENT" "${images[@]}"
+
+  log "stack up: profile $PROFILE on n3 (waits for UE 1's PDU session)"
+  stack_up stack-up.log
+  cleanup_push stack_logs containers.log
+  capture_start n3 n3.pcap iface=n3 purpose=validation -- \
+    dumpcap -q -i "$(bridge_of n3)" -s 256 -w "${RUN_DIR:-.}/n3.pcap"
+
+  local size set rel rc cmd=()
+  size="${SIZES%% *}"
+  rel="warmup-s$size.txt"
+  log "warm-up: $WARMUP pings (tunnel established; kept as $rel, not counted)"
+  mapfile -d '' -t cmd < <(ping_cmd "$WARMUP" "$size")
+  rc=0
+  measure "$rel" ping "size=$size" set=0 warmup=true -- "${cmd[@]}" || rc=$?
+  [[ "$DRY_RUN" == 1 ]] || ping_rc_ok "$rc" "$RUN_DIR/$rel" \
+    || die "warm-up: UE 1 got no reply from $TARGET (ping exit $rc); see $RUN_DIR/$rel and stack-up.log" 1
+  for size in $SIZES; do
+    for ((set = 1; set <= SETS; set++)); do
+      rel="$(printf 'ping-s%s-set%02d.txt' "$size" "$set")"
+      log "size $size B, set $set/$SETS: $PINGS pings every ${INTERVAL}s -> $rel"
+      mapfile -d '' -t cmd < <(ping_cmd "$PINGS" "$size")
+      rc=0
+      measure "$rel" ping "size=$size" "set=$set" warmup=false -- "${cmd[@]}" || rc=$?
+      [[ "$DRY_RUN" == 1 ]] || ping_rc_ok "$rc" "$RUN_DIR/$rel" \
+        || die "ping set $set (size $size) from UE 1 to $TARGET failed (exit $rc); see $RUN_DIR/$rel" 1
+    done
+  done
+  stack_logs containers.log
+  [[ "$DRY_RUN" == 1 ]] || datapath_from_log "$RUN_DIR/containers.log"
+  run_end
+}
+
+main "$@"

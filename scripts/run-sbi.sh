@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# run-sbi: UE attach time with PROFILE's SBI overlay (paper 4.2). Per iteration: a fresh core
+# and gNB (scripts/up.sh --no-ue), captures on N2 (timing) and the SBI (validation), UE 1 attaches
+# (cold: no SBI security associations yet), then - mode warm/both - UE 2 (warm: well within the
+# 118 s after which Open5GS's HTTP/2 client drops idle connections, FACTS.md 1.4); stack down.
+# A UE without a PDU session within ATTACH_TIMEOUT is a failed sample (recorded with the reason)
+# and is retried up to RETRIES attempts; nothing is dropped silently. The attach times are
+# computed by the analysis from the N2 captures. Docs: docs/experiments.md.
+set -euo pipefail
+
+# shellcheck source=scripts/lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+
+readonly EXPERIMENT=sbi
+
+usage() {
+  cat <<EOF
+Usage: $(basename "$0") [--profile P] [--mode cold|warm|both] [--iterations N] [--attach-timeout S] ...
+       make run-sbi | run-sbi-cold | run-sbi-warm PROFILE=<p> [ITERATIONS=...]
+
+Needs root, Docker Engine + Compose v2 and the images (make build; make doctor checks).
+Parameters (flags --name, or the Make/environment variable NAME):
+$(tb params "$EXPERIMENT" --format help)
+  PROFILE         an SBI profile (make profiles PLANE=sbi) [default: baseline]
+  RESULTS         results root [default: results]
+  DRY_RUN=1       print the commands, start nothing
+
+Writes \$RESULTS/<campaign>/sbi/<profile>/<run>/: manifest.json (ues, attach_failures),
+itNN-n2.pcap (timing), itNN-sbi.pcap (validation), per-iteration logs.
+Exit: 0 valid run, 1 failure or invalid run, 2 usage error, 130 interrupted.
+EOF
+}
+
+# attach IT UE ROLE: start the UE, wait for its PDU session; failed attempts are recorded and
+# retried (the UE container is removed and started again). Returns 1 when every attempt failed.
+attach() {
+  local it="$1" ue="$2" role="$3" attempt imsi reason final start tag
+  tag="$(printf 'it%02d' "$it")"
+  imsi="$(stack_value "subscribers.$ue.imsi")"
+  for ((attempt = 1; attempt <= RETRIES; attempt++)); do
+    log "iteration $it: $ue ($role) attach, attempt $attempt/$RETRIES (deadline ${ATTACH_TIMEOUT}s)"
+    start=$SECONDS
+    if run_cmd "${DC[@]}" "${STACK_ALL_PROFILES[@]}" up -d --no-deps "$ue" >>"$(out_path "$tag-stack.log")" 2>&1 \
+      && wait_for "$ATTACH_TIMEOUT" "$ue PDU session (iteration $it)" ue_has_session "$ue"; then
+      [[ "$DRY_RUN" == 1 ]] || tb manifest add-ue "$RUN_DIR" --attr "name=$ue" --attr "imsi=$imsi" \
+        --attr "role=$role" --attr "iteration=$it" --attr "attempt=$attempt" --attr attached=true
+      log "iteration $it: $ue has its PDU session after ~$((SECONDS - start))s (exact time: from the N2 capture)"
+      return 0
+    fi
+    reason="no PDU session within ${ATTACH_TIMEOUT}s; last log line: $("${DC[@]}" "${STACK_ALL_PROFILES[@]}" logs --no-color --tail 1 "$ue" 2>&1 | tail -n 1)"
+    warn "iteration $it: $ue attempt $attempt failed: $reason"
+    final=false
+    ((attempt < RETRIES)) || final=true
+    tb manifest add-failure "$RUN_DIR" --attr "ue=$ue" --attr "attempt=$attempt" --attr "iteration=$it" \
+      --attr "final=$final" --attr "reason=$reason" || warn "could not record the failed attach"
+    "${DC[@]}" "${STACK_ALL_PROFILES[@]}" rm -sf "$ue" >>"$(out_path "$tag-stack.log")" 2>&1 || true
+  done
+  tb manifest add-ue "$RUN_DIR" --attr "name=$ue" --attr "imsi=$imsi" --attr "role=$role" \
+    --attr "iteration=$it" --attr "attempt=$RETRIES" --attr attached=false || true
+  return 1
+}
+
+iteration() {
+  local it="$1" tag
+  tag="$(printf 'it%02d' "$it")"
+  log "=== iteration $it/$ITERATIONS: fresh core and gNB ($PROFILE on the SBI)"
+  stack_up "$tag-stack-up.log" --no-ue
+  capture_start "$tag-n2" "$tag-n2.pcap" iface=n2 purpose=timing "iteration=$it" -- \
+    dumpcap -q -i "$(bridge_of n2)" -w "${RUN_DIR:-.}/$tag-n2.pcap"
+  capture_start "$tag-sbi" "$tag-sbi.pcap" iface=sbi purpose=validation "iteration=$it" -- \
+    dumpcap -q -i "$(bridge_of sbi)" -s 512 -w "${RUN_DIR:-.}/$tag-sbi.pcap"
+  local failed=0
+  attach "$it" ue1 cold || failed=1
+  if [[ "$MODE" != cold ]]; then
+    if ((failed)); then
+      warn "iteration $it: UE 1 never attached, so UE 2 would not be warm: warm sample skipped (recorded)"
+      [[ "$DRY_RUN" == 1 ]] || tb manifest add-failure "$RUN_DIR" --attr ue=ue2 --attr attempt=1 \
+        --attr "iteration=$it" --attr final=true --attr "reason=not started: UE 1 did not attach"
+    else
+      # pacing only (the warm UE must come within the 118 s idle limit; checked by params)
+      [[ "$DRY_RUN" == 1 ]] || sleep "$WARM_GAP"
+      attach "$it" ue2 warm || true
+    fi
+  fi
+  capture_stop "$tag-n2"
+  capture_stop "$tag-sbi"
+  stack_logs "$tag-containers.log"
+  [[ "$DRY_RUN" == 1 ]] || datapath_from_log "$RUN_DIR/$tag-containers.log"
+  stack_teardown
+}
+
+main() {
+  PROFILE="${PROFILE:-baseline}"
+  parse_params "$EXPERIMENT" "$@"
+  load_params "$EXPERIMENT"
+  if [[ "$DRY_RUN" != 1 ]]; then
+    require_root
+    require_tools dumpcap tshark
+  fi
+  docker_begin
+  install_traps
+  local images=() it
+  mapfile -t images < <(docker_image_args)
+  run_begin "$EXPERIMENT" "${images[@]}"
+  for ((it = 1; it <= ITERATIONS; it++)); do
+    iteration "$it"
+    MEASURED=1
+  done
+  run_end
+}
+
+main "$@"
