@@ -44,6 +44,10 @@ def _ping_max_payload() -> int:
     return int(stack.load()["ue_mtu"]) - 28
 
 
+def _scale_ues() -> int:
+    return int(stack.load()["subscribers"]["scale"]["count"])
+
+
 def _ping_params(sets: str, pings: str, interval: str, warmup: str) -> tuple[Param, ...]:
     maxp = _ping_max_payload()
     return (
@@ -80,7 +84,9 @@ SPECS: dict[str, tuple[Param, ...]] = {
         Param("WARM_GAP", "float", "2", "seconds between UE 1's PDU session and starting UE 2", 0.0, 100.0),
     ),
     "cpu": _COMMON + (
-        Param("UES", "ints", "1 5 10 20", "numbers of UEs attached after boot", 1, 512),
+        Param("UES", "ints", "1 5 10 20",
+              f"numbers of UEs attached after boot (1..{_scale_ues()}: provisioned scaling subscribers)",
+              1, _scale_ues()),
         Param("REPS", "int", "5", "repetitions per UE count (paper: 50)", 1, 1000),
         Param("ATTACH_TIMEOUT", "int", "120", "seconds until the last UE's PDU session", 1, 3600),
     ),

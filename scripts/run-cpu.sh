@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# run-cpu: CPU time per container (cgroup v2 cpu.stat usage_usec) from core boot to the last
+# UE's PDU session (paper 4.3), for each UE count in UES, REPS times. Each repetition boots a
+# fresh stack (scripts/up.sh --no-ue), starts UES UEs in the ue-scale container, waits until all
+# have a PDU session and reads every running container's CPU time (containers start at zero, so
+# the reading is the boot -> last-PDU-session total). The namespace holders (<nf>-net) carry the
+# overlay's own CPU time. A capture on the SBI checks the overlay. Docs: docs/experiments.md.
+set -euo pipefail
+
+# shellcheck source=scripts/lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+
+readonly EXPERIMENT=cpu
+
+usage() {
+  cat <<EOF
+Usage: $(basename "$0") [--profile P] [--ues "1 5 10 20"] [--reps N] [--attach-timeout S]
+       make run-cpu PROFILE=<p> UES="1 5 10 20" [REPS=...]
+
+Needs root, Docker Engine + Compose v2 and the images (make build; make doctor checks).
+Parameters (flags --name, or the Make/environment variable NAME):
+$(tb params "$EXPERIMENT" --format help)
+  PROFILE         an SBI profile (make profiles PLANE=sbi) [default: baseline]
+  RESULTS         results root [default: results]
+  DRY_RUN=1       print the commands, start nothing
+
+Writes \$RESULTS/<campaign>/cpu/<profile>/<run>/: manifest.json, cpu-uNN-rNN.csv
+(service,cpu_usec), sbi-uNN-rNN.pcap (validation), logs.
+Exit: 0 valid run, 1 failure or invalid run, 2 usage error, 130 interrupted.
+EOF
+}
+
+# cpu_usec CONTAINER_ID: usage_usec of the container's cgroup (host path first, then inside).
+cpu_usec() {
+  local cid="$1" full f
+  full="$(docker inspect -f '{{.Id}}' "$cid")"
+  for f in "/sys/fs/cgroup/system.slice/docker-$full.scope/cpu.stat" "/sys/fs/cgroup/docker/$full/cpu.stat"; do
+    if [[ -r "$f" ]]; then
+      awk '$1 == "usage_usec" {print $2}' "$f"
+      return 0
+    fi
+  done
+  docker exec "$cid" cat /sys/fs/cgroup/cpu.stat | awk '$1 == "usage_usec" {print $2}'
+}
+
+# cpu_table: service,cpu_usec for every running container of the stack.
+cpu_table() {
+  local svc cid usec
+  echo "service,cpu_usec"
+  while read -r svc; do
+    [[ -n "$svc" ]] || continue
+    cid="$("${DC[@]}" "${STACK_ALL_PROFILES[@]}" ps -q "$svc" 2>/dev/null | head -n 1)"
+    [[ -n "$cid" ]] || continue
+    usec="$(cpu_usec "$cid")" || { warn "no cpu.stat for $svc ($cid)"; continue; }
+    echo "$svc,$usec"
+  done < <("${DC[@]}" "${STACK_ALL_PROFILES[@]}" ps --services --status running)
+}
+
+one_rep() {
+  local n="$1" rep="$2" tag
+  tag="$(printf 'u%02d-r%02d' "$n" "$rep")"
+  log "=== $n UE(s), repetition $rep/$REPS: fresh stack ($PROFILE on the SBI)"
+  stack_up "$tag-stack-up.log" --no-ue
+  capture_start "sbi-$tag" "sbi-$tag.pcap" iface=sbi purpose=validation -- \
+    dumpcap -q -i "$(bridge_of sbi)" -s 128 -w "${RUN_DIR:-.}/sbi-$tag.pcap"
+  export UES="$n"
+  run_cmd env UES="$n" "${DC[@]}" "${STACK_ALL_PROFILES[@]}" up -d --no-deps ue-scale \
+    >>"$(out_path "$tag-stack.log")" 2>&1 || die "could not start ue-scale with $n UEs; see $tag-stack.log" 1
+  wait_for "$ATTACH_TIMEOUT" "$n UE PDU sessions ($tag)" ue_has_session ue-scale "$n" \
+    || die "not all $n UEs got a PDU session within ${ATTACH_TIMEOUT}s ($tag): the CPU sample is not taken" 1
+  if [[ "$DRY_RUN" == 1 ]]; then
+    _record_command cat "/sys/fs/cgroup/.../cpu.stat" "(every running container)"
+  else
+    cpu_table >"$RUN_DIR/cpu-$tag.csv"
+    record_file "cpu-$tag.csv" cpu "ues=$n" "rep=$rep"
+  fi
+  capture_stop "sbi-$tag"
+  stack_logs "$tag-containers.log"
+  [[ "$DRY_RUN" == 1 ]] || datapath_from_log "$RUN_DIR/$tag-containers.log"
+  stack_teardown
+}
+
+main() {
+  PROFILE="${PROFILE:-baseline}"
+  parse_params "$EXPERIMENT" "$@"
+  load_params "$EXPERIMENT"
+  if [[ "$DRY_RUN" != 1 ]]; then
+    require_root
+    require_tools dumpcap tshark
+  fi
+  docker_begin
+  install_traps
+  local images=() n rep
+  mapfile -t images < <(docker_image_args)
+  run_begin "$EXPERIMENT" "${images[@]}"
+  for n in $UES; do
+    for ((rep = 1; rep <= REPS; rep++)); do
+      one_rep "$n" "$rep"
+    done
+  done
+  run_end
+}
+
+main "$@"
