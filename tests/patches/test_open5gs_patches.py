@@ -1,0 +1,105 @@
+"""patches/open5gs/*.patch: headers, naming, and that the series applies to the pinned release.
+
+The release source is found at $OPEN5GS_SRC, else ../ext/open5gs-src beside the repository
+(an unpacked v2.7.7 tree; docs/patches.md). Without it the apply test skips naming that path.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from testbed import ROOT, stack
+from tests.conftest import require_tools
+
+PATCH_DIR = ROOT / "patches" / "open5gs"
+PATCHES = sorted(PATCH_DIR.glob("*.patch"))
+DEFAULT_SRC = ROOT.parent / "ext" / "open5gs-src"
+NAME = re.compile(r"^\d{4}-[a-z0-9]+(-[a-z0-9]+)*\.patch$")
+# Environment variables each patch introduces (docs/patches.md, testbed/overlays/tls.py)
+VARIABLES = {
+    "0001-sbi-tls-knobs.patch": ["OGS_SBI_TLS_MIN_VERSION", "OGS_SBI_TLS_MAX_VERSION", "OGS_SBI_TLS_CIPHERS",
+                                "OGS_SBI_TLS_CIPHERSUITES", "OGS_SBI_TLS_GROUPS"],
+    "0002-sbi-trap-path-wait.patch": ["OGS_SBI_WAIT_PEER_MS", "OGS_SBI_WAIT_PEER_TRY_MS"],
+}
+
+
+def _touched(patch: Path) -> list[str]:
+    return re.findall(r"^diff --git a/(\S+) b/", patch.read_text(encoding="utf-8"), flags=re.M)
+
+
+def _release_src() -> Path:
+    src = Path(os.environ.get("OPEN5GS_SRC") or DEFAULT_SRC)
+    if not (src / "lib" / "sbi" / "client.c").is_file():
+        pytest.skip(f"no Open5GS {stack.load()['open5gs_version']} source at {src} "
+                    "(set OPEN5GS_SRC to an unpacked release tree)")
+    return src
+
+
+def test_the_series_is_the_two_documented_patches() -> None:
+    assert [p.name for p in PATCHES] == sorted(VARIABLES)
+
+
+@pytest.mark.parametrize("patch", PATCHES, ids=lambda p: p.name)
+def test_patch_has_a_header_saying_what_why_and_base(patch: Path) -> None:
+    assert NAME.match(patch.name), f"{patch.name}: name it NNNN-topic.patch"
+    text = patch.read_text(encoding="utf-8")
+    header = text.split("\ndiff --git ", 1)[0]
+    assert re.search(r"^Subject: \[PATCH \d+/\d+\] sbi: ", header, flags=re.M), header[:300]
+    assert re.search(r"^What: ", header, flags=re.M) and re.search(r"^Why: ", header, flags=re.M)
+    version = stack.load()["open5gs_version"]
+    assert f"Base: open5gs {version} (" in header
+    for var in VARIABLES[patch.name]:
+        assert var in header, f"{patch.name}: the header does not document {var}"
+    # only lib/sbi, no build output, no secrets
+    touched = _touched(patch)
+    assert touched and all(t.startswith("lib/sbi/") for t in touched), touched
+    assert "PRIVATE KEY" not in text
+
+
+def test_new_code_is_off_unless_its_variable_is_set() -> None:
+    """Upstream behaviour with no variable: the knobs fall back, the wait returns at once."""
+    tls = (PATCH_DIR / "0001-sbi-tls-knobs.patch").read_text(encoding="utf-8")
+    assert '+                knobs->ciphers ? knobs->ciphers : DEFAULT_CIPHER_LIST' in tls
+    assert '+                knobs->groups ? knobs->groups : "P-256"' in tls
+    wait = (PATCH_DIR / "0002-sbi-trap-path-wait.patch").read_text(encoding="utf-8")
+    assert '+        wait_ms = env_ms("OGS_SBI_WAIT_PEER_MS", 0);' in wait
+    assert "+    if (wait_ms == 0)\n+        return;" in wait
+
+
+def test_the_series_applies_to_the_pinned_release(tmp_path: Path) -> None:
+    """patch -p1 --fuzz=0, in order, as images/open5gs/Dockerfile does; then git apply --check
+    of each patch on the tree before it (the second patch builds on the first)."""
+    require_tools("patch", "git")
+    src = _release_src()
+    work = tmp_path / "src"
+    for rel in sorted({t for p in PATCHES for t in _touched(p)}):
+        if (src / rel).is_file():
+            (work / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src / rel, work / rel)
+    for patch in PATCHES:
+        check = subprocess.run(["git", "apply", "--check", str(patch)], cwd=work,
+                               capture_output=True, text=True)
+        assert check.returncode == 0, f"git apply --check {patch.name}: {check.stderr}"
+        res = subprocess.run(["patch", "-p1", "--batch", "--forward", "--fuzz=0", "--no-backup-if-mismatch",
+                              "-i", str(patch)], cwd=work, capture_output=True, text=True)
+        assert res.returncode == 0, f"{patch.name} does not apply to {src}: {res.stdout}{res.stderr}"
+        assert "offset" not in res.stdout and "fuzz" not in res.stdout, res.stdout
+    assert (work / "lib/sbi/tls-knobs.c").is_file() and (work / "lib/sbi/path-wait.c").is_file()
+    build = (work / "lib/sbi/meson.build").read_text(encoding="utf-8")
+    assert "tls-knobs.c" in build and "path-wait.c" in build
+
+
+def test_the_release_tree_is_the_pinned_one() -> None:
+    """If the prepared tree records its pin (.pinned), it is the version stack.yaml names."""
+    src = _release_src()
+    pinned = src / ".pinned"
+    if not pinned.is_file():
+        pytest.skip(f"{pinned} absent (only the prepared tree of docs/patches.md records its pin)")
+    text = pinned.read_text(encoding="utf-8")
+    assert f"tag={stack.load()['open5gs_version']}\n" in text
+    assert "commit=318eeb49a7dcdff733dec60e02d9c60aefca2fb9" in text
