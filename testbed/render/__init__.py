@@ -94,8 +94,15 @@ def provision_input(subscribers: dict[str, Any], values: dict[str, Any]) -> dict
     }
 
 
+class _NoAliasDumper(yaml.SafeDumper):
+    """Writes repeated values out in full: Open5GS's YAML reader does not resolve aliases."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
 def _dump_yaml(data: dict[str, Any], header: str) -> str:
-    return header + yaml.safe_dump(data, sort_keys=False, default_flow_style=False)
+    return header + yaml.dump(data, Dumper=_NoAliasDumper, sort_keys=False, default_flow_style=False)
 
 
 def _write(path: Path, text: str, mode: int = 0o644) -> Path:

@@ -1,0 +1,122 @@
+"""The render dir of a profile: every profile class renders, files and modes, hooks, env."""
+from __future__ import annotations
+
+import json
+import re
+import stat
+from pathlib import Path
+
+import pytest
+import yaml
+
+from testbed import profiles, render, stack
+from testbed.render import layout
+from tests.testbed.render.helpers import keys_root, render_to
+
+COMPOSE_DIR = Path(render.__file__).resolve().parents[2] / "compose"
+
+
+def _profile_sample() -> list[tuple[str, str]]:
+    """Every protocol x plane, every IPsec auth x mode, every TLS suite, both baselines."""
+    out: list[tuple[str, str]] = []
+    seen_ipsec: set[tuple[str, str, str]] = set()
+    for p in profiles.load().values():
+        for plane in p.planes:
+            if p.protocol == "ipsec":
+                key = (plane, p.params["auth"], p.params["mode"])
+                if key in seen_ipsec:
+                    continue
+                seen_ipsec.add(key)
+            out.append((p.id, plane))
+    return out
+
+
+SAMPLE = _profile_sample()
+
+
+def test_sample_covers_every_protocol_and_plane() -> None:
+    combos = {(profiles.get(pid).protocol, plane) for pid, plane in SAMPLE}
+    assert combos == {("none", "n3"), ("none", "sbi"), ("ipsec", "n3"), ("ipsec", "sbi"),
+                      ("wireguard", "n3"), ("wireguard", "sbi"), ("tls", "sbi")}
+    assert len({pid for pid, _ in SAMPLE if pid.startswith("tls")}) == 18
+
+
+@pytest.mark.parametrize("profile_id,plane", SAMPLE)
+def test_profile_renders(profile_id: str, plane: str, tmp_path: Path) -> None:
+    r = render_to(profile_id, plane, tmp_path / "r")
+    for nf in ("nrf", "ausf", "udm", "udr", "pcf", "bsf", "nssf", "amf", "smf", "upf"):
+        cfg = yaml.safe_load((r.dir / layout.OPEN5GS_DIR / f"{nf}.yaml").read_text())
+        assert nf in cfg
+    for name in ("gnb", "ue1", "ue2", "ue-scale"):
+        assert (r.dir / layout.UERANSIM_DIR / f"{name}.yaml").is_file()
+    env = (r.dir / layout.COMPOSE_ENV).read_text()
+    assert f"PROFILE={profile_id}\n" in env and f"PLANE={plane}\n" in env
+    files = (r.dir / layout.COMPOSE_FILES).read_text().split()
+    assert files[0] == str(COMPOSE_DIR / "base.yaml")
+    overlay = COMPOSE_DIR / f"overlay-{r.profile.protocol}-{plane}.yaml"
+    assert (str(overlay) in files) == (r.profile.protocol != "none" and overlay.exists())
+    assert "&id" not in (r.dir / layout.OPEN5GS_DIR / "amf.yaml").read_text(), \
+        "Open5GS does not resolve YAML aliases: write values out"
+
+
+def test_secrets_are_private_and_stale_files_go(tmp_path: Path) -> None:
+    out = tmp_path / "r"
+    out.mkdir()
+    (out / "stale.yaml").write_text("old")
+    r = render_to("baseline", "n3", out)
+    assert not (out / "stale.yaml").exists()
+    for rel in ("ueransim/ue1.yaml", "ueransim/ue2.yaml", "ueransim/ue-scale.yaml", layout.PROVISION_FILE):
+        assert stat.S_IMODE((r.dir / rel).stat().st_mode) == 0o600, rel
+    assert stat.S_IMODE(r.dir.stat().st_mode) == 0o700
+
+
+def test_ue_configs_carry_the_sim_secrets(tmp_path: Path) -> None:
+    r = render_to("baseline", "n3", tmp_path / "r")
+    from testbed import keys
+    subs = keys.subscribers(keys_root())
+    ue1 = yaml.safe_load((r.dir / "ueransim/ue1.yaml").read_text())
+    assert ue1["supi"] == f"imsi-{subs['ue1']['imsi']}"
+    assert ue1["key"] == subs["ue1"]["k"].upper() and ue1["op"] == subs["ue1"]["opc"].upper()
+    prov = json.loads((r.dir / layout.PROVISION_FILE).read_text())
+    imsis = [s["imsi"] for s in prov["subscribers"]]
+    count = stack.load()["subscribers"]["scale"]["count"]
+    assert imsis[:2] == [subs["ue1"]["imsi"], subs["ue2"]["imsi"]]
+    assert len(imsis) == 2 + count and len(set(imsis)) == len(imsis)
+    assert imsis[2] == subs["scale"]["imsi_first"] and imsis[-1] == str(int(imsis[2]) + count - 1).zfill(15)
+
+
+def test_compose_env_defines_every_variable_the_compose_files_need(tmp_path: Path) -> None:
+    r = render_to("baseline", "n3", tmp_path / "r", use_scp=True)
+    env = dict(line.split("=", 1) for line in (r.dir / layout.COMPOSE_ENV).read_text().splitlines()
+               if line and not line.startswith("#"))
+    needed: set[str] = set()
+    for f in (COMPOSE_DIR / "base.yaml", COMPOSE_DIR / "scp.yaml"):
+        # ${VAR} and ${VAR:?msg} must come from compose.env; ${VAR:-default} may not
+        needed |= set(re.findall(r"\$\{([A-Z0-9_]+)(?:\}|:\?)", f.read_text()))
+    images = {"OPEN5GS_IMAGE", "UERANSIM_IMAGE", "TOOLS_IMAGE", "MONGO_IMAGE"}   # scripts/lib/compose.sh
+    assert needed - images - set(env) == set()
+    assert env["UE1_RAN_IP"] == stack.address("ue1", "ran") and env["NET_SBI_SUBNET"] == "10.100.1.0/24"
+    assert env["AMF_FQDN"] == "amf.localdomain"
+    assert str(COMPOSE_DIR / "scp.yaml") in (r.dir / layout.COMPOSE_FILES).read_text()
+
+
+def test_tls_hooks_reach_the_nf_configs_and_env(tmp_path: Path) -> None:
+    r = render_to("tls13-aes256gcm", "sbi", tmp_path / "r")
+    amf = yaml.safe_load((r.dir / "open5gs/amf.yaml").read_text())["amf"]
+    assert amf["default"]["tls"]["server"]["scheme"] == "https"
+    assert amf["ngap"]["server"], "the hook merges into, not replaces, the rendered config"
+    assert "TLS" in (r.dir / "env/amf.env").read_text().upper()
+
+
+def test_plane_the_profile_does_not_support_is_refused(tmp_path: Path) -> None:
+    root = keys_root()
+    from testbed import keys
+    with pytest.raises(render.RenderError, match="does not run on plane 'n3'"):
+        render.render(profiles.get("tls13-aes128gcm"), "n3", tmp_path / "r",
+                      subscribers=keys.subscribers(root), keys_dir=root, commit="t")
+
+
+def test_plan_names_profile_files_and_ping_target(tmp_path: Path) -> None:
+    r = render_to("baseline", "sbi", tmp_path / "r")
+    text = (r.dir / layout.PLAN_FILE).read_text()
+    assert "baseline" in text and "base.yaml" in text and stack.load()["networks"]["n6"]["gateway"] in text
