@@ -1,0 +1,197 @@
+"""`python -m analysis <command>`: attach times, ping statistics, figures and the report.
+
+Library modules log; this module prints results on stdout and errors on stderr.
+Exit codes: 0 ok, 1 failure, 2 usage error, 130 interrupted.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+log = logging.getLogger("analysis")
+
+
+def _ping_values(path: Path) -> tuple[np.ndarray, int]:
+    """RTT samples and lost count of one file: ping output or an RWTH result text."""
+    from analysis.parse.ping import parse_ping_text, rtt_samples
+    from analysis.parse.rwth_txt import looks_like_rwth, parse_rwth_text
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if looks_like_rwth(text):
+        return parse_rwth_text(text, str(path)).values["value"].to_numpy(dtype=float), 0
+    frame = parse_ping_text(text)
+    if frame.empty:
+        raise ValueError(f"{path}: no ping replies and no RWTH 'Results:' line found; "
+                         "expected `LC_ALL=C ping -D -n` output")
+    return rtt_samples(frame).to_numpy(dtype=float), int(frame["lost"].sum())
+
+
+def cmd_ping_stats(args: argparse.Namespace) -> int:
+    from analysis.stats import summarize
+    values, lost = [], 0
+    for f in args.files:
+        v, n_lost = _ping_values(Path(f))
+        values.append(v)
+        lost += n_lost
+    s = summarize(np.concatenate(values) if values else np.array([]))
+    print(json.dumps({"n": s.n, "mean_ms": s.mean, "sd_ms": s.sd, "ci99_halfwidth_ms": s.ci_halfwidth,
+                      "ci99_halfwidth_z_ms": s.ci_halfwidth_z, "lost": lost,
+                      "files": [str(f) for f in args.files]}))
+    return 0
+
+
+def cmd_attach_times(args: argparse.Namespace) -> int:
+    from analysis.parse.ngap_attach import attach_times, to_csv
+    sys.stdout.write(to_csv(attach_times(args.capture, nas=not args.ngap_only)))
+    return 0
+
+
+def cmd_procedure_times(args: argparse.Namespace) -> int:
+    from analysis.parse.ran_procedures import procedure_times
+    parts = []
+    for cap in args.captures:
+        frame = procedure_times(cap, args.interface)
+        frame.insert(0, "capture", str(cap))
+        parts.append(frame)
+    out = pd.concat(parts, ignore_index=True)
+    sys.stdout.write(out.to_csv(index=False, lineterminator="\n", float_format="%.6f"))
+    return 0
+
+
+def _out_dir(args: argparse.Namespace) -> Path:
+    return Path(args.out) if args.out else Path("build") / "analysis" / Path(args.results).resolve().name
+
+
+def cmd_figures(args: argparse.Namespace) -> int:
+    from analysis import figures, tables
+    from analysis.datasets import Datasets
+    from analysis.results import discover
+    names = args.figure or None
+    for n in names or []:
+        figures.get(n)
+    ds = Datasets.load(discover(args.results))
+    drawn = figures.draw_all(tables.all_tables(ds), _out_dir(args) / "figures", names)
+    for name, paths in drawn.items():
+        print(f"{name}: " + (", ".join(str(p) for p in paths) if paths else "no data (skipped)"))
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from analysis.report import build
+    print(build(Path(args.results), _out_dir(args)))
+    return 0
+
+
+def cmd_list_figures(args: argparse.Namespace) -> int:
+    from analysis.figures import FIGURES
+    for f in FIGURES.values():
+        print(f"{f.name:18s} {f.description}")
+    return 0
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    from analysis import markdown, tables
+    from analysis.datasets import Datasets
+    from analysis.results import discover
+    all_tables = tables.all_tables(Datasets.load(discover(args.results)))
+    for name in args.table or list(all_tables):
+        if name not in all_tables:
+            raise ValueError(f"unknown table {name!r}; valid: {', '.join(all_tables)}")
+        if args.format == "csv":
+            sys.stdout.write(f"# {name}\n" + all_tables[name].to_csv(index=False))
+        else:
+            sys.stdout.write(f"## {name}\n\n" + markdown.table(all_tables[name]) + "\n")
+    return 0
+
+
+def cmd_metadata(args: argparse.Namespace) -> int:
+    from analysis import markdown
+    from analysis.report import provenance_frame
+    from analysis.results import discover
+    sys.stdout.write(markdown.table(provenance_frame(discover(args.results))))
+    return 0
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from analysis.bench import DEFAULT_CAPTURE, run_benchmark
+    result = run_benchmark(Path(args.workdir), copies=args.copies, ping_lines=args.ping_lines,
+                           pyshark=not args.no_pyshark,
+                           source=Path(args.source) if args.source else DEFAULT_CAPTURE)
+    print(json.dumps(result, indent=2))
+    return 0 if result.get("ok", True) else 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m analysis", description=__doc__.splitlines()[0])
+    p.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    s = sub.add_parser("attach-times", help="per-UE attach times of an N2 capture, CSV on stdout")
+    s.add_argument("capture", help="pcap/pcapng with NGAP (N2)")
+    s.add_argument("--ngap-only", action="store_true",
+                   help="recognise messages by NGAP procedure codes only (real NAS ciphering)")
+    s.set_defaults(run=cmd_attach_times)
+
+    s = sub.add_parser("procedure-times", help="E1/F1-C procedure times (RWTH rule), CSV on stdout")
+    s.add_argument("captures", nargs="+")
+    s.add_argument("--interface", required=True, choices=["e1", "f1c"])
+    s.set_defaults(run=cmd_procedure_times)
+
+    s = sub.add_parser("ping-stats", help="n, mean, sd, 99%% CI of ping RTTs (JSON on stdout)")
+    s.add_argument("files", nargs="+", help="ping -D output files (or RWTH result texts)")
+    s.set_defaults(run=cmd_ping_stats)
+
+    for name, fn, help_ in (("figures", cmd_figures, "draw the figures of a results tree"),
+                            ("report", cmd_report, "write the Markdown report of a results tree")):
+        s = sub.add_parser(name, help=help_)
+        s.add_argument("results", help="results root, campaign or run directory")
+        s.add_argument("--out", help="output folder (default build/analysis/<results name>)")
+        if name == "figures":
+            s.add_argument("--figure", action="append", help="only this figure (repeatable)")
+        s.set_defaults(run=fn)
+
+    s = sub.add_parser("list-figures", help="list the figures by name")
+    s.set_defaults(run=cmd_list_figures)
+
+    s = sub.add_parser("stats", help="summary tables of a results tree")
+    s.add_argument("results")
+    s.add_argument("--table", action="append", help="rtt, attach, cpu, cpu_slopes, throughput")
+    s.add_argument("--format", choices=["md", "csv"], default="md")
+    s.set_defaults(run=cmd_stats)
+
+    s = sub.add_parser("metadata", help="provenance of every run (from the manifests)")
+    s.add_argument("results")
+    s.set_defaults(run=cmd_metadata)
+
+    s = sub.add_parser("bench", help="time tshark-based extraction vs a per-packet pyshark extractor")
+    s.add_argument("--workdir", default="build/bench-analysis", help="where the large inputs are built")
+    s.add_argument("--source", help="real N2 capture to replicate (default: the Open5GS sample capture "
+                   "in ../shared/data/open5gs-docs-pcaps)")
+    s.add_argument("--copies", type=int, default=4, help="copies of the source capture merged into one")
+    s.add_argument("--ping-lines", type=int, default=1_000_000, help="lines of ping output to parse")
+    s.add_argument("--no-pyshark", action="store_true", help="skip the pyshark side")
+    s.set_defaults(run=cmd_bench)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    from analysis.parse.tshark import TsharkError
+    try:
+        return int(args.run(args))
+    except KeyboardInterrupt:
+        return 130
+    except (TsharkError, FileNotFoundError, ValueError, KeyError) as exc:
+        msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        print(f"error: {msg}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        return 0

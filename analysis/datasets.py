@@ -1,0 +1,190 @@
+"""Tidy frames over the usable runs of a results tree (one loader per raw-file kind).
+
+Each frame starts with the run columns (campaign, experiment, profile, protocol, plane,
+datapath, run, mode, auth, version, cipher, cert) so statistics can group by any of them.
+Runs that are not usable (results.Run.problems) are left out here; the report lists them.
+Warm-up ping files (attr ``warmup: true``) are left out and logged.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TypeVar
+
+import numpy as np
+import pandas as pd
+
+from analysis.parse.cpu import parse_cpu
+from analysis.parse.iperf3 import iperf3_summary
+from analysis.parse.ngap_attach import STATUS_COMPLETE, attach_times
+from analysis.parse.ping import parse_ping
+from analysis.parse.tshark import TsharkError
+from analysis.results import RawFile, Run
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+PARAM_COLUMNS = ["mode", "auth", "version", "cipher", "cert"]
+RUN_COLUMNS = ["campaign", "experiment", "profile", "protocol", "plane", "datapath", "run"] + PARAM_COLUMNS
+
+
+def run_columns(run: Run) -> dict[str, object]:
+    params = run.get("profile_params") or {}
+    return {"campaign": run.campaign, "experiment": run.experiment, "profile": run.profile,
+            "protocol": run.protocol, "plane": run.get("plane"), "datapath": run.datapath,
+            "run": run.run_id, **{c: params.get(c) for c in PARAM_COLUMNS}}
+
+
+def _with_run(frame: pd.DataFrame, run: Run, **extra: object) -> pd.DataFrame:
+    cols = {**run_columns(run), **extra}
+    head = pd.DataFrame({k: [v] * len(frame) for k, v in cols.items()}, index=frame.index)
+    return pd.concat([head, frame], axis=1)
+
+
+def _empty(columns: list[str]) -> pd.DataFrame:
+    return pd.DataFrame({c: pd.Series(dtype=object) for c in RUN_COLUMNS + columns})
+
+
+def _parse(f: RawFile, parser: Callable[[Path], T], errors: list[str] | None) -> T | None:
+    """Parse one raw file; a broken file is logged and appended to ``errors`` (the report
+    flags it), not fatal for the whole analysis."""
+    try:
+        return parser(f.path)
+    except (ValueError, OSError, KeyError, TsharkError) as exc:
+        msg = f"{f.path}: {exc}"
+        log.warning("raw file left out: %s", msg)
+        if errors is not None:
+            errors.append(msg)
+        return None
+
+
+def ping(runs: list[Run], errors: list[str] | None = None) -> pd.DataFrame:
+    """One row per ICMP sequence number: size (payload bytes), set, seq, rtt_ms, lost, dup."""
+    parts = []
+    for run in runs:
+        if not run.usable:
+            continue
+        for f in run.files("ping"):
+            if f.attrs.get("warmup"):
+                log.info("%s: warm-up file left out", f.path)
+                continue
+            frame = _parse(f, parse_ping, errors)
+            if frame is None:
+                continue
+            parts.append(_with_run(frame, run, size=f.attrs.get("size"), set=f.attrs.get("set"),
+                                   file=f.path.name))
+    if not parts:
+        return _empty(["size", "set", "file", "seq", "rtt_ms", "lost", "dup"])
+    return pd.concat(parts, ignore_index=True)
+
+
+def _role_of(run: Run, f: RawFile, frame: pd.DataFrame) -> pd.Series:
+    if f.attrs.get("role"):
+        return pd.Series([str(f.attrs["role"])] * len(frame), index=frame.index, dtype=str)
+    ues = [u for u in (run.get("ues") or []) if isinstance(u, dict)]
+    roles = pd.Series(["unknown"] * len(frame), index=frame.index, dtype=str)
+    by_msin = {str(u.get("imsi", ""))[-10:]: str(u.get("role", "unknown")) for u in ues if u.get("imsi")}
+    for i, msin in frame["msin"].items():
+        if msin and msin[-10:] in by_msin:
+            roles[i] = by_msin[msin[-10:]]
+    if (roles == "unknown").all() and ues and len(ues) == len(frame):
+        roles[:] = [str(u.get("role", "unknown")) for u in ues]
+    return roles
+
+
+def attach(runs: list[Run], errors: list[str] | None = None, workers: int = 2) -> pd.DataFrame:
+    """One row per registration in the N2 timing captures (+ failed attempts from manifests)."""
+    jobs = [(run, f) for run in runs if run.usable for f in run.files("pcap")
+            if f.attrs.get("iface", "n2") == "n2" and f.attrs.get("purpose", "timing") == "timing"]
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        frames = list(pool.map(lambda job: _parse(job[1], attach_times, errors), jobs))
+    parts = []
+    for (run, f), frame in zip(jobs, frames):
+        if frame is None:
+            continue
+        frame = frame.drop(columns=["ns_registration_request", "ns_pdu_session_accept"])
+        frame.insert(0, "role", _role_of(run, f, frame))
+        parts.append(_with_run(frame, run, file=f.path.name))
+    for run in runs:
+        if not run.usable:
+            continue
+        fails = [a for a in (run.get("attach_failures") or []) if isinstance(a, dict)]
+        if fails:
+            roles = {u.get("name"): u.get("role") for u in run.get("ues") or [] if isinstance(u, dict)}
+            frame = pd.DataFrame({"role": [str(roles.get(a.get("ue"), "unknown")) for a in fails],
+                                  "ue": [str(a.get("ue")) for a in fails],
+                                  "attach_ms": np.nan,
+                                  "status": [f"failed: {a.get('reason', '')}" for a in fails]})
+            parts.append(_with_run(frame, run, file="manifest.json"))
+    if not parts:
+        return _empty(["file", "role", "ue", "attach_ms", "status"])
+    out = pd.concat(parts, ignore_index=True)
+    out["attach_ms"] = out["attach_ms"].astype(float)
+    return out
+
+
+def complete_attach(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame[frame["status"] == STATUS_COMPLETE]
+
+
+def cpu(runs: list[Run], errors: list[str] | None = None) -> pd.DataFrame:
+    """One row per (file, service): ues, rep, service, cpu_usec, cpu_s."""
+    parts = []
+    for run in runs:
+        if not run.usable:
+            continue
+        for f in run.files("cpu"):
+            frame = _parse(f, parse_cpu, errors)
+            if frame is None:
+                continue
+            parts.append(_with_run(frame, run, ues=f.attrs.get("ues"),
+                                   rep=f.attrs.get("rep"), file=f.path.name))
+    if not parts:
+        return _empty(["ues", "rep", "file", "service", "cpu_usec", "cpu_s"])
+    return pd.concat(parts, ignore_index=True)
+
+
+def cpu_totals(frame: pd.DataFrame) -> pd.DataFrame:
+    """CPU seconds summed over services, one row per accounting file."""
+    keys = [c for c in RUN_COLUMNS + ["ues", "rep", "file"] if c in frame.columns]
+    if frame.empty:
+        return pd.DataFrame(columns=keys + ["cpu_s"])
+    return frame.groupby(keys, dropna=False, as_index=False)["cpu_s"].sum()
+
+
+def throughput(runs: list[Run], errors: list[str] | None = None) -> pd.DataFrame:
+    """One row per iperf3 file: transport, sender_mbps, receiver_mbps, ..."""
+    rows = []
+    for run in runs:
+        if not run.usable:
+            continue
+        for f in run.files("iperf3"):
+            summary = _parse(f, iperf3_summary, errors)
+            if summary is None:
+                continue
+            if f.attrs.get("transport"):
+                summary["transport"] = f.attrs["transport"]
+            rows.append({**run_columns(run), "file": f.path.name, **summary})
+    if not rows:
+        return _empty(["file", "transport", "sender_mbps", "receiver_mbps"])
+    return pd.DataFrame(rows)
+
+
+@dataclass
+class Datasets:
+    """All tidy frames of one results tree, loaded once."""
+    runs: list[Run]
+    ping: pd.DataFrame = field(default_factory=pd.DataFrame)
+    attach: pd.DataFrame = field(default_factory=pd.DataFrame)
+    cpu: pd.DataFrame = field(default_factory=pd.DataFrame)
+    throughput: pd.DataFrame = field(default_factory=pd.DataFrame)
+    file_errors: list[str] = field(default_factory=list)   # raw files that could not be parsed
+
+    @classmethod
+    def load(cls, runs: list[Run]) -> "Datasets":
+        errors: list[str] = []
+        return cls(runs=runs, ping=ping(runs, errors), attach=attach(runs, errors), cpu=cpu(runs, errors),
+                   throughput=throughput(runs, errors), file_errors=errors)

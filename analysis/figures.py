@@ -1,0 +1,248 @@
+"""Figures, one function per figure, looked up by name (``python -m analysis list-figures``).
+
+Each function takes the summary tables (``analysis.tables.all_tables``) and an output folder,
+writes ``<name>.png`` and ``<name>.pdf`` and returns their paths, or returns ``[]`` (and logs
+why) when the results hold no data for it. Headless (Agg). Error bars are 99 % t confidence
+intervals; the baseline (protocol ``none``) is drawn in grey with a dashed reference line.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+log = logging.getLogger(__name__)
+
+Tables = dict[str, pd.DataFrame]
+PROTOCOL_COLOURS = {"none": "#7f7f7f", "ipsec": "#1f77b4", "wireguard": "#d62728", "tls": "#2ca02c"}
+PROTOCOL_ORDER = {"none": 0, "ipsec": 1, "wireguard": 2, "tls": 3}
+MODE_ORDER = {"start": 0, "trap": 1, "trap-drop": 2, "trap-queue": 3}
+FORMATS = ("png", "pdf")
+
+
+@dataclass(frozen=True)
+class Figure:
+    name: str
+    description: str
+    draw: Callable[[Tables, Path], list[Path]]
+
+
+def _label(row: pd.Series, datapaths: int) -> str:
+    label = str(row["profile"])
+    if datapaths > 1 and row.get("datapath") not in (None, "", "none"):
+        label += f" [{row['datapath']}]"
+    return label
+
+
+def _datapaths(table: pd.DataFrame) -> int:
+    """How many overlay datapaths (kernel, userspace) the table mixes; the baseline has none."""
+    if "datapath" not in table:
+        return 1
+    return table.loc[table["datapath"] != "none", "datapath"].nunique()
+
+
+def _order(table: pd.DataFrame) -> pd.DataFrame:
+    t = table.copy()
+    t["_p"] = t["protocol"].map(PROTOCOL_ORDER).fillna(9)
+    t["_m"] = t["mode"].map(MODE_ORDER).fillna(9) if "mode" in t else 0
+    return t.sort_values(["_p", "_m", "profile", "datapath"]).drop(columns=["_p", "_m"])
+
+
+def _save(fig: plt.Figure, out: Path, name: str) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for ext in FORMATS:
+        p = out / f"{name}.{ext}"
+        fig.savefig(p, dpi=150, bbox_inches="tight", metadata={"CreationDate": None} if ext == "pdf" else None)
+        paths.append(p)
+    plt.close(fig)
+    log.info("wrote %s", ", ".join(str(p) for p in paths))
+    return paths
+
+
+def _bars(ax: plt.Axes, table: pd.DataFrame, value: str, err: str, group: str, scale: float = 1.0,
+          group_fmt: Callable[[object], str] = str) -> list[str]:
+    """Grouped bars: one cluster per profile (ordered), one bar per value of ``group``."""
+    t = _order(table)
+    dps = _datapaths(t)
+    keys = list(dict.fromkeys((r["profile"], r.get("datapath", "")) for _, r in t.iterrows()))
+    labels = []
+    for p, d in keys:
+        row = t[(t["profile"] == p) & (t.get("datapath", "") == d)].iloc[0]
+        labels.append(_label(row, dps))
+    groups = sorted(t[group].dropna().unique(), key=lambda v: (str(type(v)), v))
+    width = 0.8 / max(1, len(groups))
+    x = np.arange(len(keys))
+    hatches = ["", "//", "..", "xx"]
+    for gi, g in enumerate(groups):
+        sub = t[t[group] == g].set_index(["profile", "datapath"])
+        vals = np.array([sub[value].get((p, d), np.nan) for p, d in keys], dtype=float) * scale
+        errs = np.array([sub[err].get((p, d), np.nan) for p, d in keys], dtype=float) * scale
+        colours = [PROTOCOL_COLOURS.get(str(sub["protocol"].get((p, d), "")), "#9467bd") for p, d in keys]
+        ax.bar(x + (gi - (len(groups) - 1) / 2) * width, vals, width, yerr=np.nan_to_num(errs),
+               color=colours, edgecolor="black", linewidth=0.5, hatch=hatches[gi % len(hatches)],
+               capsize=2, label=group_fmt(g), error_kw={"elinewidth": 0.8})
+    ax.set_xticks(x)
+    ax.set_xticklabels(labels, rotation=45, ha="right", fontsize=8)
+    for tick, (p, d) in zip(ax.get_xticklabels(), keys):
+        if t[(t["profile"] == p)]["protocol"].iloc[0] == "none":
+            tick.set_fontweight("bold")
+    ax.grid(axis="y", alpha=0.3)
+    if len(groups) > 1:
+        ax.legend(fontsize=8, title=group, title_fontsize=8)
+    return labels
+
+
+def _baseline_lines(ax: plt.Axes, table: pd.DataFrame, value: str, group: str | None,
+                    scale: float = 1.0) -> None:
+    base = table[table["protocol"] == "none"]
+    for i, (_, row) in enumerate(base.iterrows()):
+        suffix = f" ({group} {row[group]})" if group else ""
+        ax.axhline(row[value] * scale, color="#555555", linestyle="--", linewidth=0.8,
+                   label="baseline" + suffix if i < 4 else None)
+
+
+def _protocol_legend(ax: plt.Axes, protocols: set[str]) -> None:
+    from matplotlib.patches import Patch
+    handles = [Patch(facecolor=PROTOCOL_COLOURS[p], edgecolor="black", label=("baseline (none)" if p == "none" else p))
+               for p in PROTOCOL_ORDER if p in protocols]
+    ax.legend(handles=handles, fontsize=8, loc="upper left", title="protocol", title_fontsize=8)
+
+
+def fig2_n3_rtt(tables: Tables, out: Path) -> list[Path]:
+    t = tables["rtt"]
+    if t.empty:
+        log.info("fig2-n3-rtt: no ping data")
+        return []
+    exp = "n3" if (t["experiment"] == "n3").any() else None
+    if exp:
+        t = t[t["experiment"] == exp]
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 4.8))
+    _bars(ax1, t, "mean", "ci", "size", group_fmt=lambda s: f"{s} B")
+    ax1.set_ylabel("mean RTT (ms), 99 % CI")
+    ax1.set_title("RTT per profile and payload size")
+    ax1.legend(fontsize=8, title="payload", title_fontsize=8)
+    over = t[t["protocol"] != "none"]
+    if over["overhead"].notna().any():
+        _bars(ax2, over, "overhead", "overhead_ci", "size", scale=1000.0, group_fmt=lambda s: f"{s} B")
+        ax2.axhline(0, color="#555555", linestyle="--", linewidth=0.8)
+        ax2.set_ylabel("overhead vs baseline (us), 99 % Welch CI")
+        ax2.set_title("RTT overhead against the baseline (dashed = baseline)")
+        ax2.legend(fontsize=8, title="payload", title_fontsize=8)
+    else:
+        ax2.text(0.5, 0.5, "no baseline or no secured profile:\noverhead not available",
+                 ha="center", va="center", transform=ax2.transAxes)
+        ax2.set_axis_off()
+    where = "N3 (UE -> UPF side)" if exp else "experiments " + ", ".join(sorted(tables["rtt"]["experiment"].astype(str).unique()))
+    fig.suptitle(f"Figure 2: ping RTT over {where}; bold label = baseline")
+    return _save(fig, out, "fig2-n3-rtt")
+
+
+def fig3_attach_time(tables: Tables, out: Path) -> list[Path]:
+    t = tables["attach"]
+    if t.empty:
+        log.info("fig3-attach-time: no attach-time data")
+        return []
+    roles = [r for r in ("cold", "warm") if (t["role"] == r).any()] or sorted(t["role"].astype(str).unique())
+    fig, axes = plt.subplots(1, len(roles), figsize=(7 * len(roles), 5), squeeze=False)
+    for ax, role in zip(axes[0], roles):
+        sub = t[t["role"] == role]
+        _bars(ax, sub, "mean", "ci", "role")
+        _baseline_lines(ax, sub, "mean", None)
+        _protocol_legend(ax, set(sub["protocol"].astype(str)))
+        lo = np.nanmin((sub["mean"] - sub["ci"].fillna(0)).to_numpy(dtype=float))
+        hi = np.nanmax((sub["mean"] + sub["ci"].fillna(0)).to_numpy(dtype=float))
+        pad = max(1.0, 0.15 * (hi - lo))
+        ax.set_ylim(max(0.0, lo - pad), hi + pad)
+        ax.set_ylabel("attach time (ms), 99 % CI")
+        ax.set_title(f"{role} (registration request -> PDU session accept)")
+    fig.suptitle("Figure 3: UE attach time by protocol and mode (IPsec: start/trap; dashed = baseline)")
+    return _save(fig, out, "fig3-attach-time")
+
+
+def fig4_cpu_vs_ues(tables: Tables, out: Path) -> list[Path]:
+    t = tables["cpu"]
+    if t.empty:
+        log.info("fig4-cpu-vs-ues: no CPU accounting data")
+        return []
+    fig, ax = plt.subplots(figsize=(7.5, 5))
+    dps = _datapaths(t)
+    for (profile, datapath), g in _order(t).groupby(["profile", "datapath"], sort=False):
+        g = g.assign(ues=g["ues"].astype(float)).sort_values("ues")
+        proto = str(g["protocol"].iloc[0])
+        style = {"color": PROTOCOL_COLOURS.get(proto, "#9467bd"), "linestyle": "--" if proto == "none" else "-"}
+        ax.errorbar(g["ues"], g["mean"], yerr=g["ci"].fillna(0), marker="o", capsize=3,
+                    label=_label(g.iloc[0], dps) + (" (baseline)" if proto == "none" else ""), **style)
+    ax.set_xlabel("number of UEs")
+    ax.set_ylabel("CPU time, all core NFs (s), 99 % CI")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    ax.set_title("Figure 4: CPU time (boot -> last PDU session) vs number of UEs")
+    return _save(fig, out, "fig4-cpu-vs-ues")
+
+
+def fig_throughput(tables: Tables, out: Path) -> list[Path]:
+    t = tables["throughput"]
+    if t.empty:
+        log.info("fig-throughput: no iperf3 data")
+        return []
+    fig, ax = plt.subplots(figsize=(8, 4.8))
+    _bars(ax, t, "mean", "ci", "transport", group_fmt=lambda s: str(s).upper())
+    ax.set_ylabel("throughput, receiver (Mbit/s), 99 % CI")
+    ax.legend(fontsize=8, title="transport", title_fontsize=8)
+    ax.set_title("Throughput per profile (iperf3; bold label = baseline)")
+    return _save(fig, out, "fig-throughput")
+
+
+def fig_tls_suites(tables: Tables, out: Path) -> list[Path]:
+    t = tables["attach"]
+    tls = t[t["protocol"] == "tls"] if not t.empty else t
+    if tls.empty or tls["overhead"].isna().all():
+        log.info("fig-tls-suites: no TLS attach times with a baseline")
+        return []
+    roles = [r for r in ("cold", "warm") if (tls["role"] == r).any()]
+    fig, axes = plt.subplots(1, len(roles), figsize=(6.5 * len(roles), 0.35 * tls["profile"].nunique() + 2),
+                             squeeze=False)
+    for ax, role in zip(axes[0], roles):
+        sub = tls[tls["role"] == role].sort_values("profile")
+        pct_ci = 100.0 * sub["overhead_ci"] / sub["baseline_mean"]
+        colours = ["#2ca02c" if c == "ecdsa" else "#98df8a" for c in sub["cert"]]
+        ax.barh(sub["profile"], sub["overhead_pct"], xerr=pct_ci.fillna(0), color=colours,
+                edgecolor="black", linewidth=0.5, capsize=2)
+        ax.axvline(0, color="#555555", linestyle="--", linewidth=0.8, label="baseline (no TLS)")
+        ax.set_xlabel("attach-time overhead vs baseline (%), 99 % CI")
+        ax.set_title(f"{role}")
+        ax.grid(axis="x", alpha=0.3)
+        ax.legend(fontsize=8)
+        ax.invert_yaxis()
+    fig.suptitle("TLS suites on the SBI: attach-time overhead, cold and warm (dark = ECDSA, light = RSA)")
+    return _save(fig, out, "fig-tls-suites")
+
+
+FIGURES: dict[str, Figure] = {f.name: f for f in (
+    Figure("fig2-n3-rtt", "Figure 2: N3 ping RTT per profile and payload size, with overhead and 99 % CIs", fig2_n3_rtt),
+    Figure("fig3-attach-time", "Figure 3: UE attach time, cold and warm, grouped by protocol and mode", fig3_attach_time),
+    Figure("fig4-cpu-vs-ues", "Figure 4: CPU time of the core NFs vs number of UEs", fig4_cpu_vs_ues),
+    Figure("fig-throughput", "iperf3 throughput per profile (TCP, UDP)", fig_throughput),
+    Figure("fig-tls-suites", "TLS suites: attach-time overhead cold and warm (Zeidler et al. 2024)", fig_tls_suites),
+)}
+
+
+def get(name: str) -> Figure:
+    try:
+        return FIGURES[name]
+    except KeyError:
+        raise KeyError(f"unknown figure {name!r}; valid: {', '.join(FIGURES)} "
+                       "(python -m analysis list-figures)") from None
+
+
+def draw_all(tables: Tables, out: Path, names: list[str] | None = None) -> dict[str, list[Path]]:
+    return {n: get(n).draw(tables, out) for n in (names or list(FIGURES))}

@@ -1,0 +1,217 @@
+"""UE attach times from an N2 (NGAP) capture, per UE, with one tshark call.
+
+Attach time = NAS-5GS Registration Request (inside the NGAP InitialUEMessage, gNB -> AMF) to the
+PDU Session Establishment Accept (inside the NGAP message from the AMF that carries it, the
+PDUSessionResourceSetupRequest). Messages are associated per UE by the gNB's SCTP endpoint and
+the RAN-UE-NGAP-ID (the AMF-UE-NGAP-ID is recorded and used to tell a re-used RAN id apart).
+
+Two ways to recognise the messages:
+
+- ``nas=True`` (default; NAS null ciphering, the Open5GS default): NAS is deciphered with
+  ``nas-5gs.null_decipher``; start = InitialUEMessage whose NAS holds a Registration Request
+  (0x41), end = first NGAP downlink message of that UE holding PDU Session Establishment
+  Accept (0xc2). Other initial messages (Service Request, Deregistration) are not registrations.
+- ``nas=False`` (real NAS ciphering: only NGAP tells messages apart): start = every
+  InitialUEMessage, end = the first PDUSessionResourceSetupRequest for that UE.
+
+Several NGAP PDUs bundled in one SCTP packet are handled (``-E occurrence=a``). A registration
+whose end (or start) is not in the capture gives a row whose ``status`` says what is missing
+and whose ``attach_ms`` is empty.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from analysis.parse.tshark import epoch_ns, tshark_fields
+
+log = logging.getLogger(__name__)
+
+INITIAL_UE_MESSAGE = 15
+PDU_SESSION_RESOURCE_SETUP = 29
+DOWNLINK_NAS_TRANSPORT = 4
+INITIAL_CONTEXT_SETUP = 14
+# NGAP procedures whose every message carries a RAN-UE-NGAP-ID (TS 38.413); used to line up the
+# ids with the PDUs when a frame bundles UE-associated and other PDUs.
+ALWAYS_RAN_ID = frozenset({4, 14, 15, 19, 26, 27, 28, 29, 30, 37, 40, 42, 44, 46})
+NAS_REGISTRATION_REQUEST = "0x41"
+NAS_PDU_SESSION_ESTABLISHMENT_ACCEPT = "0xc2"
+
+FIELDS = [
+    "frame.number", "frame.time_epoch", "ip.src", "ip.dst", "ipv6.src", "ipv6.dst",
+    "sctp.srcport", "sctp.dstport", "ngap.procedureCode", "ngap.RAN_UE_NGAP_ID",
+    "ngap.AMF_UE_NGAP_ID", "ngap.InitialUEMessage_element",
+    "ngap.PDUSessionResourceSetupRequest_element", "nas_5gs.mm.message_type",
+    "nas_5gs.sm.message_type", "nas_5gs.mm.suci.msin",
+]
+PREFS_NAS = {"nas-5gs.null_decipher": "TRUE"}
+FILTER_NAS = ("ngap.InitialUEMessage_element || "
+              f"(ngap && nas_5gs.sm.message_type == {NAS_PDU_SESSION_ESTABLISHMENT_ACCEPT})")
+FILTER_NGAP = "ngap.InitialUEMessage_element || ngap.PDUSessionResourceSetupRequest_element"
+
+COLUMNS = ["ue", "t_registration_request", "t_pdu_session_accept", "attach_ms", "status",
+           "gnb", "ran_ue_ngap_id", "amf_ue_ngap_id", "msin",
+           "frame_registration_request", "frame_pdu_session_accept",
+           "ns_registration_request", "ns_pdu_session_accept"]
+CSV_COLUMNS = COLUMNS[:-2]
+
+STATUS_COMPLETE = "complete"
+STATUS_NO_ACCEPT = "missing_pdu_session_accept"
+STATUS_NO_REQUEST = "missing_registration_request"
+
+
+@dataclass
+class _Event:
+    ns: int
+    frame: int
+    kind: str            # "start" | "accept"
+    gnb: str
+    ran: str
+    amf: str
+    msin: str
+
+
+def _split(value: str) -> list[str]:
+    return [v for v in value.split(",") if v != ""] if value else []
+
+
+def _last(*values: str) -> str:
+    for v in values:
+        parts = _split(v)
+        if parts:
+            return parts[-1]
+    return ""
+
+
+def _align_ids(codes: list[int], ids: list[str], frame: str) -> list[str]:
+    """One RAN-UE-NGAP-ID per PDU ('' where the PDU has none)."""
+    if len(ids) == len(codes):
+        return ids
+    slots = [i for i, c in enumerate(codes) if c in ALWAYS_RAN_ID]
+    out = [""] * len(codes)
+    if len(set(ids)) == 1:
+        for i in slots or range(len(codes)):
+            out[i] = ids[0]
+        return out
+    if len(slots) != len(ids):
+        log.warning("frame %s: %d NGAP PDUs but %d RAN-UE-NGAP-IDs; ids assigned in order",
+                    frame, len(codes), len(ids))
+        slots = list(range(len(codes)))
+    for i, v in zip(slots, ids):
+        out[i] = v
+    return out
+
+
+def _events(table: pd.DataFrame, nas: bool) -> list[_Event]:
+    ns = epoch_ns(table["frame.time_epoch"]).to_numpy(dtype=np.int64) if len(table) else []
+    events: list[_Event] = []
+    for row, t in zip(table.itertuples(index=False, name=None), ns):
+        rec = dict(zip(FIELDS, row))
+        frame = rec["frame.number"]
+        codes = [int(c) for c in _split(rec["ngap.procedureCode"])]
+        rans = _align_ids(codes, _split(rec["ngap.RAN_UE_NGAP_ID"]), frame)
+        amfs = _split(rec["ngap.AMF_UE_NGAP_ID"])
+        mm = _split(rec["nas_5gs.mm.message_type"])
+        sm = _split(rec["nas_5gs.sm.message_type"])
+        src = f"{_last(rec['ip.src'], rec['ipv6.src'])}:{_last(rec['sctp.srcport'])}"
+        dst = f"{_last(rec['ip.dst'], rec['ipv6.dst'])}:{_last(rec['sctp.dstport'])}"
+        msins = _split(rec["nas_5gs.mm.suci.msin"])
+        if rec["ngap.InitialUEMessage_element"]:
+            if nas and NAS_REGISTRATION_REQUEST not in mm:
+                log.debug("frame %s: InitialUEMessage without Registration Request (NAS %s)", frame, mm)
+            else:
+                for i, c in enumerate(codes):
+                    if c == INITIAL_UE_MESSAGE:
+                        events.append(_Event(int(t), int(frame), "start", src, rans[i], "",
+                                             msins[0] if len(msins) == 1 else ""))
+        accept_codes: set[int] = set()
+        if rec["ngap.PDUSessionResourceSetupRequest_element"]:
+            if not nas or NAS_PDU_SESSION_ESTABLISHMENT_ACCEPT in sm:
+                accept_codes = {PDU_SESSION_RESOURCE_SETUP}
+        elif nas and NAS_PDU_SESSION_ESTABLISHMENT_ACCEPT in sm:
+            accept_codes = {DOWNLINK_NAS_TRANSPORT, INITIAL_CONTEXT_SETUP}
+        if accept_codes:
+            ue_pdus = [i for i, c in enumerate(codes) if c in ALWAYS_RAN_ID and c != INITIAL_UE_MESSAGE]
+            amf_of = dict(zip(ue_pdus, amfs)) if len(amfs) == len(ue_pdus) else {}
+            for i, c in enumerate(codes):
+                if c in accept_codes:
+                    events.append(_Event(int(t), int(frame), "accept", dst, rans[i],
+                                         amf_of.get(i, amfs[0] if len(set(amfs)) == 1 else ""), ""))
+    events.sort(key=lambda e: (e.ns, e.frame))
+    return events
+
+
+def _match(events: list[_Event]) -> pd.DataFrame:
+    rows: list[dict] = []
+    open_: dict[tuple[str, str], int] = {}      # (gnb, ran) -> index of the open row
+    done: dict[tuple[str, str], str] = {}       # (gnb, ran) -> AMF id of the completed row
+    for e in events:
+        key = (e.gnb, e.ran)
+        if e.kind == "start":
+            open_[key] = len(rows)
+            done.pop(key, None)
+            rows.append({"gnb": e.gnb, "ran_ue_ngap_id": e.ran, "amf_ue_ngap_id": "", "msin": e.msin,
+                         "frame_registration_request": e.frame, "ns_registration_request": e.ns,
+                         "frame_pdu_session_accept": None, "ns_pdu_session_accept": None})
+            continue
+        if key in open_:
+            row = rows[open_.pop(key)]
+            row.update(amf_ue_ngap_id=e.amf, frame_pdu_session_accept=e.frame, ns_pdu_session_accept=e.ns)
+            done[key] = e.amf
+        elif key in done and (done[key] == e.amf or not e.amf or not done[key]):
+            log.debug("frame %d: further PDU session for %s (not an attach)", e.frame, key)
+        else:
+            rows.append({"gnb": e.gnb, "ran_ue_ngap_id": e.ran, "amf_ue_ngap_id": e.amf, "msin": "",
+                         "frame_registration_request": None, "ns_registration_request": None,
+                         "frame_pdu_session_accept": e.frame, "ns_pdu_session_accept": e.ns})
+            done[key] = e.amf
+    columns = ["gnb", "ran_ue_ngap_id", "amf_ue_ngap_id", "msin", "frame_registration_request",
+               "ns_registration_request", "frame_pdu_session_accept", "ns_pdu_session_accept"]
+    # build column by column: a frame built from dicts would turn int64 ns with gaps into float
+    data = {c: pd.array([r[c] for r in rows], dtype="Int64" if c.startswith(("ns_", "frame_")) else str)
+            for c in columns}
+    return pd.DataFrame(data, columns=columns)
+
+
+def attach_times_from_table(table: pd.DataFrame, nas: bool = True) -> pd.DataFrame:
+    """Attach-time frame from a tshark field table with the columns ``FIELDS``."""
+    out = _match(_events(table, nas))
+    out["ue"] = out["gnb"] + "/ran-ue-" + out["ran_ue_ngap_id"].astype(str)
+    out["t_registration_request"] = out["ns_registration_request"].astype("Float64") / 1e9
+    out["t_pdu_session_accept"] = out["ns_pdu_session_accept"].astype("Float64") / 1e9
+    out["attach_ms"] = (out["ns_pdu_session_accept"] - out["ns_registration_request"]).astype("Float64") / 1e6
+    status = np.where(out["ns_registration_request"].isna(), STATUS_NO_REQUEST,
+                      np.where(out["ns_pdu_session_accept"].isna(), STATUS_NO_ACCEPT, STATUS_COMPLETE))
+    out["status"] = pd.Series(status, index=out.index, dtype=str)
+    return out[COLUMNS]
+
+
+def attach_times(capture: Path | str, nas: bool = True) -> pd.DataFrame:
+    """Per-registration attach times of one N2 capture (see the module docstring)."""
+    table = tshark_fields(capture, FIELDS, FILTER_NAS if nas else FILTER_NGAP,
+                          prefs=PREFS_NAS if nas else None)
+    frame = attach_times_from_table(table, nas=nas)
+    log.info("%s: %d registrations, %d complete", capture, len(frame),
+             int((frame["status"] == STATUS_COMPLETE).sum()))
+    return frame
+
+
+def _fmt_ns(ns: object) -> str:
+    if ns is None or ns is pd.NA or (isinstance(ns, float) and np.isnan(ns)):
+        return ""
+    v = int(ns)  # type: ignore[arg-type]
+    return f"{v // 1_000_000_000}.{v % 1_000_000_000:09d}"
+
+
+def to_csv(frame: pd.DataFrame) -> str:
+    """CSV text: epoch seconds with all nine digits, attach_ms with six, empty where missing."""
+    out = frame.copy()
+    out["t_registration_request"] = [_fmt_ns(v) for v in frame["ns_registration_request"]]
+    out["t_pdu_session_accept"] = [_fmt_ns(v) for v in frame["ns_pdu_session_accept"]]
+    ms = frame["ns_pdu_session_accept"] - frame["ns_registration_request"]
+    out["attach_ms"] = ["" if v is pd.NA else f"{int(v) / 1e6:.6f}" for v in ms]
+    return out[CSV_COLUMNS].to_csv(index=False, lineterminator="\n")

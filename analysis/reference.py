@@ -1,0 +1,133 @@
+"""Published values to set beside our measurements (data, with their source).
+
+Transcribed from ``/work/shared/design/REFERENCE.md`` (the project's digest of the papers in
+``../papers/``). Each entry names the paper and section, the quantity, the value and unit, the
+paper's own words, and ``match``: which of our summary-table rows measure the same thing
+(columns of ``analysis.tables``; ``cipher_contains`` matches a substring of the cipher).
+Hosts differ from the papers' (i7-13700, kernel 6.5, AES-NI), so compare overheads and
+orderings, not absolute times.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+WISEC2025 = "Michaelides et al., WiSec 2025"
+WISEC2024 = "Zeidler et al., WiSec 2024"
+THROUGHPUT_SRC = "IPsec throughput over 1 Gbit/s (iperf3, strongSwan 5.3.5, ESP tunnel)"
+
+
+@dataclass(frozen=True)
+class Reference:
+    key: str
+    source: str                 # paper
+    section: str                # where in the paper / REFERENCE.md
+    table: str                  # analysis.tables name the measured value comes from
+    quantity: str               # column of that table: overhead, overhead_pct, mean, cpu_s_per_ue
+    value: float | None         # None: the paper states it only qualitatively
+    unit: str
+    text: str                   # the paper's statement
+    match: dict[str, Any] = field(default_factory=dict)
+    scale: float = 1.0          # measured * scale is in ``unit`` (ms -> us: 1000)
+    range: tuple[float, float] | None = None   # when the paper gives a range instead of one value
+
+    def paper_value(self) -> str:
+        if self.range is not None:
+            return f"{self.range[0]:g} to {self.range[1]:g} {self.unit}"
+        if self.value is None:
+            return "(qualitative)"
+        return f"{self.value:g} {self.unit}"
+
+
+REFERENCES: tuple[Reference, ...] = (
+    # --- N3 RTT (Figure 2) ---
+    Reference("n3-ipsec-64", WISEC2025, "Sec. 4, N3 (Fig. 2)", "rtt", "overhead", 55, "us",
+              "all six ESP configurations: mean overhead 55 us (sd +-7 us across configurations), about +5 %",
+              {"experiment": "n3", "protocol": "ipsec", "size": 64}, 1000.0),
+    Reference("n3-ipsec-64-pct", WISEC2025, "Sec. 4, N3 (Fig. 2)", "rtt", "overhead_pct", 5, "%",
+              "IPsec about +5 % over the baseline RTT", {"experiment": "n3", "protocol": "ipsec", "size": 64}),
+    Reference("n3-ipsec-1024", WISEC2025, "Sec. 4, N3 (Fig. 2)", "rtt", "overhead", 55, "us",
+              "overheads stay about constant from 64 B to 1,024 B",
+              {"experiment": "n3", "protocol": "ipsec", "size": 1024}, 1000.0),
+    Reference("n3-wireguard-64", WISEC2025, "Sec. 4, N3 (Fig. 2)", "rtt", "overhead", 260, "us",
+              "WireGuard +260 us, 17.2 % slower than the fastest IPsec configuration",
+              {"experiment": "n3", "protocol": "wireguard", "size": 64}, 1000.0),
+    # --- SBI attach time (Figure 3) ---
+    Reference("sbi-baseline-attach", WISEC2025, "Sec. 4, SBI (Fig. 3)", "attach", "mean", None, "ms",
+              "implied baseline attach time roughly 200-250 ms on their host",
+              {"experiment": "sbi", "protocol": "none"}, range=(200, 250)),
+    Reference("sbi-warm-tls", WISEC2025, "Sec. 4, SBI warm", "attach", "overhead", 0.8, "ms",
+              "warm: TLS +0.8 ms (~0.4 %)", {"experiment": "sbi", "protocol": "tls", "role": "warm"}),
+    Reference("sbi-warm-ipsec", WISEC2025, "Sec. 4, SBI warm", "attach", "overhead", 1.2, "ms",
+              "warm: IPsec +1.2 ms (~0.55 %) on average", {"experiment": "sbi", "protocol": "ipsec", "role": "warm"}),
+    Reference("sbi-warm-wireguard", WISEC2025, "Sec. 4, SBI warm", "attach", "overhead", 2.4, "ms",
+              "warm: WireGuard about twice the IPsec overhead (2 x 1.2 ms), ~1 % slower than the best IPsec",
+              {"experiment": "sbi", "protocol": "wireguard", "role": "warm"}),
+    Reference("sbi-cold-tls", WISEC2025, "Sec. 4, SBI cold", "attach", "overhead", 23, "ms",
+              "cold: slowest TLS configuration ~23 ms overhead", {"experiment": "sbi", "protocol": "tls", "role": "cold"}),
+    Reference("sbi-cold-ipsec-psk-trap", WISEC2025, "Sec. 4, SBI cold", "attach", "overhead", 24, "ms",
+              "cold: fastest IPsec PSK trap configuration ~24 ms overhead (PSK faster than certificates)",
+              {"experiment": "sbi", "protocol": "ipsec", "auth": "psk", "mode": "trap", "role": "cold"}),
+    Reference("sbi-cold-ipsec-start", WISEC2025, "Sec. 4, SBI cold", "attach", "overhead", 1, "ms",
+              "cold: IPsec start mode about +-1 ms (~0.4 %), 22 ms faster than TLS",
+              {"experiment": "sbi", "protocol": "ipsec", "mode": "start", "role": "cold"}),
+    Reference("sbi-cold-wireguard", WISEC2025, "Sec. 4, SBI cold", "attach", "overhead", 6, "ms",
+              "cold: WireGuard +6 ms (~2.5 %)", {"experiment": "sbi", "protocol": "wireguard", "role": "cold"}),
+    # --- CPU (Figure 4) ---
+    Reference("cpu-linear", WISEC2025, "Sec. 4, CPU (Fig. 4)", "cpu_slopes", "cpu_s_per_ue", None, "s/UE",
+              "IPsec (ECDSA, AES256-GCM) vs TLS 1.3 (ECDSA, AES256-GCM) vs WireGuard: all linear, WireGuard lowest",
+              {}),
+    # --- TLS suites (Zeidler et al. 2024), overhead = TLS/noTLS - 1 ---
+    Reference("tls-cold-range", WISEC2024, "Sec. 5, cold", "attach", "overhead_pct", None, "%",
+              "cold: 28.01 % to 34.63 % over the 14 suites", {"experiment": "sbi", "protocol": "tls", "role": "cold"},
+              range=(28.01, 34.63)),
+    Reference("tls-warm-range", WISEC2024, "Sec. 5, warm", "attach", "overhead_pct", None, "%",
+              "warm: 0.64 % to 0.83 %", {"experiment": "sbi", "protocol": "tls", "role": "warm"},
+              range=(0.64, 0.83)),
+    Reference("tls12-cold", WISEC2024, "Sec. 5", "attach", "overhead_pct", 29.06, "%", "TLS 1.2: 29.06 % cold",
+              {"experiment": "sbi", "protocol": "tls", "version": "1.2", "role": "cold"}),
+    Reference("tls12-warm", WISEC2024, "Sec. 5", "attach", "overhead_pct", 0.64, "%", "TLS 1.2: 0.64 % warm",
+              {"experiment": "sbi", "protocol": "tls", "version": "1.2", "role": "warm"}),
+    Reference("tls13-cold", WISEC2024, "Sec. 5", "attach", "overhead_pct", 33.58, "%", "TLS 1.3: 33.58 % cold",
+              {"experiment": "sbi", "protocol": "tls", "version": "1.3", "role": "cold"}),
+    Reference("tls13-warm", WISEC2024, "Sec. 5", "attach", "overhead_pct", 0.83, "%", "TLS 1.3: 0.83 % warm",
+              {"experiment": "sbi", "protocol": "tls", "version": "1.3", "role": "warm"}),
+    Reference("tls-ecdsa-cold", WISEC2024, "Sec. 5", "attach", "overhead_pct", 28.01, "%", "ECDSA: 28.01 % cold",
+              {"experiment": "sbi", "protocol": "tls", "cert": "ecdsa", "role": "cold"}),
+    Reference("tls-ecdsa-warm", WISEC2024, "Sec. 5", "attach", "overhead_pct", 0.70, "%", "ECDSA: 0.70 % warm",
+              {"experiment": "sbi", "protocol": "tls", "cert": "ecdsa", "role": "warm"}),
+    Reference("tls-rsa-cold", WISEC2024, "Sec. 5", "attach", "overhead_pct", 34.63, "%", "RSA-2048: 34.63 % cold",
+              {"experiment": "sbi", "protocol": "tls", "cert": "rsa", "role": "cold"}),
+    Reference("tls-rsa-warm", WISEC2024, "Sec. 5", "attach", "overhead_pct", 0.78, "%", "RSA-2048: 0.78 % warm",
+              {"experiment": "sbi", "protocol": "tls", "cert": "rsa", "role": "warm"}),
+    Reference("tls-gcm-cold", WISEC2024, "Sec. 5", "attach", "overhead_pct", 31.27, "%", "AES-GCM: 31.27 % cold",
+              {"experiment": "sbi", "protocol": "tls", "cipher_contains": "GCM", "role": "cold"}),
+    Reference("tls-gcm-warm", WISEC2024, "Sec. 5", "attach", "overhead_pct", 0.74, "%", "AES-GCM: 0.74 % warm",
+              {"experiment": "sbi", "protocol": "tls", "cipher_contains": "GCM", "role": "warm"}),
+    Reference("tls-chacha-cold", WISEC2024, "Sec. 5", "attach", "overhead_pct", 31.41, "%",
+              "ChaCha20-Poly1305: 31.41 % cold",
+              {"experiment": "sbi", "protocol": "tls", "cipher_contains": "CHACHA20", "role": "cold"}),
+    Reference("tls-chacha-warm", WISEC2024, "Sec. 5", "attach", "overhead_pct", 0.75, "%",
+              "ChaCha20-Poly1305: 0.75 % warm",
+              {"experiment": "sbi", "protocol": "tls", "cipher_contains": "CHACHA20", "role": "warm"}),
+    # --- throughput (REFERENCE.md, other source) ---
+    Reference("tp-baseline-tcp", THROUGHPUT_SRC, "IPv4 TCP", "throughput", "mean", 935, "Mbit/s",
+              "no IPsec 935 Mbit/s (TCP)", {"protocol": "none", "transport": "tcp"}),
+    Reference("tp-baseline-udp", THROUGHPUT_SRC, "IPv4 UDP", "throughput", "mean", 951, "Mbit/s",
+              "no IPsec 951 Mbit/s (UDP)", {"protocol": "none", "transport": "udp"}),
+    Reference("tp-aes128gcm-tcp", THROUGHPUT_SRC, "IPv4 TCP", "throughput", "mean", 899, "Mbit/s",
+              "AES128-GCM16 899 Mbit/s (TCP)", {"profile": "aes128gcm", "transport": "tcp"}),
+    Reference("tp-aes128gcm-udp", THROUGHPUT_SRC, "IPv4 UDP", "throughput", "mean", 942, "Mbit/s",
+              "AES128-GCM16 942 Mbit/s (UDP)", {"profile": "aes128gcm", "transport": "udp"}),
+    Reference("tp-aes128cbc-tcp", THROUGHPUT_SRC, "IPv4 TCP", "throughput", "mean", 710, "Mbit/s",
+              "AES128 + SHA256 710 Mbit/s (TCP)", {"profile": "aes128cbc", "transport": "tcp"}),
+    Reference("tp-aes128cbc-udp", THROUGHPUT_SRC, "IPv4 UDP", "throughput", "mean", 835, "Mbit/s",
+              "AES128 + SHA256 835 Mbit/s (UDP)", {"profile": "aes128cbc", "transport": "udp"}),
+)
+
+
+def by_key(key: str) -> Reference:
+    for r in REFERENCES:
+        if r.key == key:
+            return r
+    raise KeyError(f"no reference {key!r}; valid: {', '.join(r.key for r in REFERENCES)}")

@@ -1,0 +1,181 @@
+"""The report: Markdown with figures, tables as CSV and Markdown, the papers' values beside
+ours, and the runs' provenance with invalid or incomplete runs flagged (and left out).
+
+Output folder layout::
+
+    report.md             the report
+    figures/<name>.png|pdf
+    tables/<name>.csv|md  summary tables (analysis.tables) + runs.csv + headline.csv
+"""
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from analysis import figures as figs
+from analysis import markdown as md
+from analysis import tables as tbl
+from analysis.datasets import Datasets
+from analysis.reference import REFERENCES, Reference
+from analysis.results import Run, discover
+
+log = logging.getLogger(__name__)
+
+TABLE_TITLES = {
+    "rtt": "Ping RTT (ms) per experiment, profile and payload size",
+    "attach": "UE attach time (ms) per profile and role (cold/warm)",
+    "cpu": "CPU time of the core NFs (s) per profile and number of UEs",
+    "cpu_slopes": "CPU time per additional UE (least squares)",
+    "throughput": "Throughput (Mbit/s, receiver) per profile and transport",
+}
+CI_COLUMN = {"overhead": "overhead_ci", "mean": "ci"}
+
+
+@dataclass
+class Headline:
+    ref: Reference
+    measured: float
+    ci: float
+    low: float
+    high: float
+    profiles: list[str]
+
+
+def _select(table: pd.DataFrame, match: dict) -> pd.DataFrame:
+    t = table
+    for key, value in match.items():
+        if t.empty:
+            break
+        if key == "cipher_contains":
+            t = t[t["cipher"].astype(str).str.upper().str.contains(str(value).upper(), regex=False)]
+        elif key in t.columns:
+            t = t[t[key].astype(str) == str(value)]
+        else:
+            return t.iloc[0:0]
+    return t
+
+
+def headline(ref: Reference, tables: dict[str, pd.DataFrame]) -> Headline | None:
+    """Our value for one published figure: the mean over the matching rows (one per profile),
+    its CI half-width sqrt(sum h_i^2)/k (independent estimates), and the min/max."""
+    t = _select(tables.get(ref.table, pd.DataFrame()), ref.match)
+    if t.empty or ref.quantity not in t.columns:
+        return None
+    t = t[t[ref.quantity].notna()]
+    if t.empty:
+        return None
+    vals = t[ref.quantity].astype(float).to_numpy() * ref.scale
+    if ref.quantity == "overhead_pct":
+        h = (100.0 * t["overhead_ci"] / t["baseline_mean"]).astype(float).to_numpy()
+    elif ref.quantity in CI_COLUMN:
+        h = t[CI_COLUMN[ref.quantity]].astype(float).to_numpy() * ref.scale
+    else:
+        h = np.full(len(vals), np.nan)
+    ci = float(math.sqrt(np.nansum(h ** 2)) / len(h)) if np.isfinite(h).any() else float("nan")
+    return Headline(ref, float(vals.mean()), ci, float(vals.min()), float(vals.max()),
+                    sorted(t["profile"].astype(str).unique()) if "profile" in t else [])
+
+
+def headline_frame(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    rows = []
+    for ref in REFERENCES:
+        h = headline(ref, tables)
+        rows.append({
+            "result": ref.key, "measured": h.measured if h else float("nan"),
+            "ci99": h.ci if h else float("nan"),
+            "range": (f"{h.low:.3f} to {h.high:.3f}" if h and len(h.profiles) > 1 else ""),
+            "unit": ref.unit, "paper": ref.paper_value(),
+            "profiles": (", ".join(h.profiles) if h and len(h.profiles) <= 4
+                         else f"{len(h.profiles)} profiles" if h else "not measured"),
+            "source": f"{ref.source}, {ref.section}", "paper_says": ref.text,
+        })
+    return pd.DataFrame(rows)
+
+
+def provenance_frame(runs: list[Run]) -> pd.DataFrame:
+    return pd.DataFrame([r.provenance() for r in runs])
+
+
+def mixed_datapaths(runs: list[Run]) -> list[str]:
+    seen: dict[tuple[str, str, str], set[str]] = {}
+    for r in runs:
+        if r.usable:
+            seen.setdefault((r.campaign, r.experiment, r.profile), set()).add(r.datapath)
+    return [f"{c}/{e}/{p}: runs on {' and '.join(sorted(d))} datapaths (reported as separate rows)"
+            for (c, e, p), d in sorted(seen.items()) if len(d) > 1]
+
+
+def write_tables(tables: dict[str, pd.DataFrame], folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, frame in tables.items():
+        frame.to_csv(folder / f"{name}.csv", index=False)
+        (folder / f"{name}.md").write_text(md.table(frame), encoding="utf-8")
+
+
+def build(results: Path, out: Path, figure_names: list[str] | None = None) -> Path:
+    """Discover runs under ``results``, write figures, tables and ``report.md`` into ``out``."""
+    runs = discover(results)
+    ds = Datasets.load(runs)
+    tables = tbl.all_tables(ds)
+    drawn = figs.draw_all(tables, out / "figures", figure_names)
+    head = headline_frame(tables)
+    prov = provenance_frame(runs)
+    write_tables({**tables, "headline": head, "runs": prov}, out / "tables")
+    text = render(results, runs, ds, tables, head, prov, drawn)
+    path = out / "report.md"
+    path.write_text(text, encoding="utf-8")
+    log.info("wrote %s", path)
+    return path
+
+
+def render(results: Path, runs: list[Run], ds: Datasets, tables: dict[str, pd.DataFrame],
+           head: pd.DataFrame, prov: pd.DataFrame, drawn: dict[str, list[Path]]) -> str:
+    used = [r for r in runs if r.usable]
+    excluded = [r for r in runs if not r.usable]
+    out = [f"# Results report: `{results}`\n",
+           f"{len(runs)} runs found, **{len(used)} used** in the statistics, "
+           f"**{len(excluded)} left out** (invalid or incomplete; listed below).\n",
+           "Statistics: mean, sample sd, 99 % confidence interval from the t distribution; "
+           "overheads are against the baseline (protocol `none`) of the same experiment, payload "
+           "size or role, with the 99 % Welch confidence interval of the difference. Samples of all "
+           "used runs of a profile are pooled; warm-up files, lost pings and duplicate replies are "
+           "left out; kernel and userspace datapaths are never pooled.\n"]
+    out.append("## Headline results beside the papers\n")
+    out.append("Hosts differ from the papers' (compare overheads and orderings, not absolute times). "
+               "Where several profiles match, *measured* is their mean, *ci99* is sqrt(sum h_i^2)/k, "
+               "and *range* their spread; percentages divide by the baseline mean.\n")
+    out.append(md.table(head[["result", "measured", "ci99", "range", "unit", "paper", "profiles", "source"]]))
+    out.append("\n## Flags\n")
+    flags = [f"- LEFT OUT `{r.directory}`: {'; '.join(r.problems)}" for r in excluded]
+    flags += [f"- note `{r.directory}`: {'; '.join(r.notes)}" for r in used if r.notes]
+    flags += [f"- MIXED DATAPATHS {m}" for m in mixed_datapaths(runs)]
+    flags += [f"- UNREADABLE raw file left out: {e}" for e in ds.file_errors]
+    incomplete = ds.attach[ds.attach["status"] != "complete"] if not ds.attach.empty else ds.attach
+    if len(incomplete):
+        flags.append(f"- {len(incomplete)} registration(s) without a complete attach time (left out of "
+                     "the means; counted in the `incomplete` column): "
+                     + ", ".join(sorted(set(incomplete["status"].astype(str)))))
+    if not ds.ping.empty and ds.ping["lost"].any():
+        flags.append(f"- {int(ds.ping['lost'].sum())} ping(s) lost (see `loss_pct`)")
+    out.append("\n".join(flags) + "\n" if flags else "No flags: every run is complete and valid.\n")
+    out.append("\n## Figures\n")
+    for name, paths in drawn.items():
+        png = [p for p in paths if p.suffix == ".png"]
+        if png:
+            out.append(f"### {figs.FIGURES[name].description}\n\n![{name}](figures/{png[0].name}) "
+                       f"([PDF](figures/{name}.pdf))\n")
+        else:
+            out.append(f"### {figs.FIGURES[name].description}\n\n_(no data for this figure in these results)_\n")
+    out.append("\n## Tables\n")
+    for name, frame in tables.items():
+        out.append(f"### {TABLE_TITLES.get(name, name)}\n\nCSV: `tables/{name}.csv`\n\n{md.table(frame)}")
+    out.append("\n## Runs (provenance from the manifests)\n")
+    cols = ["campaign", "experiment", "profile", "run", "state", "valid", "datapath", "started",
+            "commit", "dirty", "host", "kernel", "used", "problems", "notes"]
+    out.append(md.table(prov[[c for c in cols if c in prov.columns]]) if not prov.empty else "_(no runs)_\n")
+    return "\n".join(out)
