@@ -1,0 +1,323 @@
+"""TLS overlay on the SBI: Open5GS's own https between the NFs, one version and suite per profile.
+
+Unlike IPsec and WireGuard this overlay lives inside the NFs, not in the namespace holders:
+
+- `nf_config_overrides(node, profile, values)`: what is deep-merged into each SBI NF's YAML:
+  server `scheme: https` on the NF's FQDN (`<nf>.<fqdn_domain>`: https needs FQDNs) and the
+  SBI port, the node's key/certificate of the profile's type (ecdsa|rsa) from
+  /etc/testbed/keys/node/, client verification against the testbed CA of that type, and
+  https URIs for the NRF (and the SCP, the NSSF's NSI).
+- `nf_environment(node, profile, values)`: the variables of patches/open5gs/0001-sbi-tls-knobs.patch
+  (OGS_SBI_TLS_MIN_VERSION/MAX_VERSION = the profile's version, OGS_SBI_TLS_CIPHERS (TLS 1.2)
+  or OGS_SBI_TLS_CIPHERSUITES (TLS 1.3) = its suite, OGS_SBI_TLS_GROUPS = P-256). The NF's
+  server (OpenSSL) then allows exactly that suite; its client (libcurl-gnutls) is held to the
+  version, and the peer's server picks the suite (docs/overlays/tls.md).
+- `render(...)`: per NF an `openssl.cnf` (OPENSSL_CONF syntax, the same settings for the
+  openssl CLI: the namespace tests and documentation of the exact settings) and `tls.env`.
+- `verify_capture(pcap, ...)`: every TCP connection to the SBI port starts with a TLS
+  handshake whose ServerHello carries the profile's version and suite, and no HTTP/2 is
+  readable in the clear.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from testbed import keys, stack
+from testbed.overlays.verdict import Verdict
+
+log = logging.getLogger(__name__)
+
+PLANE = "sbi"
+# Every SBI NF of Open5GS (the UPF and the RAN take no part in the SBI).
+SBI_NFS = ("nrf", "scp", "ausf", "udm", "udr", "pcf", "bsf", "nssf", "amf", "smf")
+GROUPS = "P-256"                                   # both papers: ECDHE over P-256
+KEYS_IN_CONTAINER = Path("/etc/testbed/keys")      # docs/contracts.md, "Paths inside containers"
+NODE_KEYS = KEYS_IN_CONTAINER / "node"
+CA_CERTS = KEYS_IN_CONTAINER / "ca"
+
+ENV_MIN_VERSION = "OGS_SBI_TLS_MIN_VERSION"
+ENV_MAX_VERSION = "OGS_SBI_TLS_MAX_VERSION"
+ENV_CIPHERS = "OGS_SBI_TLS_CIPHERS"                # OpenSSL cipher list, TLS <= 1.2
+ENV_CIPHERSUITES = "OGS_SBI_TLS_CIPHERSUITES"      # TLS 1.3 suites (IANA names)
+ENV_GROUPS = "OGS_SBI_TLS_GROUPS"
+
+VERSIONS = {"1.2": ("TLSv1.2", 0x0303), "1.3": ("TLSv1.3", 0x0304)}   # profile -> (OpenSSL, wire)
+CERT_TYPES = ("ecdsa", "rsa")
+
+# IANA code points of every suite the catalogue uses (RFC 5288/5289/6655/7251/7905/8446).
+SUITE_IDS: dict[str, int] = {
+    "ECDHE-ECDSA-AES128-GCM-SHA256": 0xC02B,
+    "ECDHE-ECDSA-AES256-GCM-SHA384": 0xC02C,
+    "ECDHE-RSA-AES128-GCM-SHA256": 0xC02F,
+    "ECDHE-RSA-AES256-GCM-SHA384": 0xC030,
+    "ECDHE-ECDSA-AES128-CCM": 0xC0AC,
+    "ECDHE-ECDSA-AES256-CCM": 0xC0AD,
+    "ECDHE-RSA-CHACHA20-POLY1305": 0xCCA8,
+    "ECDHE-ECDSA-CHACHA20-POLY1305": 0xCCA9,
+    "TLS_AES_128_GCM_SHA256": 0x1301,
+    "TLS_AES_256_GCM_SHA384": 0x1302,
+    "TLS_CHACHA20_POLY1305_SHA256": 0x1303,
+}
+
+
+class TlsError(ValueError):
+    """A profile/plane/node the TLS overlay cannot render or check."""
+
+
+@dataclasses.dataclass(frozen=True)
+class TlsSettings:
+    """The exact TLS settings of a profile."""
+    version: str            # "1.2" | "1.3"
+    cipher: str             # OpenSSL name (1.2) or IANA name (1.3)
+    cert: str               # ecdsa | rsa
+
+    @property
+    def openssl_version(self) -> str:
+        return VERSIONS[self.version][0]
+
+    @property
+    def wire_version(self) -> int:
+        return VERSIONS[self.version][1]
+
+    @property
+    def suite_id(self) -> int:
+        return SUITE_IDS[self.cipher]
+
+
+def settings(profile: Any) -> TlsSettings:
+    """The profile's TLS settings, or TlsError naming what is wrong."""
+    if getattr(profile, "protocol", None) != "tls":
+        raise TlsError(f"profile {getattr(profile, 'id', profile)!r} is not a TLS profile")
+    p = profile.params
+    s = TlsSettings(str(p["version"]), str(p["cipher"]), str(p["cert"]))
+    if s.version not in VERSIONS:
+        raise TlsError(f"profile {profile.id!r}: TLS version {s.version!r} unknown; known: {', '.join(VERSIONS)}")
+    if s.cipher not in SUITE_IDS:
+        raise TlsError(f"profile {profile.id!r}: cipher {s.cipher!r} has no code point in "
+                       "testbed/overlays/tls.py SUITE_IDS; add it there")
+    if s.version == "1.3" and not s.cipher.startswith("TLS_"):
+        raise TlsError(f"profile {profile.id!r}: TLS 1.3 needs an IANA suite name (TLS_...), got {s.cipher!r}")
+    if s.version == "1.2" and s.cipher.startswith("TLS_"):
+        raise TlsError(f"profile {profile.id!r}: TLS 1.2 needs an OpenSSL cipher name, got {s.cipher!r}")
+    if s.cert not in CERT_TYPES:
+        raise TlsError(f"profile {profile.id!r}: cert {s.cert!r} unknown; known: {', '.join(CERT_TYPES)}")
+    return s
+
+
+def _check_plane(plane: str) -> None:
+    if plane != PLANE:
+        raise TlsError(f"the TLS overlay covers the {PLANE} plane only, not {plane!r}")
+
+
+def endpoints(plane: str, values: dict[str, Any] | None = None) -> list[str]:
+    """The SBI NFs of stack.yaml (the SCP only with use_scp), in stack.yaml order."""
+    _check_plane(plane)
+    v = values or stack.load()
+    use_scp = bool(v.get("use_scp", False))
+    return [n for n, spec in v["nodes"].items()
+            if n in SBI_NFS and "sbi" in spec.get("networks", {}) and (n != "scp" or use_scp)]
+
+
+def sbi_uri(node: str, values: dict[str, Any]) -> str:
+    return f"https://{stack.fqdn(node, values)}:{int(values['sbi_port'])}"
+
+
+# --- hooks of the stack renderer ------------------------------------------------------------
+
+def nf_config_overrides(node: str, profile: Any, values: dict[str, Any], *,
+                        node_key_dir: Path = NODE_KEYS, ca_dir: Path = CA_CERTS) -> dict[str, Any]:
+    """What is deep-merged into the Open5GS YAML of `node` ({} for nodes off the SBI).
+
+    Key paths are the containers' (docs/contracts.md); the namespace tests pass the host's
+    `keys.node_dir(root, node)` and `root / "ca"` instead."""
+    s = settings(profile)
+    if node not in SBI_NFS:
+        return {}
+    ca = str(Path(ca_dir) / f"{keys.CA_PREFIX[s.cert]}.crt")
+    key, crt = str(Path(node_key_dir) / f"{s.cert}.key"), str(Path(node_key_dir) / f"{s.cert}.crt")
+    section: dict[str, Any] = {
+        "default": {"tls": {
+            "server": {"scheme": "https", "private_key": key, "cert": crt,
+                       "verify_client": True, "verify_client_cacert": ca},
+            "client": {"scheme": "https", "cacert": ca,
+                       "client_private_key": key, "client_cert": crt},
+        }},
+        "sbi": {"server": [{"address": stack.fqdn(node, values), "port": int(values["sbi_port"])}]},
+    }
+    if node != "nrf":
+        client: dict[str, Any] = {"nrf": [{"uri": sbi_uri("nrf", values)}]}
+        if values.get("use_scp") and node != "scp":
+            client["scp"] = [{"uri": sbi_uri("scp", values)}]
+        if node == "nssf":
+            client["nsi"] = [{"uri": sbi_uri("nrf", values), "s_nssai": dict(sn)}
+                             for sn in values["s_nssai"]]
+        section["sbi"]["client"] = client
+    return {node: section}
+
+
+def nf_environment(node: str, profile: Any, values: dict[str, Any]) -> dict[str, str]:
+    """The patched NF's TLS variables ({} for nodes off the SBI)."""
+    if node not in SBI_NFS:
+        settings(profile)
+        return {}
+    return tls_environment(settings(profile))
+
+
+def tls_environment(s: TlsSettings) -> dict[str, str]:
+    env = {ENV_MIN_VERSION: s.version, ENV_MAX_VERSION: s.version, ENV_GROUPS: GROUPS}
+    env[ENV_CIPHERSUITES if s.version == "1.3" else ENV_CIPHERS] = s.cipher
+    return env
+
+
+def compose_env(profile: Any, plane: str, values: dict[str, Any]) -> dict[str, str]:
+    """Compose interpolation: the same variables (the NFs get them through env/<nf>.env)."""
+    _check_plane(plane)
+    s = settings(profile)
+    return {**tls_environment(s), "TLS_CERT_TYPE": s.cert}
+
+
+def host_needs(profile: Any, plane: str) -> list[str]:
+    _check_plane(plane)
+    return ["open5gs image built with patches/open5gs (TLS knobs)"]
+
+
+# --- rendered files -------------------------------------------------------------------------
+
+def openssl_conf(s: TlsSettings, title: str = "") -> str:
+    """An OPENSSL_CONF file that holds OpenSSL programs to exactly these settings."""
+    lines = [
+        f"# OpenSSL configuration of TLS profile {title or s.version + ' ' + s.cipher}.",
+        "# Rendered by testbed/overlays/tls.py; the patched Open5GS reads the same settings from",
+        f"# {ENV_MIN_VERSION}/{ENV_MAX_VERSION}/{ENV_CIPHERS}/{ENV_CIPHERSUITES}/{ENV_GROUPS}.",
+        "openssl_conf = openssl_init",
+        "",
+        "[openssl_init]",
+        "ssl_conf = ssl_module",
+        "",
+        "[ssl_module]",
+        "system_default = tls_profile",
+        "",
+        "[tls_profile]",
+        f"MinProtocol = {s.openssl_version}",
+        f"MaxProtocol = {s.openssl_version}",
+    ]
+    if s.version == "1.2":
+        lines.append(f"CipherString = {s.cipher}")
+    else:
+        lines.append(f"Ciphersuites = {s.cipher}")
+    lines.append(f"Groups = {GROUPS}")
+    return "\n".join(lines) + "\n"
+
+
+def render(profile: Any, plane: str, values: dict[str, Any], keys_dir: Path, out_dir: Path) -> dict[str, Path]:
+    """Per SBI NF: out_dir/<nf>/openssl.cnf and tls.env; returns {nf: dir}."""
+    _check_plane(plane)
+    s = settings(profile)
+    env_text = "".join(f"{k}={v}\n" for k, v in tls_environment(s).items())
+    out: dict[str, Path] = {}
+    for node in endpoints(plane, values):
+        d = Path(out_dir) / node
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "openssl.cnf").write_text(openssl_conf(s, profile.id), encoding="utf-8")
+        (d / "tls.env").write_text(env_text, encoding="utf-8")
+        out[node] = d
+    return out
+
+
+# --- capture check --------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class _Stream:
+    syn: bool = False
+    first_payload_tls: bool | None = None
+    client_hello: bool = False
+    server_hellos: list[tuple[int, int]] = dataclasses.field(default_factory=list)   # (version, suite)
+
+
+def _tshark_fields(pcap: Path, decode_as: str, display_filter: str, fields: list[str]) -> list[list[str]]:
+    cmd = ["tshark", "-r", str(pcap), "-n", "-d", decode_as, "-Y", display_filter, "-T", "fields",
+           "-E", "separator=\t", "-E", "occurrence=a", "-E", "aggregator=,"]
+    for f in fields:
+        cmd += ["-e", f]
+    try:
+        res = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=300)
+    except FileNotFoundError:
+        raise TlsError("tshark not found: run `make setup`") from None
+    if res.returncode != 0:
+        raise TlsError(f"tshark failed on {pcap} ({' '.join(cmd)}): {res.stderr.strip()}")
+    return [line.split("\t") for line in res.stdout.splitlines() if line.strip()]
+
+
+def _ints(field: str) -> list[int]:
+    return [int(x, 0) for x in field.split(",") if x.strip()]
+
+
+def verify_capture(pcap: Path, profile: Any, plane: str, values: dict[str, Any] | None = None) -> Verdict:
+    """Every TCP connection to the SBI port negotiated the profile's TLS version and suite,
+    and no HTTP/2 is readable in the clear on that port."""
+    _check_plane(plane)
+    s = settings(profile)
+    v = values or stack.load()
+    port = int(v["sbi_port"])
+    rows = _tshark_fields(
+        Path(pcap), f"tcp.port=={port},tls", f"tcp.port=={port}",
+        ["tcp.stream", "tcp.flags.syn", "tcp.flags.ack", "tcp.len", "tls.record.content_type",
+         "tls.record.opaque_type", "tls.handshake.type", "tls.handshake.ciphersuite",
+         "tls.handshake.version", "tls.handshake.extensions.supported_version"])
+    streams: dict[int, _Stream] = {}
+    protected = 0
+    for stream_f, syn, ack, tcp_len, content, opaque, hs_type, suites, hs_version, sup in rows:
+        st = streams.setdefault(int(stream_f), _Stream())
+        if syn == "1" and ack == "0":
+            st.syn = True
+        if int(tcp_len or 0) == 0:
+            continue
+        is_tls = bool(content or opaque)         # TLS 1.3 protected records: opaque_type
+        if is_tls:
+            protected += 1
+        if st.first_payload_tls is None:
+            st.first_payload_tls = is_tls
+        types = _ints(hs_type)
+        if 1 in types:
+            st.client_hello = True
+        if 2 in types:
+            # ServerHello: one suite; the supported_versions extension carries 1.3
+            suite = _ints(suites)[-1] if suites else -1
+            version = max(_ints(sup)) if sup else (_ints(hs_version)[0] if hs_version else -1)
+            st.server_hellos.append((version, suite))
+    plain = _tshark_fields(Path(pcap), f"tcp.port=={port},http2",
+                           f"tcp.port=={port} && (http2.magic || http2.header.name)", ["frame.number"])
+    plaintext = len(plain)
+
+    problems: list[str] = []
+    hellos = [h for st in streams.values() for h in st.server_hellos]
+    want = (s.wire_version, s.suite_id)
+    wrong = [h for h in hellos if h != want]
+    if not hellos:
+        problems.append("no TLS ServerHello on the SBI port")
+    if wrong:
+        problems.append(f"{len(wrong)} ServerHello(s) with another version/suite: "
+                        + ", ".join(f"0x{a:04x}/0x{b:04x}" for a, b in sorted(set(wrong))))
+    starts = [i for i, st in streams.items() if st.syn and st.first_payload_tls is not None]
+    not_tls = [i for i in starts if not streams[i].first_payload_tls or not streams[i].client_hello]
+    if not_tls:
+        problems.append(f"{len(not_tls)} connection(s) that do not start with a TLS ClientHello "
+                        f"(tcp.stream {', '.join(map(str, not_tls[:5]))})")
+    no_sh = [i for i in starts if streams[i].client_hello and not streams[i].server_hellos]
+    if no_sh:
+        problems.append(f"{len(no_sh)} connection(s) without a ServerHello (tcp.stream "
+                        f"{', '.join(map(str, no_sh[:5]))})")
+    if plaintext:
+        problems.append(f"{plaintext} packet(s) of cleartext HTTP/2 on port {port}")
+    details = (f"tcp.port=={port}: {len(streams)} connection(s), {len(starts)} seen from the SYN, "
+               f"{len(hellos)} ServerHello(s); want TLS {s.version} {s.cipher} "
+               f"(0x{s.wire_version:04x}/0x{s.suite_id:04x}); {protected} TLS record packet(s), "
+               f"{plaintext} cleartext HTTP/2 packet(s)")
+    if problems:
+        details += "; INVALID: " + "; ".join(problems)
+    return Verdict(valid=not problems, protected_packets=protected, plaintext_packets=plaintext,
+                   details=details)

@@ -1,0 +1,181 @@
+"""Helpers of the TLS tests: the testbed's keys, and a patched Open5GS build run in a namespace lab.
+
+Keys: `shared_keys()` is the key set of $STATE (`make keys`; idempotent, created if missing),
+made once per test process.
+
+The build is found at $OPEN5GS_BUILD, else ../ext/open5gs-tls-build beside the repository
+(docs/patches.md says how to make one). Tests that need it skip with a reason naming what is
+missing. The lab is testbed.netns's (baseline profile: namespaces, bridge, stack.yaml
+addresses, no overlay); `ip netns exec` bind-mounts /etc/netns/<namespace>/hosts over
+/etc/hosts, which gives the NFs their FQDNs as Docker's DNS aliases do.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import re
+import secrets
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from testbed import ROOT, keys, netns, stack
+from testbed.render import open5gs
+from testbed.render.merge import deep_merge
+
+DEFAULT_BUILD = ROOT.parent / "ext" / "open5gs-tls-build"
+BINARIES = {"nrf": "src/nrf/open5gs-nrfd", "ausf": "src/ausf/open5gs-ausfd"}
+PATCH_MARKERS = {"tls": b"OGS_SBI_TLS_MIN_VERSION", "wait": b"OGS_SBI_WAIT_PEER_MS"}
+NETNS_ETC = Path("/etc/netns")
+
+
+@functools.lru_cache(maxsize=1)
+def _keys_root() -> Path:
+    return keys.ensure(keys.default_state_dir())
+
+
+def shared_keys() -> Path:
+    """keys/ of $STATE (CA, per-node ECDSA and RSA certificates), or pytest.skip."""
+    for tool in ("openssl", "wg"):
+        if shutil.which(tool) is None:
+            pytest.skip(f"missing {tool} (testbed.keys needs it): run `make setup`")
+    return _keys_root()
+
+
+def open5gs_build(*needs: str) -> Path:
+    """The build dir with the NF binaries and the patches named in `needs`, or pytest.skip."""
+    build = Path(os.environ.get("OPEN5GS_BUILD") or DEFAULT_BUILD)
+    missing = [b for b in BINARIES.values() if not (build / b).is_file()]
+    if missing:
+        pytest.skip(f"no Open5GS build with {', '.join(missing)} at {build} (set OPEN5GS_BUILD; "
+                    "docs/patches.md: meson setup + ninja src/nrf/open5gs-nrfd src/ausf/open5gs-ausfd)")
+    lib = build / "lib" / "sbi" / "libogssbi.so"
+    data = lib.read_bytes() if lib.is_file() else b""
+    unpatched = [n for n in needs if PATCH_MARKERS[n] not in data]
+    if unpatched:
+        pytest.skip(f"the Open5GS build at {build} lacks the patches/open5gs patch(es) "
+                    f"{', '.join(unpatched)} ({lib} has no {PATCH_MARKERS[unpatched[0]].decode()})")
+    return build
+
+
+def require_netns() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("needs root (network namespaces): run `sudo make test`")
+    missing = [t for t in ("ip", "dumpcap", "tshark") if shutil.which(t) is None]
+    if missing:
+        pytest.skip(f"missing {', '.join(missing)}: run `make setup`")
+
+
+class NfLab:
+    """A testbed.netns lab with /etc/netns hosts files and NF processes started in it."""
+
+    def __init__(self, nodes: list[str], work: Path, values: dict[str, Any] | None = None) -> None:
+        self.values = values or stack.load()
+        self.work = work
+        self.lab = netns.Lab(f"tls-{secrets.token_hex(3)}", "sbi", "baseline", nodes=nodes,
+                             state_dir=work / "state", values=self.values)
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+
+    def up(self) -> None:
+        self.lab.up()
+        hosts = "127.0.0.1 localhost\n" + "".join(
+            f"{stack.address(n, 'sbi', self.values)} {stack.fqdn(n, self.values)} {n}\n"
+            for n in self.lab.nodes)
+        for node in self.lab.nodes:
+            d = NETNS_ETC / self.lab.netns(node)
+            d.mkdir(parents=True, exist_ok=True)
+            (d / "hosts").write_text(hosts, encoding="utf-8")
+
+    def down(self) -> None:
+        for node in list(self.procs):
+            self.stop(node)
+        self.lab.down()
+        for node in self.lab.nodes:
+            shutil.rmtree(NETNS_ETC / self.lab.netns(node), ignore_errors=True)
+
+    def config(self, node: str, extra: dict[str, Any] | None = None) -> Path:
+        """Write the node's rendered Open5GS YAML (+ extra merged in), logging to work/."""
+        cfg = open5gs.nf_config(node, self.values, use_scp=False)
+        cfg = deep_merge(cfg, extra or {})
+        cfg["logger"] = {"file": {"path": str(self.log(node))}, "level": "info"}
+        cfg["global"] = {"max": {"ue": 16}}
+        path = self.work / f"{node}.yaml"
+        path.write_text(yaml.safe_dump(cfg, sort_keys=False), encoding="utf-8")
+        return path
+
+    def log(self, node: str) -> Path:
+        return self.work / f"{node}.log"
+
+    def start(self, node: str, build: Path, config: Path, env: dict[str, str]) -> None:
+        self.log(node).unlink(missing_ok=True)
+        argv = ["ip", "netns", "exec", self.lab.netns(node), str(build / BINARIES[node]),
+                "-c", str(config)]
+        with open(self.work / f"{node}.out", "wb") as out:
+            self.procs[node] = subprocess.Popen(argv, env={**os.environ, **env}, stdout=out,
+                                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                                start_new_session=True)
+
+    def stop(self, node: str) -> None:
+        proc = self.procs.pop(node, None)
+        if proc is None or proc.poll() is not None:
+            return
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+
+    def wait_log(self, node: str, pattern: str, timeout: float) -> re.Match[str]:
+        """The first match of pattern in the node's log, or AssertionError at the deadline."""
+        rx = re.compile(pattern)
+        deadline = time.monotonic() + timeout
+        while True:
+            text = self.log(node).read_text(errors="replace") if self.log(node).exists() else ""
+            m = rx.search(text)
+            if m:
+                return m
+            proc = self.procs.get(node)
+            if proc is not None and proc.poll() is not None:
+                raise AssertionError(f"{node} exited ({proc.returncode}) before /{pattern}/: {text[-1500:]}")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{node}: no /{pattern}/ within {timeout}s; log tail: {text[-1500:]}")
+            time.sleep(0.05)
+
+
+def pcap_count(pcap: Path, display_filter: str) -> int:
+    """Frames matching the filter in a capture that may still be written (partial ok)."""
+    res = subprocess.run(["tshark", "-n", "-r", str(pcap), "-Y", display_filter, "-T", "fields",
+                          "-e", "frame.number"], capture_output=True, text=True, check=False, timeout=60)
+    return sum(1 for line in res.stdout.splitlines() if line.strip())
+
+
+def wait_pcap(pcap: Path, display_filter: str, count: int, timeout: float) -> int:
+    """Wait until the capture file holds `count` frames matching the filter (dumpcap writes
+    in blocks, so the last packets reach the file a moment after they were sent)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        n = pcap_count(pcap, display_filter)
+        if n >= count:
+            return n
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{pcap}: {n} < {count} frames matching {display_filter!r} "
+                                 f"after {timeout}s")
+        time.sleep(0.1)
+
+
+def nf_lab(nodes: list[str], work: Path) -> Iterator[NfLab]:
+    """Generator body of the fixtures: an NfLab that is always torn down."""
+    lab = NfLab(nodes, work)
+    try:
+        lab.up()
+        yield lab
+    finally:
+        lab.down()
