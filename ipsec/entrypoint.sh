@@ -11,7 +11,9 @@ RUN_DIR="/run/testbed"
 READY_FILE="$RUN_DIR/overlay-ready"
 CHARON_LOG="$RUN_DIR/charon.log"
 # errors after which waiting longer cannot help (configuration mismatch between the ends)
-FATAL_PATTERNS='NO_PROPOSAL_CHOSEN|no acceptable proposal found|AUTHENTICATION_FAILED|MAC mismatched|no trusted .* public key found|constraint check failed|TS_UNACCEPTABLE'
+# (NO_PROPOSAL_CHOSEN in IKE_SA_INIT is not among them: an IKE proposal never differs between
+# profiles; ESP mismatches surface in IKE_AUTH as 'no CHILD_SA built' / 'no acceptable proposal')
+FATAL_PATTERNS='NO_PROPOSAL_CHOSEN notify, no CHILD_SA built|received NO_PROPOSAL_CHOSEN notify error, no CHILD_SA|failed to establish CHILD_SA|no acceptable proposal found|AUTHENTICATION_FAILED|MAC mismatched|no trusted .* public key found|constraint check failed|TS_UNACCEPTABLE|unable to install inbound and outbound IPsec SA'
 PROBE_SPI="0x7e570001"
 
 CONFIG_DIR=""
@@ -109,6 +111,9 @@ choose_datapath() {
     if [ "$DATAPATH" = libipsec ]; then
         log "kernel xfrm ESP not available (or not wanted): using kernel-libipsec, userspace ESP via TUN ipsec0 (slower; results are not comparable with kernel ESP)"
         [ -c /dev/net/tun ] || die "kernel-libipsec needs /dev/net/tun (compose: devices: [/dev/net/tun])"
+        if [ "${LIBIPSEC_SUPPORTS_ESP:-1}" != 1 ]; then
+            die "ESP $ESP_PROPOSAL is not implemented by strongSwan's userspace ESP (kernel-libipsec: 'unsupported AEAD algorithm'); profile $PROFILE needs the kernel xfrm ESP datapath"
+        fi
         if [ "$MODE" != start ] && [ "${IPSEC_ALLOW_LIBIPSEC_TRAP:-0}" != 1 ]; then
             die "mode $MODE needs kernel xfrm ESP: strongSwan 5.9.8 kernel-libipsec sends no acquires for trap policies, so the first packet would never trigger IKE (run on a kernel with ESP, or use a start-mode profile)"
         fi
@@ -152,6 +157,8 @@ start_charon() {
     local out
     out="$(swanctl --load-all --noprompt --file "$CONFIG_DIR/swanctl.conf" 2>&1)" \
         || die "swanctl --load-all --file $CONFIG_DIR/swanctl.conf failed: $(grep -v 'opening directory' <<<"$out" | tail -n 5 | tr '\n' ' ')"
+    # connections are loaded: let peers' IKE in (see nftables.conf, chain ike_gate)
+    nft delete chain inet testbed_ipsec ike_gate || die "cannot open the IKE gate (nft delete chain inet testbed_ipsec ike_gate)"
 }
 
 child_installed() {

@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 
 READY_FILE = "run/testbed/overlay-ready"      # relative to /proc/<pid>/root
 DEFAULT_READY_TIMEOUT_S = 90.0
+CAPTURE_SETTLE_S = 0.3
 PRIVATE_RUN_WRAPPER = 'mount -t tmpfs -o mode=0755 tmpfs /run && exec "$0" "$@"'
 
 
@@ -70,8 +71,12 @@ class Capture:
     path: Path
     proc: subprocess.Popen[bytes]
 
-    def stop(self, timeout: float = 10) -> Path:
+    def stop(self, timeout: float = 10, linger: float = 0.6) -> Path:
+        """End the capture. dumpcap (libpcap TPACKET_V3) hands frames over in blocks retired
+        by a 250 ms timeout and drops an unretired block on SIGINT (measured: the last pings of
+        a run were missing), so frames get `linger` seconds to arrive first."""
         if self.proc.poll() is None:
+            time.sleep(linger)
             self.proc.send_signal(signal.SIGINT)
             try:
                 self.proc.wait(timeout=timeout)
@@ -93,7 +98,8 @@ class Lab:
     def __init__(self, name: str, plane: str, profile: str = "baseline",
                  nodes: Iterable[str] | None = None, state_dir: Path | None = None,
                  keys_dir: Path | None = None, values: dict[str, Any] | None = None,
-                 entrypoint_args: Sequence[str] = ()) -> None:
+                 entrypoint_args: Sequence[str] = (),
+                 profile_overrides: dict[str, str] | None = None) -> None:
         if not name or len(name) > 20 or not all(c.isalnum() or c == "-" for c in name):
             raise LabError(f"lab name {name!r}: use 1-20 letters, digits or '-'")
         self.name = name
@@ -113,6 +119,8 @@ class Lab:
         self.dir = lab_dir(name, self.state_dir)
         self.keys_dir = keys_dir
         self.entrypoint_args = list(entrypoint_args)
+        # node -> another profile of the same protocol (tests: a peer that renders something else)
+        self.profile_overrides = {n: profiles.get(p, plane) for n, p in (profile_overrides or {}).items()}
         self.pids: dict[str, int] = {}
 
     # --- names ----------------------------------------------------------------------------
@@ -203,11 +211,18 @@ class Lab:
         if module is None:
             return {}
         keys_dir = self.keys_dir or keys.ensure(self.state_dir, self.values)
-        out = self.dir / "render"
+        dirs = self._render_one(module, self.profile, keys_dir, self.dir / "render")
+        for node, prof in self.profile_overrides.items():
+            if prof.protocol != self.profile.protocol:
+                raise LabError(f"override for {node}: {prof.id} is {prof.protocol}, the lab runs {self.profile.protocol}")
+            dirs[node] = self._render_one(module, prof, keys_dir, self.dir / f"render-{node}")[node]
+        return dirs
+
+    def _render_one(self, module: Any, profile: profiles.Profile, keys_dir: Path, out: Path) -> dict[str, Path]:
         if "nodes" in inspect.signature(module.render).parameters:
-            return module.render(self.profile, self.plane, self.values, keys_dir, out, nodes=self.nodes)
+            return dict(module.render(profile, self.plane, self.values, keys_dir, out, nodes=self.nodes))
         # an overlay without the `nodes` keyword renders every endpoint; the lab uses its nodes' dirs
-        return module.render(self.profile, self.plane, self.values, keys_dir, out)
+        return dict(module.render(profile, self.plane, self.values, keys_dir, out))
 
     def _start(self, node: str, config_dir: Path) -> None:
         entry = ROOT / self.profile.protocol / "entrypoint.sh"
@@ -251,10 +266,14 @@ class Lab:
         return ready
 
     def tail(self, node: str, lines: int = 4) -> str:
+        """The entrypoint's ERROR line if there is one, else the log's last lines."""
         try:
             text = self.log_path(node).read_text(encoding="utf-8", errors="replace")
         except OSError:
             return "(no log)"
+        errors = [ln for ln in text.splitlines() if "ERROR:" in ln]
+        if errors:
+            return errors[-1]
         return " / ".join(text.strip().splitlines()[-lines:])
 
     def ready(self, node: str) -> str | None:
@@ -302,6 +321,9 @@ class Lab:
                 proc.kill()
                 raise LabError(f"dumpcap on {self.hub}:{self.bridge} did not start within {timeout}s")
             time.sleep(0.05)
+        # dumpcap writes the file header a moment before the first frames are delivered (a
+        # frame sent at once can be missed, measured here); there is nothing to poll for that
+        time.sleep(CAPTURE_SETTLE_S)
         return Capture(path, proc)
 
     # --- down --------------------------------------------------------------------------------

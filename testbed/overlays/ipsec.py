@@ -24,6 +24,7 @@ import shlex
 import shutil
 import subprocess
 from collections.abc import Iterable
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,10 @@ IKE_FWMARK = "0x42"           # keeps charon's IKE packets off the libipsec TUN 
 BASE_PLUGINS = ("random nonce openssl pem pkcs1 pkcs8 x509 pubkey revocation constraints kdf "
                 "hmac gcm aes sha1 sha2 gmp curve25519")
 NET_PLUGINS = "kernel-netlink socket-default vici"
+# ESP transforms strongSwan's userspace ESP (kernel-libipsec, 5.9.8) does not implement:
+# "failed to create ESP context: unsupported AEAD algorithm NULL_AES_GMAC" (measured); RFC 4543
+# NULL-GMAC exists only in the kernel's xfrm (rfc4543(gcm(aes)))
+LIBIPSEC_UNSUPPORTED_ESP = frozenset({"aes128gmac", "aes192gmac", "aes256gmac"})
 # traffic of each plane that must never be seen in the clear between endpoints
 PLAINTEXT_FILTER = {
     "n3": f"(udp.port == {channels.GTPU_PORT} || gtp || (icmp.type == 8 || icmp.type == 0))",
@@ -78,6 +83,12 @@ def initiates(node: str, peer: str) -> bool:
 # --- rendering --------------------------------------------------------------------------------
 
 def _subject_dn(crt: Path) -> str:
+    st = crt.stat()
+    return _subject_dn_cached(str(crt), st.st_mtime_ns, st.st_size)
+
+
+@lru_cache(maxsize=256)
+def _subject_dn_cached(crt: str, _mtime_ns: int, _size: int) -> str:
     out = subprocess.run(["openssl", "x509", "-in", str(crt), "-noout", "-subject", "-nameopt", "RFC2253"],
                          capture_output=True, text=True, check=False)
     if out.returncode != 0 or not out.stdout.startswith("subject="):
@@ -228,6 +239,12 @@ def nftables_conf(plane: str, values: dict[str, Any]) -> str:
         "    rt ipsec exists accept",
         "    counter drop",
         "  }",
+        "  # charon answers IKE_SA_INIT with NO_PROPOSAL_CHOSEN until swanctl has loaded the",
+        "  # connections; peers retransmit instead. ipsec/entrypoint.sh deletes this chain once loaded.",
+        "  chain ike_gate {",
+        "    type filter hook input priority -10; policy accept;",
+        "    udp dport { 500, 4500 } drop",
+        "  }",
         "  chain in {",
         "    type filter hook input priority 0; policy accept;",
         '    iifname "ipsec0" accept',
@@ -255,6 +272,7 @@ def overlay_env(node: str, plane: str, profile: Profile, values: dict[str, Any],
         "PLANE_SUBNET": values["networks"][net]["subnet"],
         "XFRM_LARVAL_DROP": str(p["xfrm_larval_drop"]),
         "ESP_PROPOSAL": p["esp_proposal"],
+        "LIBIPSEC_SUPPORTS_ESP": "0" if p["esp_proposal"] in LIBIPSEC_UNSUPPORTED_ESP else "1",
         "READY_TIMEOUT": str(READY_TIMEOUT_S),
     }
     return ("# rendered by testbed/overlays/ipsec.py; sourced by ipsec/entrypoint.sh\n"
@@ -321,10 +339,22 @@ def compose_env(profile: Profile, plane: str, values: dict[str, Any]) -> dict[st
     return {"IPSEC_XFRM_LARVAL_DROP": str(profile.params["xfrm_larval_drop"])}
 
 
+def libipsec_capable(profile: Profile) -> tuple[bool, str]:
+    """Whether the profile can run on kernel-libipsec (userspace ESP), and why not."""
+    p = profile.params
+    if p["esp_proposal"] in LIBIPSEC_UNSUPPORTED_ESP:
+        return False, (f"ESP {p['esp_label']} ({p['esp_proposal']}) is not implemented by strongSwan's "
+                       "userspace ESP (kernel-libipsec); it needs the kernel xfrm ESP datapath")
+    if p["mode"] != "start":
+        return False, ("trap modes need the kernel xfrm ESP datapath: strongSwan 5.9.8 kernel-libipsec "
+                       "sends no acquires for trap policies")
+    return True, ""
+
+
 def host_needs(profile: Profile, plane: str) -> list[str]:
     needs = ["xfrm-esp or kernel-libipsec", "tun"]
-    if profile.params["mode"] != "start":
-        needs = ["xfrm-esp (trap modes: kernel-libipsec sends no acquires)"]
+    if not libipsec_capable(profile)[0]:
+        needs = [f"xfrm-esp ({libipsec_capable(profile)[1]})"]
     return needs
 
 
@@ -351,7 +381,7 @@ def verify_capture(pcap: Path, profile: Profile, plane: str, values: dict[str, A
     addrs = sorted({str(ipaddress.ip_address(stack.address(n, net, values))) for n in eps})
     if not Path(pcap).is_file():
         return Verdict(False, 0, 0, f"capture {pcap} does not exist")
-    aset = "{" + " ".join(addrs) + "}"
+    aset = "{" + ", ".join(addrs) + "}"
     between = f"ip.src in {aset} && ip.dst in {aset}"
     esp_raw = _count(pcap, f"{between} && ip.proto == 50")
     esp_udp = _count(pcap, f"{between} && udp.port == 4500 && esp")

@@ -1,0 +1,217 @@
+"""IPsec overlay end to end in network namespaces: the very entrypoint and renderings the
+containers use, with real charon/swanctl, nftables, ping, dumpcap and tshark.
+
+Every start-mode profile is negotiated on the N3 rendering (gnb<->upf, certificates: the
+only N3 auth) and on the SBI rendering (ausf<->nrf, one channel of the map, certificates and
+PSK): IKE completes, `swanctl --list-sas` shows exactly the catalogue's algorithms, a ping
+crosses, the bridge capture shows ESP (or ESP-in-UDP with kernel-libipsec) and no plaintext
+ICMP, verify_capture agrees. Plus: an ESP proposal mismatch fails with NO_PROPOSAL_CHOSEN,
+the fail-closed filter, the full SBI channel map, and the trap modes (kernel ESP only).
+"""
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from testbed import channels, datapath, keys, netns, profiles, stack
+from testbed.overlays import ipsec
+from tests.conftest import require_root, require_tools
+
+pytestmark = pytest.mark.netns
+
+VALUES = stack.load()
+START_PROFILES = [p for p in profiles.load().values() if p.protocol == "ipsec" and p.params["mode"] == "start"]
+N3_CASES = [p.id for p in START_PROFILES if "n3" in p.planes]
+SBI_CASES = [p.id for p in START_PROFILES if "sbi" in p.planes]
+SBI_PAIR = ["ausf", "nrf"]
+NO_KERNEL_ESP = ("kernel xfrm ESP datapath missing (this kernel has no ESP): strongSwan 5.9.8 "
+                 "kernel-libipsec sends no acquires for trap policies, so trap modes cannot run here")
+
+
+@pytest.fixture(scope="module")
+def keys_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    require_root()
+    require_tools("openssl", "wg", "ip", "nft", "swanctl", "unshare", "nsenter", "ping", "dumpcap", "tshark")
+    return keys.ensure(tmp_path_factory.mktemp("ipsec-netns-state"))
+
+
+@pytest.fixture
+def make_lab(keys_dir: Path, tmp_path: Path) -> Iterator[Callable[..., netns.Lab]]:
+    labs: list[netns.Lab] = []
+
+    def make(plane: str, profile: str, nodes: list[str] | None = None, up: bool = True,
+             timeout: float = 45, **kw: object) -> netns.Lab:
+        lab = netns.Lab(f"ipsec-{secrets.token_hex(3)}", plane, profile, nodes=nodes,
+                        state_dir=tmp_path / "state", keys_dir=keys_dir, **kw)  # type: ignore[arg-type]
+        labs.append(lab)
+        if up:
+            lab.up(timeout=timeout)
+        return lab
+
+    yield make
+    for lab in labs:
+        lab.down()
+    leftover = [ns for ns in netns.existing_namespaces() if any(ns.startswith(lab.name) for lab in labs)]
+    assert not leftover, f"lab down left namespaces behind: {leftover}"
+
+
+def _esp_line(text: str, child: str) -> str:
+    m = re.search(rf"^  {child}: #\d+, reqid \d+, INSTALLED, (TUNNEL(?:-in-UDP)?), ESP:(\S+)", text, flags=re.M)
+    assert m, f"no INSTALLED CHILD_SA {child} in:\n{text}"
+    return m.group(2)
+
+
+def _expected_esp(prof: profiles.Profile) -> str:
+    # profiles.yaml writes `encryption: NULL`, which YAML reads as null: swanctl prints NULL
+    enc, integ = prof.params["esp_encryption"] or "NULL", prof.params["esp_integrity"]
+    return enc + (f"/{integ}" if integ else "")
+
+
+def _datapath_line(lab: netns.Lab, node: str) -> str:
+    line = lab.ready(node) or ""
+    assert re.fullmatch(r"datapath: ipsec=(kernel|libipsec)", line), line
+    return line.split("=")[1]
+
+
+def _negotiate_ping_capture(lab: netns.Lab, a: str, b: str, tmp_path: Path) -> None:
+    prof = lab.profile
+    for node, peer in ((a, b), (b, a)):
+        sas = lab.exec(node, ["swanctl", "--list-sas"], check=True).stdout
+        assert _esp_line(sas, peer) == _expected_esp(prof), sas
+        ike = re.search(r"^  (\S+/PRF\S+)$", sas, flags=re.M)
+        assert ike and ike.group(1) == "AES_GCM_16-128/PRF_HMAC_SHA2_256/ECP_256", sas
+        assert sas.count("INSTALLED") == 1, "exactly one CHILD_SA per pair (one side initiates)"
+    kind = _datapath_line(lab, a)
+    pcap = tmp_path / f"{lab.name}.pcap"
+    with lab.capture(pcap):
+        ping = lab.exec(a, ["ping", "-c", "3", "-i", "0.2", "-W", "2", lab.address(b)])
+        assert ping.returncode == 0 and " 0% packet loss" in ping.stdout, ping.stdout + ping.stderr
+    verdict = ipsec.verify_capture(pcap, prof, lab.plane, VALUES, nodes=[a, b])
+    assert verdict.valid, verdict.details
+    assert verdict.protected_packets >= 6 and verdict.plaintext_packets == 0
+    # the wire form follows the datapath: plain ESP on the kernel, ESP-in-UDP (NAT-T) on libipsec
+    form = "ESP-in-UDP/4500: 0" if kind == "kernel" else "ip.proto 50: 0"
+    assert form in verdict.details, verdict.details
+
+
+def _require_datapath_for(profile_id: str) -> None:
+    ok, why = ipsec.libipsec_capable(profiles.get(profile_id))
+    if not ok and not datapath.probe_xfrm_esp()[0]:
+        pytest.skip(f"kernel xfrm ESP datapath missing on this host and {why}")
+
+
+@pytest.mark.parametrize("profile_id", N3_CASES)
+def test_n3_start_profile(profile_id: str, make_lab: Callable[..., netns.Lab], tmp_path: Path) -> None:
+    _require_datapath_for(profile_id)
+    lab = make_lab("n3", profile_id)
+    assert lab.nodes == ["gnb", "upf"]
+    _negotiate_ping_capture(lab, "gnb", "upf", tmp_path)
+
+
+@pytest.mark.parametrize("profile_id", SBI_CASES)
+def test_sbi_start_profile(profile_id: str, make_lab: Callable[..., netns.Lab], tmp_path: Path) -> None:
+    _require_datapath_for(profile_id)
+    lab = make_lab("sbi", profile_id, SBI_PAIR)
+    _negotiate_ping_capture(lab, *SBI_PAIR, tmp_path)
+
+
+def test_esp_proposal_mismatch_fails_clearly(make_lab: Callable[..., netns.Lab]) -> None:
+    lab = make_lab("sbi", "aes128gcm", SBI_PAIR, up=False, profile_overrides={"nrf": "aes256cbc"})
+    t0 = time.monotonic()
+    with pytest.raises(netns.LabError) as err:
+        lab.up(timeout=30)
+    assert "NO_PROPOSAL_CHOSEN" in str(err.value) or "no acceptable proposal" in str(err.value), str(err.value)
+    assert "same PROFILE" in str(err.value)
+    assert time.monotonic() - t0 < 25, "a mismatch must fail fast, not at the deadline"
+
+
+def test_fail_closed_when_charon_dies(make_lab: Callable[..., netns.Lab], tmp_path: Path) -> None:
+    """Kill the initiator's charon: the nftables filter drops the plaintext ping."""
+    lab = make_lab("n3", "aes128gcm")
+    pid = lab.exec("gnb", ["cat", "/run/charon.pid"], check=True).stdout.strip()
+    lab.exec("gnb", ["kill", "-KILL", pid], check=True)
+    pcap = tmp_path / "closed.pcap"
+    with lab.capture(pcap):
+        ping = lab.exec("gnb", ["ping", "-c", "2", "-i", "0.2", "-W", "1", lab.address("upf")])
+    assert ping.returncode != 0
+    verdict = ipsec.verify_capture(pcap, lab.profile, "n3", VALUES)
+    assert verdict.plaintext_packets == 0, verdict.details
+    counters = lab.exec("gnb", ["nft", "list", "chain", "inet", "testbed_ipsec", "out"], check=True).stdout
+    assert re.search(r"counter packets [1-9]", counters), counters
+
+
+def test_full_sbi_channel_map(make_lab: Callable[..., netns.Lab], tmp_path: Path) -> None:
+    """All SBI endpoints at once: every host pair of the map has its CHILD_SA; a pair outside
+    the map (amf<->bsf) gets none and its traffic is dropped, never sent in the clear."""
+    lab = make_lab("sbi", "aes128gcm-psk", timeout=90)
+    for node in lab.nodes:
+        sas = lab.exec(node, ["swanctl", "--list-sas"], check=True).stdout
+        for peer in channels.partners(node):
+            assert _esp_line(sas, peer) == "AES_GCM_16-128"
+    pcap = tmp_path / "sbi.pcap"
+    with lab.capture(pcap):
+        ok = lab.exec("pcf", ["ping", "-c", "2", "-i", "0.2", lab.address("bsf")])
+        blocked = lab.exec("amf", ["ping", "-c", "1", "-W", "1", lab.address("bsf")])
+    assert ok.returncode == 0 and blocked.returncode != 0
+    verdict = ipsec.verify_capture(pcap, lab.profile, "sbi", VALUES)
+    assert verdict.valid, verdict.details
+    seen, _ = channels.seen_pairs(pcap, "sbi", VALUES)
+    assert ("amf", "bsf") not in seen
+
+
+def test_nullgmac_refused_on_libipsec(make_lab: Callable[..., netns.Lab]) -> None:
+    """NULL-GMAC on a host without kernel ESP: the entrypoint names the missing datapath."""
+    if datapath.probe_xfrm_esp()[0]:
+        pytest.skip("kernel has xfrm ESP: NULL-GMAC runs in test_n3_start_profile[nullgmac]")
+    lab = make_lab("n3", "nullgmac", up=False)
+    with pytest.raises(netns.LabError, match="needs the kernel xfrm ESP datapath"):
+        lab.up(timeout=20)
+
+
+def test_trap_mode_refused_on_libipsec(make_lab: Callable[..., netns.Lab]) -> None:
+    """Where only kernel-libipsec exists the entrypoint says why trap cannot work."""
+    if datapath.probe_xfrm_esp()[0]:
+        pytest.skip("kernel has xfrm ESP: the trap tests below run instead")
+    lab = make_lab("sbi", "aes128gcm-trap", SBI_PAIR, up=False)
+    with pytest.raises(netns.LabError, match="sends no acquires"):
+        lab.up(timeout=20)
+
+
+@pytest.mark.parametrize("mode,first_lost", [("trap-drop", True), ("trap-queue", False), ("trap", True)])
+def test_trap_modes_on_kernel_esp(mode: str, first_lost: bool, make_lab: Callable[..., netns.Lab]) -> None:
+    """First packet triggers IKE. trap-drop/trap: the kernel drops it while IKE runs;
+    trap-queue (xfrm_larval_drop=0): it is queued and delivered."""
+    if not datapath.probe_xfrm_esp()[0]:
+        pytest.skip(NO_KERNEL_ESP)
+    suffix = {"trap": "-trap", "trap-drop": "-trap-drop", "trap-queue": "-trap-queue"}[mode]
+    lab = make_lab("sbi", f"aes128gcm{suffix}", SBI_PAIR)
+    assert _datapath_line(lab, "ausf") == "kernel"
+    sas = lab.exec("ausf", ["swanctl", "--list-sas"]).stdout
+    assert "INSTALLED" not in sas, "trap mode: no CHILD_SA before the first packet"
+    first = lab.exec("ausf", ["ping", "-c", "1", "-W", "3", lab.address("nrf")])
+    assert (first.returncode != 0) == first_lost, first.stdout
+    deadline = time.monotonic() + 10
+    while "INSTALLED" not in lab.exec("ausf", ["swanctl", "--list-sas"]).stdout:
+        assert time.monotonic() < deadline, "the first packet did not trigger the CHILD_SA"
+        time.sleep(0.1)
+    again = lab.exec("ausf", ["ping", "-c", "2", "-i", "0.2", lab.address("nrf")])
+    assert again.returncode == 0, again.stdout
+    larval = lab.exec("ausf", ["cat", "/proc/sys/net/core/xfrm_larval_drop"]).stdout.strip()
+    assert larval == ("0" if mode == "trap-queue" else "1")
+
+
+def test_lab_down_is_idempotent(make_lab: Callable[..., netns.Lab]) -> None:
+    lab = make_lab("n3", "baseline")
+    assert set(netns.existing_namespaces()) >= {lab.hub, lab.netns("gnb"), lab.netns("upf")}
+    ping = lab.exec("gnb", ["ping", "-c", "1", "-W", "1", lab.address("upf")])
+    assert ping.returncode == 0, "baseline lab: plain connectivity"
+    lab.down()
+    lab.down()
+    assert not {lab.hub, lab.netns("gnb")} & set(netns.existing_namespaces())
+    assert os.path.exists(lab.dir) and not (lab.dir / "lab.json").exists()
