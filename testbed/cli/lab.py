@@ -8,20 +8,55 @@ from pathlib import Path
 
 from testbed import netns, profiles
 
+USAGE_EXEC = "python -m testbed lab exec --name LAB NODE -- COMMAND..."
+
+
+def _add_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--name", help="lab name (namespace prefix), e.g. lab1")
+    parser.add_argument("--plane", choices=profiles.PLANES, default=None, help="n3 (default) or sbi")
+    parser.add_argument("--profile", default=None, help="profile id (PROFILE=...), default baseline")
+    parser.add_argument("--nodes", help="comma-separated endpoints (default: all of the plane)")
+    parser.add_argument("--state", type=Path, help="state dir (default $STATE or .state)")
+    parser.add_argument("--timeout", type=float, default=None,
+                        help=f"readiness deadline in seconds (up; default {netns.DEFAULT_READY_TIMEOUT_S:.0f})")
+
 
 def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument("action", choices=("up", "down", "exec", "list"))
-    parser.add_argument("--name", help="lab name (namespace prefix), e.g. lab1")
-    parser.add_argument("--plane", choices=profiles.PLANES, default="n3")
-    parser.add_argument("--profile", default="baseline", help="profile id (PROFILE=...)")
-    parser.add_argument("--nodes", help="comma-separated endpoints (default: all of the plane)")
-    parser.add_argument("--state", type=Path, help="state dir (default $STATE or .state)")
-    parser.add_argument("--timeout", type=float, default=netns.DEFAULT_READY_TIMEOUT_S,
-                        help="readiness deadline in seconds (up)")
-    parser.add_argument("argv", nargs="*", help="exec: NODE COMMAND... (put `--` before the command)")
+    _add_options(parser)
+    parser.add_argument("rest", nargs=argparse.REMAINDER,
+                        help=f"the options above, and for exec: NODE -- COMMAND ({USAGE_EXEC})")
+
+
+def _merge_options(args: argparse.Namespace) -> list[str]:
+    """Options given after the action land in `rest` (argparse REMAINDER): parse them there;
+    return the words that are not options (exec: NODE and the command)."""
+    sub = argparse.ArgumentParser(prog="python -m testbed lab", add_help=False)
+    _add_options(sub)
+    rest = list(args.rest)
+    command: list[str] = []
+    if "--" in rest:
+        cut = rest.index("--")
+        rest, command = rest[:cut], rest[cut + 1:]
+    ns, words = sub.parse_known_args(rest)
+    for key, value in vars(ns).items():
+        if value is not None:
+            setattr(args, key, value)
+    unknown = [w for w in words if w.startswith("-")]
+    if unknown:
+        raise SystemExit(f"error: unknown option(s) {' '.join(unknown)} (for exec: {USAGE_EXEC})")
+    return words + command
 
 
 def run(args: argparse.Namespace) -> int:
+    try:
+        words = _merge_options(args)
+    except SystemExit as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    plane = args.plane or "n3"
+    profile = args.profile or "baseline"
+    timeout = args.timeout or netns.DEFAULT_READY_TIMEOUT_S
     try:
         if args.action == "list":
             print(json.dumps(netns.list_labs(args.state), indent=2))
@@ -29,14 +64,17 @@ def run(args: argparse.Namespace) -> int:
         if not args.name:
             print("error: --name is required", file=sys.stderr)
             return 2
+        if args.action != "exec" and words:
+            print(f"error: unexpected arguments {' '.join(words)}", file=sys.stderr)
+            return 2
         if args.action == "up":
             nodes = args.nodes.split(",") if args.nodes else None
             try:
-                lab = netns.Lab(args.name, args.plane, args.profile, nodes, args.state)
+                lab = netns.Lab(args.name, plane, profile, nodes, args.state)
             except profiles.ProfileError as exc:
                 print(f"error: {exc}", file=sys.stderr)
                 return 2
-            ready = lab.up(args.timeout)
+            ready = lab.up(timeout)
             for node in lab.nodes:
                 print(f"{node}\t{lab.netns(node)}\t{lab.address(node)}\t{ready.get(node) or 'no overlay'}")
             print(f"lab {lab.name} up; logs in {lab.dir}; "
@@ -50,12 +88,11 @@ def run(args: argparse.Namespace) -> int:
                 return 0
             lab.down()
             return 0
-        # exec
-        if len(args.argv) < 2:
-            print("error: exec needs NODE and a command: lab exec --name L NODE -- CMD...", file=sys.stderr)
+        if len(words) < 2:
+            print(f"error: exec needs NODE and a command: {USAGE_EXEC}", file=sys.stderr)
             return 2
         lab = netns.Lab.load(args.name, args.state)
-        res = lab.exec(args.argv[0], args.argv[1:], timeout=None)
+        res = lab.exec(words[0], words[1:], timeout=None)
         sys.stdout.write(res.stdout)
         sys.stderr.write(res.stderr)
         return res.returncode
