@@ -4,18 +4,27 @@
 # (`python -m testbed render` writes both), image names from the environment.
 # Documentation: docs/stack.md.
 
-# Image names (mk/20-build.mk tags these); override in the environment for local images.
-: "${OPEN5GS_IMAGE:=g5tb/open5gs:2.7.7-1}"
-: "${UERANSIM_IMAGE:=g5tb/ueransim:3.2.7-1}"
-: "${TOOLS_IMAGE:=g5tb/tools:1}"
-: "${MONGO_IMAGE:=mongo:6.0}"
-export OPEN5GS_IMAGE UERANSIM_IMAGE TOOLS_IMAGE MONGO_IMAGE
+STACK_REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+readonly STACK_REPO
+
+# Image names: images/defaults.env is their one home (mk/20-build.mk tags them); a variable
+# already set in the environment wins (e.g. MONGO_IMAGE=g5tb/ferretdb:1.24.0-1).
+stack_image_defaults() {
+  local line key
+  while IFS= read -r line; do
+    [[ "$line" =~ ^([A-Z0-9_]+_IMAGE)=(.+)$ ]] || continue
+    key="${BASH_REMATCH[1]}"
+    if [[ -z "${!key:-}" ]]; then
+      printf -v "$key" '%s' "${BASH_REMATCH[2]}"
+    fi
+    export "${key?}"
+  done <"$STACK_REPO/images/defaults.env"
+}
+stack_image_defaults
 
 : "${COMPOSE_PROJECT:=g5tb}"
 : "${PYTHON:=python3}"
 : "${STATE:=.state}"
-STACK_REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-readonly STACK_REPO
 # Services of the two optional Compose profiles (UE 2, scaling UEs).
 readonly STACK_ALL_PROFILES=(--profile ue2 --profile scale)
 

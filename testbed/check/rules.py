@@ -19,17 +19,15 @@ from testbed.check import compose_model as cm
 from testbed.render import compose_env as cenv
 from testbed.render import layout
 
-COMPOSE_SH = ROOT / "scripts" / "lib" / "compose.sh"
+IMAGE_DEFAULTS = ROOT / "images" / "defaults.env"
 OPEN5GS_SECTIONS = ("nrf", "scp", "ausf", "udm", "udr", "pcf", "bsf", "nssf", "amf", "smf", "upf")
 
 
-def image_defaults(path: Path = COMPOSE_SH) -> dict[str, str]:
-    """The image variables scripts/lib/compose.sh exports (`: "${X_IMAGE:=name}"`)."""
-    out: dict[str, str] = {}
-    if path.exists():
-        for m in re.finditer(r':\s+"\$\{([A-Z0-9_]+_IMAGE):=([^}]+)\}"', path.read_text(encoding="utf-8")):
-            out[m.group(1)] = m.group(2)
-    return out
+def image_defaults(path: Path = IMAGE_DEFAULTS) -> dict[str, str]:
+    """The default image names (images/defaults.env, which scripts/lib/compose.sh exports)."""
+    if not path.exists():
+        return {}
+    return {k: v for k, v in cenv.parse_env(path.read_text(encoding="utf-8")).items() if k.endswith("_IMAGE")}
 
 
 class Checker:

@@ -1,0 +1,115 @@
+"""The compose files: `docker compose config` on every combination (base, + SCP, + each
+overlay fragment) where Compose v2 exists; static checks everywhere."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from testbed import profiles, render
+from testbed.check.rules import image_defaults
+from testbed.render import layout
+from tests.conftest import ROOT
+from tests.testbed.render.helpers import render_to
+
+COMPOSE = ROOT / "compose"
+
+
+def combinations() -> list[tuple[str, str, bool]]:
+    """(profile, plane, scp): the baseline with and without SCP, and one profile for every
+    overlay fragment present (compose/overlay-<protocol>-<plane>.yaml), with and without SCP."""
+    out = [("baseline", "n3", False), ("baseline", "sbi", True)]
+    for p in profiles.load().values():
+        for plane in p.planes:
+            if p.protocol == "none" or not render.overlay_file(p.protocol, plane).exists():
+                continue
+            if any(profiles.get(x).protocol == p.protocol and pl == plane for x, pl, _ in out):
+                continue
+            out += [(p.id, plane, False), (p.id, plane, True)]
+    return out
+
+
+def _compose_v2() -> str | None:
+    if shutil.which("docker") is None:
+        return "docker CLI missing"
+    res = subprocess.run(["docker", "compose", "version"], capture_output=True, text=True, timeout=30)
+    if res.returncode != 0:
+        return "`docker compose` (Compose v2 plugin) missing"
+    return None
+
+
+def test_every_compose_file_is_yaml_and_names_only_known_networks() -> None:
+    base = yaml.safe_load((COMPOSE / "base.yaml").read_text())
+    nets = set(base["networks"])
+    for f in sorted(COMPOSE.glob("*.yaml")):
+        data = yaml.safe_load(f.read_text())
+        assert isinstance(data, dict) and "services" in data, f
+        for name, svc in data["services"].items():
+            for net in (svc or {}).get("networks") or {}:
+                assert net in nets, f"{f.name}: services.{name} uses network {net} not defined in base.yaml"
+
+
+def test_base_follows_the_holder_pattern_and_least_privilege() -> None:
+    services = yaml.safe_load((COMPOSE / "base.yaml").read_text())["services"]
+    for name, svc in services.items():
+        assert not svc.get("privileged"), f"{name}: privileged"
+        assert "healthcheck" in svc or name == "provision", f"{name} has no healthcheck"
+        caps = set(svc.get("cap_add") or [])
+        assert caps <= {"NET_ADMIN"}, f"{name}: {caps}"
+        if caps or svc.get("devices"):
+            assert name in {"upf", "ue1", "ue2", "ue-scale"}, f"{name} should not need NET_ADMIN or devices"
+        if name.endswith("-net"):
+            node = name[:-4]
+            assert node in services, f"holder {name} without program {node}"
+            prog = services[node]
+            assert prog["network_mode"] == f"service:{name}"
+            assert prog["depends_on"][name] == {"condition": "service_healthy"}
+            assert svc["healthcheck"]["test"] == ["CMD", "test", "-f", "/run/testbed/overlay-ready"]
+    for node in ("nrf", "ausf", "udm", "udr", "pcf", "bsf", "nssf", "amf", "smf", "upf", "gnb"):
+        assert f"{node}-net" in services, node
+    assert "sbi" not in services["mongo"]["networks"], "MongoDB stays off the sbi network"
+
+
+def test_the_compose_wrapper_exports_the_image_defaults() -> None:
+    """scripts/lib/compose.sh takes the image names from images/defaults.env; the caller's wins."""
+    ours = image_defaults()
+    if not ours:
+        pytest.skip("images/defaults.env (images) not in this checkout")
+    assert {"OPEN5GS_IMAGE", "UERANSIM_IMAGE", "TOOLS_IMAGE", "MONGO_IMAGE"} <= set(ours)
+    script = 'source scripts/lib/compose.sh; echo "$OPEN5GS_IMAGE|$UERANSIM_IMAGE|$TOOLS_IMAGE|$MONGO_IMAGE"'
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_IMAGE")}
+    out = subprocess.run(["bash", "-c", script], cwd=ROOT, capture_output=True, text=True, env=env, timeout=30)
+    assert out.stdout.strip() == "|".join(ours[k] for k in ("OPEN5GS_IMAGE", "UERANSIM_IMAGE", "TOOLS_IMAGE",
+                                                             "MONGO_IMAGE")), out.stderr
+    env["MONGO_IMAGE"] = "g5tb/ferretdb:1.24.0-1"
+    out = subprocess.run(["bash", "-c", script], cwd=ROOT, capture_output=True, text=True, env=env, timeout=30)
+    assert out.stdout.strip().endswith("|g5tb/ferretdb:1.24.0-1")
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("profile,plane,scp", combinations())
+def test_docker_compose_config(profile: str, plane: str, scp: bool, tmp_path: Path) -> None:
+    missing = _compose_v2()
+    if missing:
+        pytest.skip(f"{missing}: cannot run `docker compose config` here")
+    r = render_to(profile, plane, tmp_path / "r", use_scp=scp)
+    files = [f for f in (r.dir / layout.COMPOSE_FILES).read_text().split() if f]
+    # like scripts/lib/compose.sh: the render's own keys must not be overridden by the caller's
+    render_keys = {"PROFILE", "PLANE", "PROTOCOL", "TESTBED_COMMIT", "RENDER_DIR", "OVERLAY_DIR", "KEYS_DIR", "REPO_DIR"}
+    env = {k: v for k, v in os.environ.items() if k not in render_keys}
+    env.update(image_defaults())
+    cmd = ["docker", "compose", "-p", "g5tb-test", "--env-file", str(r.dir / layout.COMPOSE_ENV)]
+    for f in files:
+        cmd += ["-f", f]
+    for prof in ("ue2", "scale"):
+        cmd += ["--profile", prof]
+    res = subprocess.run(cmd + ["config", "--quiet"], capture_output=True, text=True, timeout=60, env=env)
+    assert res.returncode == 0, res.stderr
+    res = subprocess.run(cmd + ["config", "--services"], capture_output=True, text=True, timeout=60, env=env)
+    services = set(res.stdout.split())
+    assert {"nrf", "amf", "smf", "upf", "gnb", "ue1", "ue2", "ue-scale", "mongo", "provision"} <= services
+    assert ("scp" in services) == scp
