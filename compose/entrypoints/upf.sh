@@ -49,7 +49,7 @@ NFT
 main() {
   case "${1:-}" in
     -h|--help) usage; exit 0 ;;
-    "") usage >&2; exit 2 ;;
+    ""|-*) usage >&2; exit 2 ;;
   esac
   local config="$1"
   : "${OGSTUN:?set OGSTUN}" "${UE_SUBNET:?set UE_SUBNET}" "${UE_GATEWAY_CIDR:?set UE_GATEWAY_CIDR}"

@@ -1,0 +1,60 @@
+"""scripts/up.sh, down.sh, logs.sh, smoke.sh and lib/compose.sh: lint, usage, and behaviour
+without a Docker engine (they must say what is missing). The bring-up itself is tested by
+tests/e2e on a Docker host."""
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+
+from tests.conftest import ROOT, require_tools
+
+SCRIPTS = ["scripts/up.sh", "scripts/down.sh", "scripts/logs.sh", "scripts/smoke.sh"]
+
+
+def run(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["bash", *args], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, **env})
+
+
+def test_shellcheck_clean() -> None:
+    require_tools("shellcheck")
+    res = subprocess.run(["shellcheck", "-x", *SCRIPTS, "scripts/lib/compose.sh",
+                          "compose/entrypoints/holder.sh", "compose/entrypoints/upf.sh"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stdout
+
+
+@pytest.mark.parametrize("script", SCRIPTS + ["compose/entrypoints/upf.sh", "compose/entrypoints/holder.sh"])
+def test_help_and_usage_errors(script: str) -> None:
+    ok = run(script, "--help")
+    assert ok.returncode == 0 and "usage:" in ok.stdout
+    bad = run(script, "--no-such-option")
+    assert bad.returncode == 2 and "usage:" in bad.stderr
+
+
+def test_up_rejects_bad_numbers_before_touching_docker() -> None:
+    res = run("scripts/up.sh", "--ues", "many")
+    assert res.returncode == 2 and "--ues must be a number" in res.stderr
+
+
+def _engine_missing() -> str | None:
+    docker = subprocess.run(["bash", "-c", "command -v docker"], capture_output=True, text=True)
+    if docker.returncode != 0:
+        return "docker CLI not found"
+    if subprocess.run(["docker", "compose", "version"], capture_output=True, timeout=30).returncode != 0:
+        return "Compose v2"
+    if subprocess.run(["docker", "info"], capture_output=True, timeout=60).returncode != 0:
+        return "cannot reach the Docker engine"
+    return None
+
+
+def test_up_without_docker_says_what_is_missing_and_starts_nothing(tmp_path) -> None:
+    missing = _engine_missing()
+    if missing is None:
+        pytest.skip("this host has a Docker engine with Compose v2: the e2e tests cover up.sh")
+    res = run("scripts/up.sh", STATE=str(tmp_path))
+    assert res.returncode == 1
+    assert missing in res.stderr and "make doctor" in res.stderr
+    assert not (tmp_path / "stack.current").exists()
