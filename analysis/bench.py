@@ -27,6 +27,9 @@ SHARED_DATA = REPO.parent / "shared" / "data"
 DEFAULT_CAPTURE = SHARED_DATA / "open5gs-docs-pcaps" / "5g-roaming-lbo.pcapng"
 DEFAULT_PING_VALUES = SHARED_DATA / "rwth-internal-ran-security" / "f1u-ping" / "noenc_2025-08-20-T02-45-02.txt"
 REQUIRED_SPEEDUP = 20.0
+# the copies repeat one SCTP association's TSNs; without this, Wireshark takes every later copy
+# for retransmissions and hands no NGAP up. Both extractors get the same preferences.
+REPLAY_PREFS = {"sctp.tsn_analysis": "FALSE"}
 
 
 def _need(tool: str) -> str:
@@ -87,17 +90,18 @@ def run_benchmark(workdir: Path, copies: int = 4, ping_lines: int = 1_000_000, p
     workdir.mkdir(parents=True, exist_ok=True)
     capture = build_large_capture(source, copies, workdir / f"n2-x{copies}.pcapng")
     packets = count_packets(capture)
-    t_tshark, frame = _timed(lambda: attach_times(capture), repeat=3)
+    t_tshark, frame = _timed(lambda: attach_times(capture, prefs=REPLAY_PREFS), repeat=3)
     complete = frame[frame["status"] == STATUS_COMPLETE]
     result: dict[str, Any] = {
         "capture": str(capture), "source": str(source), "copies": copies, "packets": packets,
         "registrations": int(len(frame)), "complete": int(len(complete)),
+        "incomplete": frame.loc[frame["status"] != STATUS_COMPLETE, "status"].value_counts().to_dict(),
         "attach_ms": sorted(set(round(float(v), 6) for v in complete["attach_ms"])),
         "tshark_seconds": round(t_tshark, 3), "tshark_packets_per_s": round(packets / t_tshark),
     }
     if pyshark:
         from analysis.bench_pyshark import pyshark_attach_times
-        t_py, pframe = _timed(lambda: pyshark_attach_times(capture))
+        t_py, pframe = _timed(lambda: pyshark_attach_times(capture, prefs=REPLAY_PREFS))
         pcomplete = pframe[pframe["status"] == STATUS_COMPLETE]
         same = (len(pcomplete) == len(complete) and
                 np.allclose(np.sort(pcomplete["attach_ms"].to_numpy(dtype=float)),
@@ -105,7 +109,7 @@ def run_benchmark(workdir: Path, copies: int = 4, ping_lines: int = 1_000_000, p
         result.update({"pyshark_seconds": round(t_py, 3), "pyshark_packets_per_s": round(packets / t_py),
                        "speedup": round(t_py / t_tshark, 1), "same_attach_times": bool(same),
                        "required_speedup": REQUIRED_SPEEDUP})
-        result["ok"] = bool(same and t_py / t_tshark >= REQUIRED_SPEEDUP)
+        result["ok"] = bool(same and t_py / t_tshark >= REQUIRED_SPEEDUP and len(complete) == copies)
     text = build_ping_text(ping_values, ping_lines)
     t_ping, pframe = _timed(lambda: parse_ping_text(text), repeat=3)
     result.update({"ping_lines": ping_lines, "ping_seconds": round(t_ping, 3),

@@ -18,12 +18,14 @@ def _all(layer: Any, name: str) -> list[str]:
     return [f.show for f in field.all_fields]
 
 
-def pyshark_attach_times(capture: Path | str, display_filter: str | None = None) -> pd.DataFrame:
+def pyshark_attach_times(capture: Path | str, display_filter: str | None = None,
+                         prefs: dict[str, str] | None = None) -> pd.DataFrame:
     """Columns ue, ns_registration_request, ns_pdu_session_accept, attach_ms, status."""
     import pyshark  # the bench extra; imported here so the analysis never needs it
 
     cap = pyshark.FileCapture(str(capture), display_filter=display_filter,
-                              override_prefs={"nas-5gs.null_decipher": "TRUE"}, keep_packets=False)
+                              override_prefs={"nas-5gs.null_decipher": "TRUE", **(prefs or {})},
+                              keep_packets=False)
     rows: list[dict[str, Any]] = []
     open_: dict[tuple[str, str], int] = {}
     packets = 0

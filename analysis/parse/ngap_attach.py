@@ -190,10 +190,14 @@ def attach_times_from_table(table: pd.DataFrame, nas: bool = True) -> pd.DataFra
     return out[COLUMNS]
 
 
-def attach_times(capture: Path | str, nas: bool = True) -> pd.DataFrame:
-    """Per-registration attach times of one N2 capture (see the module docstring)."""
+def attach_times(capture: Path | str, nas: bool = True,
+                 prefs: dict[str, str] | None = None) -> pd.DataFrame:
+    """Per-registration attach times of one N2 capture (see the module docstring).
+
+    ``prefs``: extra Wireshark preferences (e.g. the benchmark's ``sctp.tsn_analysis: FALSE``
+    for a capture made of replayed copies of one SCTP association)."""
     table = tshark_fields(capture, FIELDS, FILTER_NAS if nas else FILTER_NGAP,
-                          prefs=PREFS_NAS if nas else None)
+                          prefs={**(PREFS_NAS if nas else {}), **(prefs or {})})
     frame = attach_times_from_table(table, nas=nas)
     log.info("%s: %d registrations, %d complete", capture, len(frame),
              int((frame["status"] == STATUS_COMPLETE).sum()))

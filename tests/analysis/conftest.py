@@ -1,0 +1,30 @@
+"""Fixtures of the analysis tests: real data from ../shared/data and a results tree built from it."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import SHARED_DATA, require_tools
+from tests.analysis import results_tree
+
+
+@pytest.fixture(scope="session")
+def shared() -> Path:
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"real data folder {SHARED_DATA} not present (it sits beside the clone in CI)")
+    return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def fixture_tree(tmp_path_factory: pytest.TempPathFactory, shared: Path) -> results_tree.Tree:
+    require_tools("tshark", "iperf3")
+    return results_tree.build(tmp_path_factory.mktemp("results"), shared)
+
+
+@pytest.fixture(scope="session")
+def fixture_report(tmp_path_factory: pytest.TempPathFactory, fixture_tree: results_tree.Tree) -> Path:
+    from analysis.report import build
+    out = tmp_path_factory.mktemp("report")
+    build(fixture_tree.root, out)
+    return out

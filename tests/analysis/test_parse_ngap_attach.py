@@ -1,0 +1,113 @@
+"""analysis/parse/ngap_attach.py on real Open5GS captures: the attach times their owners
+extracted (SOURCE.md tables), several UEs in one capture, missing messages, NGAP-only mode."""
+from __future__ import annotations
+
+import csv
+import io
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from analysis.parse.ngap_attach import (CSV_COLUMNS, STATUS_COMPLETE, STATUS_NO_ACCEPT, STATUS_NO_REQUEST,
+                                        attach_times, to_csv)
+from tests.analysis.capture_tools import first_packet_times, in_time_order, merge, numbered
+from tests.conftest import require_tools
+
+F1C = "rwth-internal-ran-security/f1c-socat-overhead"
+
+
+@pytest.fixture(autouse=True)
+def _tshark():
+    require_tools("tshark", "mergecap", "editcap")
+
+
+@pytest.mark.parametrize("nas", [True, False], ids=["nas-null-ciphering", "ngap-only"])
+def test_open5gs_docs_capture_matches_source_table(shared, nas):
+    frame = attach_times(shared / "open5gs-docs-pcaps" / "5g-roaming-lbo.pcapng", nas=nas)
+    done = frame[frame["status"] == STATUS_COMPLETE]
+    assert len(done) == 1
+    row = done.iloc[0]
+    assert int(row["frame_registration_request"]) == 1900 and int(row["frame_pdu_session_accept"]) == 2444
+    assert f"{row['attach_ms']:.6f}" == "150.986991"
+    assert row["ran_ue_ngap_id"] == "1" and row["amf_ue_ngap_id"] == "1"
+    if nas:   # the later InitialUEMessage carries a Deregistration Request: not a registration
+        assert len(frame) == 1
+    else:     # NGAP alone cannot tell: it is reported, with what is missing, not dropped
+        assert frame["status"].tolist() == [STATUS_COMPLETE, STATUS_NO_ACCEPT]
+        assert int(frame.iloc[1]["frame_registration_request"]) == 2497
+
+
+@pytest.mark.parametrize("nas", [True, False], ids=["nas-null-ciphering", "ngap-only"])
+def test_roastedbeans_capture_with_bundled_chunks(shared, nas):
+    frame = attach_times(shared / "roastedbeans-open5gs-roaming" / "n1_n2_interfaces.pcap", nas=nas)
+    assert frame["status"].tolist() == [STATUS_COMPLETE]
+    row = frame.iloc[0]
+    assert (int(row["frame_registration_request"]), int(row["frame_pdu_session_accept"])) == (9, 21)
+    assert f"{row['attach_ms']:.6f}" == "731.136847"
+    assert row["gnb"] == "10.33.33.4:38412"
+    if nas:
+        assert row["msin"] == "1234567891"
+
+
+@pytest.fixture(scope="module")
+def f1c_merged(shared, tmp_path_factory) -> Path:
+    """The 20 real F1-C captures (one UE each) merged into one capture: 20 UEs."""
+    require_tools("mergecap")
+    return merge(numbered(shared / F1C), tmp_path_factory.mktemp("n2") / "f1c-20-ues.pcapng")
+
+
+def test_twenty_ues_in_one_capture_each_get_their_time(f1c_merged):
+    frame = attach_times(f1c_merged)
+    assert len(frame) == 20 and (frame["status"] == STATUS_COMPLETE).all()
+    assert frame["ue"].nunique() == 20
+    # SOURCE.md: 95.7-132.3 ms in files 0-19
+    assert f"{frame['attach_ms'].min():.1f}" == "95.7" and f"{frame['attach_ms'].max():.1f}" == "132.3"
+    ngap_only = attach_times(f1c_merged, nas=False)
+    assert ngap_only["attach_ms"].tolist() == frame["attach_ms"].tolist()
+
+
+def test_interleaved_ues_are_kept_apart(shared, f1c_merged, tmp_path):
+    """Shift every capture so that all 20 registrations overlap in time (2 ms apart)."""
+    base = attach_times(f1c_merged).sort_values("t_registration_request")
+    files = in_time_order(numbered(shared / F1C))          # same order as the rows of ``base``
+    starts = first_packet_times(files)
+    parts = []
+    for k, (f, t_req) in enumerate(zip(files, base["t_registration_request"])):
+        offset = float(t_req) - starts[f]                   # registration request, file-relative
+        shift = 1_800_000_000.0 + 0.002 * k - offset - starts[f]
+        shifted = tmp_path / f"s{k}.pcapng"
+        subprocess.run(["editcap", "-F", "pcapng", "-t", f"{shift:.9f}", str(f), str(shifted)], check=True)
+        parts.append(shifted)
+    frame = attach_times(merge(parts, tmp_path / "interleaved.pcapng")).set_index("ue")
+    assert len(frame) == 20 and (frame["status"] == STATUS_COMPLETE).all()
+    assert frame["t_registration_request"].max() - frame["t_registration_request"].min() < 0.05   # overlapping
+    assert (frame["attach_ms"].round(3).to_dict() == base.set_index("ue")["attach_ms"].round(3).to_dict())
+
+
+def test_missing_messages_give_rows_that_say_so(shared, tmp_path):
+    # E1 capture: AMF->gNB direction only, so the Registration Request is missing
+    late = attach_times(shared / "rwth-internal-ran-security" / "e1-socat-overhead" / "0.pcap")
+    assert late["status"].tolist() == [STATUS_NO_REQUEST]
+    assert late["attach_ms"].isna().all()
+    # F1-C capture cut before the PDU Session Establishment Accept (frame 81)
+    cut = tmp_path / "cut.pcapng"
+    subprocess.run(["editcap", "-F", "pcapng", "-r", str(shared / F1C / "0.pcap"), str(cut), "1-80"], check=True)
+    early = attach_times(cut)
+    assert early["status"].tolist() == [STATUS_NO_ACCEPT]
+    text = to_csv(early)
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert rows[0]["attach_ms"] == "" and rows[0]["t_pdu_session_accept"] == ""
+    assert rows[0]["t_registration_request"] == "1756463394.071410474"
+
+
+def test_csv_has_the_promised_columns(shared):
+    text = to_csv(attach_times(shared / "roastedbeans-open5gs-roaming" / "n1_n2_interfaces.pcap"))
+    header, row = text.splitlines()
+    assert header.split(",") == CSV_COLUMNS
+    assert header.startswith("ue,t_registration_request,t_pdu_session_accept,attach_ms,status")
+    assert "1746074502.498860829,1746074503.229997676,731.136847,complete" in row
+
+
+def test_capture_without_ngap_gives_no_rows(shared):
+    assert attach_times(shared / "roastedbeans-open5gs-roaming" / "n32_interfaces.pcap").empty

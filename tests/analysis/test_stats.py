@@ -1,0 +1,61 @@
+"""analysis/stats.py against scipy's own t-test machinery, on real RWTH values."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as st
+
+from analysis.parse.rwth_txt import parse_rwth
+from analysis.stats import add_overhead, permutation_test, summarize, summarize_groups, welch_diff
+
+
+@pytest.fixture(scope="module")
+def f1u(shared):
+    d = shared / "rwth-internal-ran-security" / "f1u-ping"
+    return (parse_rwth(d / "noenc_2025-08-20-T02-45-02.txt").values["value"].to_numpy(),
+            parse_rwth(d / "ipsec_2025-08-20-T04-03-31.txt").values["value"].to_numpy())
+
+
+def test_summary_matches_scipy_t_interval(f1u):
+    base, _ = f1u
+    s = summarize(base)
+    lo, hi = st.t.interval(0.99, len(base) - 1, loc=base.mean(), scale=st.sem(base))
+    assert s.n == 20000
+    assert s.ci_halfwidth == pytest.approx((hi - lo) / 2, rel=1e-12)
+    assert s.sd == pytest.approx(np.std(base, ddof=1))
+
+
+def test_welch_difference_matches_scipy(f1u):
+    base, ipsec = f1u
+    d, h, dof = welch_diff(len(ipsec), ipsec.mean(), ipsec.std(ddof=1), len(base), base.mean(), base.std(ddof=1))
+    ci = st.ttest_ind(ipsec, base, equal_var=False).confidence_interval(0.99)
+    assert d == pytest.approx(ipsec.mean() - base.mean())
+    assert d - h == pytest.approx(ci.low, rel=1e-9)
+    assert d + h == pytest.approx(ci.high, rel=1e-9)
+    assert f"{d:.3f}" == "0.356"      # 11.626 - 11.270 as printed by the authors
+
+
+def test_grouped_summary_and_overhead_table(f1u):
+    base, ipsec = f1u
+    frame = pd.DataFrame({"protocol": ["none"] * len(base) + ["ipsec"] * len(ipsec),
+                          "size": 1024, "rtt": np.concatenate([base, ipsec])})
+    table = summarize_groups(frame, ["protocol", "size"], "rtt")
+    table = add_overhead(table, table["protocol"] == "none", ["size"])
+    row = table.set_index("protocol").loc["ipsec"]
+    assert row["overhead"] == pytest.approx(ipsec.mean() - base.mean())
+    assert row["overhead_pct"] == pytest.approx(100 * (ipsec.mean() / base.mean() - 1))
+    assert np.isnan(table.set_index("protocol").loc["none", "overhead"])
+
+
+def test_empty_and_single_samples_do_not_crash():
+    assert summarize([]).n == 0 and np.isnan(summarize([]).mean)
+    one = summarize([1.0, float("nan")])
+    assert one.n == 1 and one.mean == 1.0 and np.isnan(one.ci_halfwidth)
+
+
+def test_permutation_test_separates_real_difference_from_none(f1u):
+    base, ipsec = f1u
+    assert permutation_test(base[:2000], ipsec[:2000], 500, seed=1) < 0.01
+    assert permutation_test(base[:2000], base[2000:4000], 500, seed=1) > 0.01
+    assert permutation_test(base[:100], base[100:200], 200, seed=3) == permutation_test(base[:100], base[100:200], 200, seed=3)
