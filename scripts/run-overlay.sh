@@ -49,9 +49,9 @@ preflight() {
 
 lab_down() {
   [[ -n "$LAB" ]] || return 0
-  [[ "$DRY_RUN" == 1 ]] && { _record_command "$PYTHON" -m testbed lab down --name "$LAB"; return 0; }
-  tb lab down --name "$LAB" 2>&1 | sed 's/^/lab down: /' >&2 \
-    || warn "lab $LAB did not come down cleanly (python -m testbed lab down --name $LAB)"
+  [[ "$DRY_RUN" == 1 ]] && { _record_command "$PYTHON" -m testbed lab --name "$LAB" down; return 0; }
+  tb lab --name "$LAB" down 2>&1 | sed 's/^/lab down: /' >&2 \
+    || warn "lab $LAB did not come down cleanly (python -m testbed lab --name $LAB down)"
 }
 
 # lab_names: the namespaces and bridge of the lab (testbed/netns.py names them; asked, not guessed).
@@ -81,13 +81,14 @@ main() {
   TARGET="$(stack_address upf n3)"
   install_traps
   run_begin "$EXPERIMENT"
-  LAB="drv$(od -An -N2 -tx1 /dev/urandom | tr -d ' \n')"
+  LAB="${LAB_NAME:-drivers-$(od -An -N2 -tx1 /dev/urandom | tr -d ' \n')}"
   cleanup_push lab_down
 
   log "lab $LAB up: plane n3, profile $PROFILE, nodes gnb,upf"
-  run_bg_wait "$PYTHON" -m testbed lab up --name "$LAB" --plane n3 --profile "$PROFILE" \
-    --nodes gnb,upf --timeout "$UP_TIMEOUT" >"$(out_path lab-up.log)" 2>&1 \
-    || die "namespace lab for $PROFILE did not come up within ${UP_TIMEOUT}s; see ${RUN_DIR}/lab-up.log" 1
+  # options before the action: the lab CLI takes everything after the action as a command
+  run_bg_wait "$PYTHON" -m testbed lab --name "$LAB" --plane n3 --profile "$PROFILE" \
+    --nodes gnb,upf --timeout "$UP_TIMEOUT" up >"$(out_path lab-up.log)" 2>&1 \
+    || die "namespace lab for $PROFILE did not come up (deadline ${UP_TIMEOUT}s): $(tail -n 3 "$(out_path lab-up.log)" | tr '\n' ' ')(full log: ${RUN_DIR}/lab-up.log)" 1
   [[ "$DRY_RUN" == 1 ]] || datapath_from_log "$RUN_DIR/lab-up.log"
   local names=()
   mapfile -t names < <(lab_names)

@@ -1,0 +1,241 @@
+"""scripts/run-overlay.sh and scripts/campaign.sh for real: namespaces, overlays, ping, capture,
+manifest, validity. Small counts; real strongSwan (kernel-libipsec where the kernel has no ESP),
+real WireGuard (wireguard-go where there is no module), real tshark/dumpcap.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from testbed import manifest
+from tests.conftest import ROOT, require_root, require_tools
+
+pytestmark = pytest.mark.netns
+
+DRIVER = ROOT / "scripts" / "run-overlay.sh"
+CAMPAIGN = ROOT / "scripts" / "campaign.sh"
+SMALL = {"SETS": "2", "PINGS": "10", "INTERVAL": "0.01", "WARMUP": "3", "SIZES": "64 1024"}
+
+
+def _lab_name() -> str:
+    return f"drivers-{secrets.token_hex(3)}"
+
+
+def _env(results: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("SIZES", "SETS", "PINGS", "INTERVAL", "WARMUP", "CAMPAIGN", "SLOT", "DRY_RUN")}
+    env.update(SMALL)
+    env.update({"RESULTS": str(results), "LAB_NAME": _lab_name()})
+    env.update(extra)
+    return env
+
+
+def _namespaces() -> set[str]:
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False).stdout
+    return {line.split()[0] for line in out.splitlines() if line.strip()}
+
+
+def _run(profile: str, results: Path, timeout: float = 240, **extra: str) -> subprocess.CompletedProcess[str]:
+    env = _env(results, PROFILE=profile, **extra)
+    before = _namespaces()
+    try:
+        return subprocess.run(["bash", str(DRIVER)], env=env, cwd=ROOT, capture_output=True, text=True,
+                              timeout=timeout, check=False)
+    finally:
+        leaked = {n for n in _namespaces() - before if n.startswith(env["LAB_NAME"])}
+        for ns in leaked:      # never leave namespaces behind, even when the test fails
+            subprocess.run(["ip", "netns", "delete", ns], check=False)
+        assert not leaked, f"driver left namespaces behind: {leaked}"
+
+
+def _only_run(results: Path, profile: str, campaign: str = "adhoc") -> Path:
+    runs = manifest.runs(results, campaign, "overlay", profile)
+    assert len(runs) == 1, runs
+    return runs[0]
+
+
+@pytest.fixture
+def overlay_env() -> None:
+    require_root()
+    require_tools("ip", "ping", "tshark", "dumpcap", "unshare", "nsenter")
+
+
+def _check_complete_valid(run_dir: Path, profile: str, protocol: str) -> dict:
+    m = manifest.load(run_dir)
+    assert manifest.validate(m) == []
+    assert (m["state"], m["valid"], m["profile"], m["protocol"], m["experiment"]) == \
+        ("complete", True, profile, protocol, "overlay")
+    assert m["validity"]["plaintext_packets"] >= (1 if protocol == "none" else 0)
+    if protocol != "none":
+        assert m["validity"]["protected_packets"] > 0
+    assert m["parameters"]["sizes"] == [64, 1024] and m["parameters"]["sets"] == 2
+    pings = [f for f in m["files"] if f["kind"] == "ping"]
+    measured = sorted((f["size"], f["set"]) for f in pings if not f["warmup"])
+    assert measured == [(64, 1), (64, 2), (1024, 1), (1024, 2)]
+    assert [f for f in pings if f["warmup"]], "warm-up kept"
+    for f in pings:
+        text = (run_dir / f["path"]).read_text()
+        replies = re.findall(r"^\[\d+\.\d+\] \d+ bytes from .*icmp_seq=(\d+) .*time=[\d.]+ ms$", text, re.M)
+        assert replies, f"{f['path']}: no timestamped replies (LC_ALL=C ping -D -n)"
+        if not f["warmup"]:
+            assert f"{10} packets transmitted" in text
+    pcaps = [f for f in m["files"] if f["kind"] == "pcap"]
+    assert pcaps == [{"path": "n3.pcap", "kind": "pcap", "iface": "n3", "purpose": "validation",
+                      "bytes": (run_dir / "n3.pcap").stat().st_size}]
+    assert any("ping -D -n" in c for c in m["commands"])
+    listed = {f["path"] for f in m["files"]} | {"manifest.json"}
+    assert {p.name for p in run_dir.iterdir()} <= listed, "every file of the run is in the manifest"
+    return m
+
+
+@pytest.fixture(scope="module")
+def baseline_results(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One real baseline run, shared by the tests that only read it (or copy it)."""
+    require_root()
+    require_tools("ip", "ping", "tshark", "dumpcap", "unshare", "nsenter")
+    results = tmp_path_factory.mktemp("baseline-results")
+    res = _run("baseline", results)
+    assert res.returncode == 0, res.stderr[-3000:]
+    return results
+
+
+def test_baseline_run_is_complete_and_valid(baseline_results: Path) -> None:
+    m = _check_complete_valid(_only_run(baseline_results, "baseline"), "baseline", "none")
+    assert m["datapath"] == {"ipsec": None, "wireguard": None, "userspace": False}
+
+
+def test_ipsec_run_is_complete_and_valid(overlay_env: None, tmp_path: Path) -> None:
+    require_tools("swanctl", "/usr/lib/ipsec/charon")
+    res = _run("aes256gcm", tmp_path)
+    assert res.returncode == 0, res.stderr[-3000:]
+    m = _check_complete_valid(_only_run(tmp_path, "aes256gcm"), "aes256gcm", "ipsec")
+    assert m["datapath"]["ipsec"] in ("kernel", "libipsec")
+    if m["datapath"]["ipsec"] == "libipsec":
+        assert m["datapath"]["userspace"] is True
+        assert "USERSPACE DATAPATH" in res.stderr, "a userspace datapath is announced loudly"
+
+
+def test_wireguard_run_is_complete_and_valid(overlay_env: None, tmp_path: Path) -> None:
+    require_tools("wg")
+    res = _run("wireguard", tmp_path)
+    assert res.returncode == 0, res.stderr[-3000:]
+    m = _check_complete_valid(_only_run(tmp_path, "wireguard"), "wireguard", "wireguard")
+    assert m["datapath"]["wireguard"] in ("kernel", "wireguard-go")
+    assert m["datapath"]["userspace"] is (m["datapath"]["wireguard"] == "wireguard-go")
+
+
+def test_runs_never_overwrite(baseline_results: Path, tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    shutil.copytree(baseline_results, results)
+    assert _run("baseline", results, SETS="1", SIZES="64").returncode == 0
+    runs = manifest.runs(results, "adhoc", "overlay", "baseline")
+    assert len(runs) == 2 and runs[0].name != runs[1].name
+    before = (runs[0] / "manifest.json").read_bytes()
+    # a finished run refuses any change through the manifest CLI
+    res = subprocess.run(["python3", "-m", "testbed", "manifest", "add-command", str(runs[0]),
+                          "--command=echo changed"], cwd=ROOT, capture_output=True, text=True, check=False)
+    assert res.returncode == 1 and "never modified" in res.stderr
+    assert (runs[0] / "manifest.json").read_bytes() == before
+
+
+def test_sigint_mid_run_marks_interrupted_and_keeps_data(overlay_env: None, tmp_path: Path) -> None:
+    env = _env(tmp_path, PROFILE="baseline", SETS="3", PINGS="400", INTERVAL="0.01", SIZES="64")
+    before = _namespaces()
+    proc = subprocess.Popen(["bash", str(DRIVER)], env=env, cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        first_set = None
+        while time.monotonic() < deadline:       # wait until the first measured set is running
+            found = list(tmp_path.glob("adhoc/overlay/baseline/*/ping-s64-set01.txt"))
+            if found and found[0].stat().st_size > 200:
+                first_set = found[0]
+                break
+            assert proc.poll() is None, proc.communicate()[1][-3000:]
+            time.sleep(0.1)
+        assert first_set is not None, "the driver never reached the first ping set"
+        os.killpg(proc.pid, signal.SIGINT)       # what Ctrl-C on the terminal does
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        for ns in {n for n in _namespaces() - before if n.startswith(env["LAB_NAME"])}:
+            subprocess.run(["ip", "netns", "delete", ns], check=False)
+    assert proc.returncode == 130, err[-3000:]
+    assert not {n for n in _namespaces() if n.startswith(env["LAB_NAME"])}, "lab torn down"
+    run_dir = first_set.parent
+    m = manifest.load(run_dir)
+    assert manifest.validate(m) == []
+    assert m["state"] == "interrupted" and m["finished"] and "interrupted" in m["reason"]
+    partial = [f for f in m["files"] if f["path"] == "ping-s64-set01.txt"]
+    assert partial and partial[0].get("partial") is True, "what was measured is kept, marked partial"
+    assert "bytes from" in first_set.read_text()
+    assert any(f["kind"] == "pcap" for f in m["files"]), "the capture is kept"
+    assert not list(tmp_path.glob("adhoc/overlay/baseline/*/ping-s64-set03.txt"))
+
+
+def test_invalid_run_is_marked_loudly(baseline_results: Path, tmp_path: Path) -> None:
+    """A real plaintext capture claimed as IPsec must be rejected."""
+    src = _only_run(baseline_results, "baseline")
+    forged = tmp_path / "forged" / "overlay" / "aes256gcm" / src.name
+    shutil.copytree(src, forged)
+    m = json.loads((forged / "manifest.json").read_text())
+    m.update(profile="aes256gcm", protocol="ipsec", valid=None, validity=None)
+    (forged / "manifest.json").write_text(json.dumps(m))
+    res = subprocess.run(["python3", "-m", "testbed", "validity", str(forged)], cwd=ROOT,
+                         capture_output=True, text=True, check=False)
+    assert res.returncode == 1
+    assert "INVALID RUN" in res.stderr and "must not be used" in res.stderr
+    after = manifest.load(forged)
+    assert after["valid"] is False and after["validity"]["plaintext_packets"] > 0
+    assert after["validity"]["protected_packets"] == 0
+
+
+def test_campaign_resumes(overlay_env: None, tmp_path: Path) -> None:
+    env = _env(tmp_path, SETS="1", SIZES="64", PINGS="5", PROFILES="baseline", REPS="2",
+               CAMPAIGN="ci", SEED="7")
+    dry = subprocess.run(["bash", str(CAMPAIGN), "overlay"], env={**env, "DRY_RUN": "1"}, cwd=ROOT,
+                         capture_output=True, text=True, check=False, timeout=60)
+    assert dry.returncode == 0, dry.stderr
+    assert "overlay.baseline.r01\tbaseline\t1\ttodo" in dry.stdout and "2 slots, 2 to run" in dry.stdout
+    assert not (tmp_path / "ci").exists(), "a dry run starts nothing"
+
+    first = subprocess.run(["bash", str(CAMPAIGN), "overlay"], env=env, cwd=ROOT, capture_output=True,
+                           text=True, check=False, timeout=300)
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert "ETA" in first.stderr
+    runs = manifest.runs(tmp_path, "ci", "overlay", "baseline")
+    assert sorted(manifest.load(r)["slot"] for r in runs) == ["overlay.baseline.r01", "overlay.baseline.r02"]
+    assert len(list((tmp_path / "ci" / "plans").glob("*-overlay.json"))) == 1
+
+    # an incomplete run of slot r02 (as a crash would leave it): resume redoes it in a NEW directory
+    r02 = next(r for r in runs if manifest.load(r)["slot"] == "overlay.baseline.r02")
+    m = manifest.load(r02)
+    m["state"] = "incomplete"
+    manifest.write(r02, m)
+    again = subprocess.run(["bash", str(CAMPAIGN), "overlay"], env=env, cwd=ROOT, capture_output=True,
+                           text=True, check=False, timeout=300)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "1 already done, 1 to run" in again.stderr
+    runs_after = manifest.runs(tmp_path, "ci", "overlay", "baseline")
+    assert len(runs_after) == 3 and r02 in runs_after, "the incomplete run is kept"
+    assert manifest.load(r02)["state"] == "incomplete"
+    states = sorted((manifest.load(r)["slot"], manifest.load(r)["state"]) for r in runs_after)
+    assert states == [("overlay.baseline.r01", "complete"), ("overlay.baseline.r02", "complete"),
+                      ("overlay.baseline.r02", "incomplete")]
+
+    # everything done: a third invocation runs nothing
+    third = subprocess.run(["bash", str(CAMPAIGN), "overlay"], env=env, cwd=ROOT, capture_output=True,
+                           text=True, check=False, timeout=120)
+    assert third.returncode == 0 and "2 already done, 0 to run" in third.stderr
+    assert len(manifest.runs(tmp_path, "ci", "overlay", "baseline")) == 3
