@@ -4,7 +4,8 @@ Keys: `shared_keys()` is the key set of $STATE (`make keys`; idempotent, created
 made once per test process.
 
 The build is found at $OPEN5GS_BUILD, else ../ext/open5gs-tls-build beside the repository
-(docs/patches.md says how to make one). Tests that need it skip with a reason naming what is
+(docs/patches.md says how to make one); $OPEN5GS_LIBRARY_PATH, if set, becomes the NFs'
+LD_LIBRARY_PATH (to run them with the images' libcurl 8.14 instead of the host's 7.88). Tests that need it skip with a reason naming what is
 missing. The lab is testbed.netns's (baseline profile: namespaces, bridge, stack.yaml
 addresses, no overlay); `ip netns exec` bind-mounts /etc/netns/<namespace>/hosts over
 /etc/hosts, which gives the NFs their FQDNs as Docker's DNS aliases do.
@@ -117,8 +118,12 @@ class NfLab:
         self.log(node).unlink(missing_ok=True)
         argv = ["ip", "netns", "exec", self.lab.netns(node), str(build / BINARIES[node]),
                 "-c", str(config)]
+        full_env = {**os.environ, **env}
+        if os.environ.get("OPEN5GS_LIBRARY_PATH"):
+            # e.g. the libcurl 8.14 of the images (bookworm-backports), unpacked beside the build
+            full_env["LD_LIBRARY_PATH"] = os.environ["OPEN5GS_LIBRARY_PATH"]
         with open(self.work / f"{node}.out", "wb") as out:
-            self.procs[node] = subprocess.Popen(argv, env={**os.environ, **env}, stdout=out,
+            self.procs[node] = subprocess.Popen(argv, env=full_env, stdout=out,
                                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                                 start_new_session=True)
 
