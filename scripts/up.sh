@@ -97,6 +97,10 @@ main() {
   (cd "$STACK_REPO" && "$PYTHON" -m testbed check-config --render-dir "$RENDER" --no-render) \
     || stack_die "configuration check failed for $RENDER (see above); fix nf-configs/stack.yaml or compose/ and retry"
   cat "$RENDER/plan.txt" >&2
+  local scale_max
+  scale_max="$(stack_env "$RENDER" SCALE_MAX)"
+  ((UES_N <= scale_max)) \
+    || stack_die "--ues $UES_N exceeds the $scale_max provisioned scaling subscribers (nf-configs/stack.yaml subscribers.scale.count)"
   down_previous
   export UES="$UES_N"
   local deadline=$(($(date +%s) + TIMEOUT))
