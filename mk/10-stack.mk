@@ -4,7 +4,10 @@
 # OPEN5GS_IMAGE UERANSIM_IMAGE TOOLS_IMAGE MONGO_IMAGE, MONGO_URI (external database).
 .PHONY: render up down logs smoke check-config test-e2e clean
 
-STACK_ARGS = --profile "$(PROFILE)" $(if $(PLANE),--plane "$(PLANE)",)
+# PLANE only when the user gave it (command line/environment): a makefile default elsewhere must
+# not force n3 on an sbi-only profile; without it the profile's first plane is used.
+STACK_PLANE = $(if $(filter command line environment environment override,$(origin PLANE)),$(PLANE),)
+STACK_ARGS = --profile "$(PROFILE)" $(if $(STACK_PLANE),--plane "$(STACK_PLANE)",)
 
 render: ## render PROFILE's configs into $(STATE)/render/<plane>/<profile>/ and print what will run (starts nothing)
 	$(PYTHON) -m testbed render $(STACK_ARGS) --state "$(STATE)" $(if $(filter 1 yes true,$(SCP)),--scp,)
