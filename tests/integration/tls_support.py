@@ -56,7 +56,7 @@ def open5gs_build(*needs: str) -> Path:
     missing = [b for b in BINARIES.values() if not (build / b).is_file()]
     if missing:
         pytest.skip(f"no Open5GS build with {', '.join(missing)} at {build} (set OPEN5GS_BUILD; "
-                    "docs/patches.md: meson setup + ninja src/nrf/open5gs-nrfd src/ausf/open5gs-ausfd)")
+                    "`make open5gs-host-build`, docs/patches.md)")
     lib = build / "lib" / "sbi" / "libogssbi.so"
     data = lib.read_bytes() if lib.is_file() else b""
     unpatched = [n for n in needs if PATCH_MARKERS[n] not in data]

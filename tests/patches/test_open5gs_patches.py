@@ -103,3 +103,25 @@ def test_the_release_tree_is_the_pinned_one() -> None:
     text = pinned.read_text(encoding="utf-8")
     assert f"tag={stack.load()['open5gs_version']}\n" in text
     assert "commit=318eeb49a7dcdff733dec60e02d9c60aefca2fb9" in text
+
+
+BUILD_SCRIPT = ROOT / "patches" / "build-host.sh"
+
+
+def test_build_script_is_shellcheck_clean_and_has_help() -> None:
+    require_tools("shellcheck")
+    res = subprocess.run(["shellcheck", str(BUILD_SCRIPT)], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stdout
+    ok = subprocess.run([str(BUILD_SCRIPT), "--help"], capture_output=True, text=True, timeout=30)
+    assert ok.returncode == 0 and "usage:" in ok.stdout and "OPEN5GS_SRC" in ok.stdout
+    bad = subprocess.run([str(BUILD_SCRIPT), "--bogus"], capture_output=True, text=True, timeout=30)
+    assert bad.returncode == 2 and "usage:" in bad.stderr
+
+
+def test_build_script_names_a_missing_source_tree(tmp_path: Path) -> None:
+    env = {**os.environ, "OPEN5GS_SRC": str(tmp_path / "none"), "OPEN5GS_WORK": str(tmp_path / "w"),
+           "OPEN5GS_BUILD": str(tmp_path / "b")}
+    res = subprocess.run([str(BUILD_SCRIPT)], capture_output=True, text=True, timeout=30, env=env)
+    assert res.returncode == 1
+    assert f"no Open5GS source tree at {tmp_path / 'none'}: set OPEN5GS_SRC" in res.stderr
+    assert not (tmp_path / "w").exists()
