@@ -4,6 +4,10 @@
 # (`python -m testbed render` writes both), image names from the environment.
 # Documentation: docs/stack.md.
 
+# Sourcing twice (a driver and a library both source it) is harmless.
+[[ -n "${_STACK_COMPOSE_SH:-}" ]] && return 0
+_STACK_COMPOSE_SH=1
+
 STACK_REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 readonly STACK_REPO
 
