@@ -38,7 +38,8 @@ NO_KERNEL_ESP = ("kernel xfrm ESP datapath missing (this kernel has no ESP): str
 def keys_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     require_root()
     require_tools("openssl", "wg", "ip", "nft", "swanctl", "unshare", "nsenter", "ping", "dumpcap", "tshark")
-    return keys.ensure(tmp_path_factory.mktemp("ipsec-netns-state"))
+    # one state dir for every IPsec test module of the session (keys.ensure is idempotent)
+    return keys.ensure(tmp_path_factory.getbasetemp() / "ipsec-keys-state")
 
 
 @pytest.fixture

@@ -22,7 +22,8 @@ CASES = [(p.id, plane) for p in IPSEC for plane in p.planes]
 @pytest.fixture(scope="module")
 def keys_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     require_tools("openssl", "wg")
-    return keys.ensure(tmp_path_factory.mktemp("ipsec-keys-state"))
+    # one state dir for every IPsec test module of the session (keys.ensure is idempotent)
+    return keys.ensure(tmp_path_factory.getbasetemp() / "ipsec-keys-state")
 
 
 def _conn_blocks(text: str) -> dict[str, str]:
