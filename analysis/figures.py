@@ -209,7 +209,7 @@ def fig_tls_suites(tables: Tables, out: Path) -> list[Path]:
         log.info("fig-tls-suites: no TLS attach times with a baseline")
         return []
     roles = [r for r in ("cold", "warm") if (tls["role"] == r).any()]
-    fig, axes = plt.subplots(1, len(roles), figsize=(6.5 * len(roles), 0.35 * tls["profile"].nunique() + 2),
+    fig, axes = plt.subplots(1, len(roles), figsize=(6.5 * len(roles), max(4.0, 0.35 * tls["profile"].nunique() + 2)),
                              squeeze=False)
     for ax, role in zip(axes[0], roles):
         sub = tls[tls["role"] == role].sort_values("profile")

@@ -117,10 +117,12 @@ def write_tables(tables: dict[str, pd.DataFrame], folder: Path) -> None:
         (folder / f"{name}.md").write_text(md.table(frame), encoding="utf-8")
 
 
-def build(results: Path, out: Path, figure_names: list[str] | None = None) -> Path:
-    """Discover runs under ``results``, write figures, tables and ``report.md`` into ``out``."""
-    runs = discover(results)
-    ds = Datasets.load(runs)
+def build(results: Path, out: Path, figure_names: list[str] | None = None,
+          datasets: Datasets | None = None) -> Path:
+    """Discover runs under ``results``, write figures, tables and ``report.md`` into ``out``
+    (``datasets``: already loaded from ``results``, to skip loading them again)."""
+    ds = datasets if datasets is not None else Datasets.load(discover(results))
+    runs = ds.runs
     tables = tbl.all_tables(ds)
     drawn = figs.draw_all(tables, out / "figures", figure_names)
     head = headline_frame(tables)

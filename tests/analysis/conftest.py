@@ -23,8 +23,16 @@ def fixture_tree(tmp_path_factory: pytest.TempPathFactory, shared: Path) -> resu
 
 
 @pytest.fixture(scope="session")
-def fixture_report(tmp_path_factory: pytest.TempPathFactory, fixture_tree: results_tree.Tree) -> Path:
+def fixture_datasets(fixture_tree: results_tree.Tree):
+    from analysis.datasets import Datasets
+    from analysis.results import discover
+    return Datasets.load(discover(fixture_tree.root))
+
+
+@pytest.fixture(scope="session")
+def fixture_report(tmp_path_factory: pytest.TempPathFactory, fixture_tree: results_tree.Tree,
+                   fixture_datasets) -> Path:
     from analysis.report import build
     out = tmp_path_factory.mktemp("report")
-    build(fixture_tree.root, out)
+    build(fixture_tree.root, out, datasets=fixture_datasets)
     return out

@@ -1,0 +1,67 @@
+"""analysis/report.py on the results tree built from real data: content, numbers, flags."""
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from analysis.reference import REFERENCES
+from analysis.stats import summarize
+
+
+@pytest.fixture(scope="module")
+def report_text(fixture_report):
+    return (fixture_report / "report.md").read_text()
+
+
+def test_report_files(fixture_report):
+    for name in ("rtt", "attach", "cpu", "cpu_slopes", "throughput", "headline", "runs"):
+        assert (fixture_report / "tables" / f"{name}.csv").is_file()
+        assert (fixture_report / "tables" / f"{name}.md").read_text().startswith("| ")
+    for png in ("fig2-n3-rtt", "fig3-attach-time", "fig4-cpu-vs-ues", "fig-throughput", "fig-tls-suites"):
+        assert (fixture_report / "figures" / f"{png}.png").is_file()
+
+
+def test_every_drawn_figure_is_embedded(report_text, fixture_report):
+    for png in (fixture_report / "figures").glob("*.png"):
+        assert f"](figures/{png.name})" in report_text
+
+
+def test_headline_table_sets_measured_beside_paper(fixture_report, fixture_tree):
+    head = pd.read_csv(fixture_report / "tables" / "headline.csv").set_index("result")
+    assert list(head.index) == [r.key for r in REFERENCES]
+    # the 1024 B IPsec overhead: real RWTH F1-U values (ipsec - noenc), in microseconds
+    row = head.loc["n3-ipsec-1024"]
+    assert row["paper"] == "55 us" and row["profiles"] == "aes128gcm"
+    assert round(row["measured"]) == 355          # 11.626 - 11.271 ms, 3 baseline pings lost
+    assert 40 < row["ci99"] < 60
+    assert head.loc["sbi-baseline-attach", "paper"] == "200 to 250 ms"
+    assert head.loc["tls-rsa-cold", "profiles"] == "not measured"
+    base = summarize(fixture_tree.expected["baseline_64_values"])
+    rtt = pd.read_csv(fixture_report / "tables" / "rtt.csv")
+    b64 = rtt[(rtt["profile"] == "baseline") & (rtt["size"] == 64)].iloc[0]
+    assert b64["n"] == base.n and b64["mean"] == pytest.approx(base.mean) and b64["ci"] == pytest.approx(base.ci_halfwidth)
+    assert b64["lost"] == 3 and b64["runs"] == 2
+
+
+def test_flags_and_provenance(report_text, fixture_report):
+    assert "16 runs found, **14 used**" in report_text
+    assert "LEFT OUT" in report_text and "7 plaintext GTP-U packets on N3" in report_text
+    assert "state is 'interrupted'" in report_text
+    assert "MIXED DATAPATHS fixture/n3/wireguard: runs on kernel and userspace" in report_text
+    assert "failed: timeout, missing_registration_request" in report_text
+    runs = pd.read_csv(fixture_report / "tables" / "runs.csv")
+    assert len(runs) == 16 and runs["used"].sum() == 14
+    assert set(runs["commit"].astype(str)) == {"0123456789abcdef"}
+    assert "| fixture | n3 | aes128gcm | 20261121T230000Z-invalid0 | complete | False |" in report_text
+
+
+def test_cli_report_and_stats(fixture_tree, tmp_path, capsys):
+    from analysis.cli import main
+    assert main(["stats", str(fixture_tree.root / "fixture" / "cpu"), "--table", "cpu_slopes", "--format", "csv"]) == 0
+    out = capsys.readouterr().out
+    slopes = pd.read_csv(__import__("io").StringIO(out.split("\n", 1)[1])).set_index("profile")["cpu_s_per_ue"]
+    assert slopes.idxmin() == "baseline" and slopes.idxmax() == "tls13-aes256gcm"
+    assert main(["metadata", str(fixture_tree.root / "fixture" / "cpu")]) == 0
+    assert capsys.readouterr().out.count("| fixture | cpu |") == 4
+    assert main(["report", str(tmp_path / "missing")]) == 1
+    assert "does not exist" in capsys.readouterr().err

@@ -1,0 +1,56 @@
+"""analysis/results.py and analysis/datasets.py on the results tree built from real data."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from analysis.results import discover, load_run
+
+
+def test_discovery_flags_invalid_and_interrupted_runs(fixture_tree):
+    runs = discover(fixture_tree.root)
+    assert len(runs) == 16
+    left_out = {r.run_id: r.problems for r in runs if not r.usable}
+    assert set(left_out) == {"20261121T230000Z-invalid0", "20261121T230000Z-interrupted0"}
+    assert "invalid" in left_out["20261121T230000Z-invalid0"][0]
+    assert "interrupted" in left_out["20261121T230000Z-interrupted0"][0]
+    # a campaign folder or a single run folder works as RESULTS too
+    assert len(discover(fixture_tree.root / "fixture" / "n3")) == 8
+    one = next(r for r in runs if r.profile == "baseline" and r.experiment == "sbi")
+    assert [r.run_id for r in discover(one.directory)] == [one.run_id]
+
+
+def test_missing_raw_file_and_bad_manifest_are_problems(tmp_path):
+    d = tmp_path / "c" / "n3" / "baseline" / "r1"
+    d.mkdir(parents=True)
+    (d / "manifest.json").write_text(json.dumps({"experiment": "n3", "profile": "baseline", "protocol": "none",
+                                                  "state": "complete", "valid": True,
+                                                  "files": [{"path": "ping-64-1.txt", "kind": "ping"}]}))
+    assert load_run(d).problems == ["missing raw file(s): ping-64-1.txt"]
+    (d / "manifest.json").write_text("{not json")
+    assert load_run(d).problems[0].startswith("unreadable manifest")
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        discover(tmp_path / "nope")
+
+
+def test_ping_dataset_leaves_out_warmup_and_unusable_runs(fixture_tree, fixture_datasets):
+    p = fixture_datasets.ping
+    assert set(p["profile"]) == {"baseline", "aes128gcm", "wireguard"}
+    assert not (p["rtt_ms"] == 50.0).any()                  # warm-up pings
+    assert not p["rtt_ms"].isin([99.0, 77.0]).any()         # invalid / interrupted runs
+    base = p[(p["profile"] == "baseline") & (p["size"] == 64) & ~p["lost"]]
+    assert np.allclose(np.sort(base["rtt_ms"].to_numpy()), np.sort(fixture_tree.expected["baseline_64_values"]))
+    assert int(p["lost"].sum()) == 2 * fixture_tree.expected["lost"]   # both sizes of the first set
+    assert set(p.loc[p["profile"] == "wireguard", "datapath"]) == {"kernel", "userspace"}
+
+
+def test_attach_dataset_roles_and_failures(fixture_datasets):
+    a = fixture_datasets.attach
+    done = a[a["status"] == "complete"]
+    assert len(done) == 20
+    assert done.groupby(["profile", "role"]).size().to_dict() == {
+        ("baseline", "cold"): 5, ("baseline", "warm"): 5, ("tls13-aes256gcm", "cold"): 5, ("tls13-aes256gcm", "warm"): 5}
+    assert sorted(a.loc[a["status"] != "complete", "status"]) == ["failed: timeout", "missing_registration_request"]
+    assert f"{done['attach_ms'].min():.1f}" == "95.7" and f"{done['attach_ms'].max():.1f}" == "132.3"
