@@ -122,6 +122,7 @@ class Lab:
         # node -> another profile of the same protocol (tests: a peer that renders something else)
         self.profile_overrides = {n: profiles.get(p, plane) for n, p in (profile_overrides or {}).items()}
         self.pids: dict[str, int] = {}
+        self.boot_capture: Capture | None = None
 
     # --- names ----------------------------------------------------------------------------
     @property
@@ -160,8 +161,10 @@ class Lab:
         return lab
 
     # --- up ----------------------------------------------------------------------------------
-    def up(self, timeout: float = DEFAULT_READY_TIMEOUT_S) -> dict[str, str]:
+    def up(self, timeout: float = DEFAULT_READY_TIMEOUT_S, capture: Path | None = None) -> dict[str, str]:
         """Build the lab and start the overlay; returns {node: datapath line or ''}.
+        `capture`: start dumpcap on the bridge before any overlay starts (self.boot_capture;
+        stop it, or down() does), so the overlay's own handshakes are on it.
         On failure everything started is torn down and LabError says why."""
         taken = set(existing_namespaces()) & {self.hub, *map(self.netns, self.nodes)}
         if taken:
@@ -171,6 +174,8 @@ class Lab:
         self._save()
         try:
             self._build_network()
+            if capture is not None:
+                self.boot_capture = self.capture(capture)
             dirs = self._render()
             for node in self.nodes:
                 if node in dirs:
@@ -329,6 +334,9 @@ class Lab:
     # --- down --------------------------------------------------------------------------------
     def down(self) -> None:
         """Stop the overlay processes and delete the namespaces. Idempotent."""
+        if self.boot_capture is not None:
+            self.boot_capture.stop(linger=0)
+            self.boot_capture = None
         for node, pid in list(self.pids.items()):
             _terminate_group(pid)
         ours = {self.hub, *map(self.netns, self.nodes)}

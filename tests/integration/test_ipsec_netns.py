@@ -148,9 +148,16 @@ def test_fail_closed_when_charon_dies(make_lab: Callable[..., netns.Lab], tmp_pa
 
 
 def test_full_sbi_channel_map(make_lab: Callable[..., netns.Lab], tmp_path: Path) -> None:
-    """All SBI endpoints at once: every host pair of the map has its CHILD_SA; a pair outside
-    the map (amf<->bsf) gets none and its traffic is dropped, never sent in the clear."""
-    lab = make_lab("sbi", "aes128gcm-psk", timeout=90)
+    """All SBI endpoints at once: every host pair of the map has its CHILD_SA (and exactly the
+    map's pairs run IKE_SA_INIT on the wire, read back by channels-seen); a pair outside the
+    map (amf<->bsf) gets none and its traffic is dropped, never sent in the clear."""
+    lab = make_lab("sbi", "aes128gcm-psk", up=False)
+    lab.up(timeout=90, capture=tmp_path / "boot.pcap")
+    assert lab.boot_capture is not None
+    boot = lab.boot_capture.stop()
+    seen, unknown = channels.seen_pairs(boot, "sbi", VALUES)
+    assert seen == channels.pairs("sbi") and unknown == []
+    assert channels.diff(seen, "sbi").ok
     for node in lab.nodes:
         sas = lab.exec(node, ["swanctl", "--list-sas"], check=True).stdout
         for peer in channels.partners(node):
