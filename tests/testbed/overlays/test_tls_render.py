@@ -100,6 +100,7 @@ def test_environment_carries_version_and_suite_to_the_patch(profile_id: str) -> 
         assert env[tls.ENV_CIPHERSUITES] == prof.params["cipher"] and tls.ENV_CIPHERS not in env
     assert tls.nf_environment("upf", prof, v) == {} and tls.nf_environment("gnb", prof, v) == {}
     assert tls.compose_env(prof, "sbi", v) == {**env, "TLS_CERT_TYPE": s.cert}
+    assert tls.host_needs(prof, "sbi") == []
 
 
 @pytest.mark.parametrize("profile_id", TLS_PROFILES)
