@@ -13,6 +13,8 @@ from __future__ import annotations
 import os
 import re
 import secrets
+import signal
+import subprocess
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -223,3 +225,27 @@ def test_lab_down_is_idempotent(make_lab: Callable[..., netns.Lab]) -> None:
     lab.down()
     assert not {lab.hub, lab.netns("gnb")} & set(netns.existing_namespaces())
     assert os.path.exists(lab.dir) and not (lab.dir / "lab.json").exists()
+
+
+def test_sigterm_tears_the_overlay_down(make_lab: Callable[..., netns.Lab]) -> None:
+    """SIGTERM to the entrypoint: charon stops (SAs gone), ready file removed, exit 0 logged;
+    the fail-closed filter stays with the namespace."""
+    lab = make_lab("n3", "aes128gcm")
+    pid = lab.pids["upf"]
+    ready = Path(f"/proc/{pid}/root/run/testbed/overlay-ready")
+    assert ready.is_file()
+    charon = lab.exec("upf", ["cat", "/run/charon.pid"], check=True).stdout.strip()
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 10
+    while netns._alive(pid):
+        assert time.monotonic() < deadline, "entrypoint still running 10 s after SIGTERM"
+        time.sleep(0.05)
+    assert not netns._alive(int(charon)), "charon survived the entrypoint's teardown"
+    log = lab.log_path("upf").read_text()
+    assert "SIGTERM: tearing the IPsec overlay down" in log and "ERROR" not in log
+    rules = subprocess.run(["ip", "netns", "exec", lab.netns("upf"), "nft", "list", "table", "inet", "testbed_ipsec"],
+                           capture_output=True, text=True)
+    assert rules.returncode == 0 and "counter" in rules.stdout
+    ping = subprocess.run(["ip", "netns", "exec", lab.netns("upf"), "ping", "-c", "1", "-W", "1", lab.address("gnb")],
+                          capture_output=True, text=True)
+    assert ping.returncode != 0, "after teardown nothing of the plane passes in the clear"
