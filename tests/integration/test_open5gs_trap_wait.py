@@ -4,7 +4,9 @@ before its first request to the NRF until a SYN to the NRF's SBI port is answere
 The "SA" is played by an nftables rule in the NRF's namespace that drops SYNs to the SBI port
 (as the kernel drops packets while IKE runs in trap mode with xfrm_larval_drop=1); the test
 removes it after a delay. Plain-HTTP baseline configurations: the wait is independent of TLS.
-Needs root, nft and a build with the patch ($OPEN5GS_BUILD, docs/patches.md).
+Last, the real thing where the kernel has xfrm ESP: strongSwan trap policies between the two
+namespaces (profile aes128gcm-trap). Needs root, nft and a build with the patch
+($OPEN5GS_BUILD, docs/patches.md).
 """
 from __future__ import annotations
 
@@ -18,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from testbed import stack
-from tests.integration.tls_support import NfLab, nf_lab, open5gs_build, require_netns
+from testbed import datapath, stack
+from tests.integration.tls_support import NfLab, nf_lab, open5gs_build, require_netns, shared_keys
 
 pytestmark = [pytest.mark.netns, pytest.mark.open5gs]
 
@@ -125,3 +127,33 @@ def test_without_the_variable_there_is_no_wait(build: Path, lab: NfLab) -> None:
     lab.wait_log("ausf", r"NF registered", START_S)
     text = lab.log("ausf").read_text(errors="replace")
     assert not WAITED.search(text) and not NO_PATH.search(text) and "IPsec trap" not in text
+
+
+# --- with real IPsec in trap mode (kernel xfrm ESP only) -------------------------------------
+
+def test_with_ipsec_trap_the_first_request_waits_for_the_sa(build: Path, tmp_path: Path) -> None:
+    """The paper's setting: strongSwan trap policies between the AUSF and the NRF namespaces,
+    xfrm_larval_drop=1. The AUSF's first probe SYN triggers IKE and is dropped; a later probe
+    is answered once the CHILD_SA is installed, well before TCP's 1 s retransmission."""
+    if shutil.which("swanctl") is None:
+        pytest.skip("missing swanctl (strongSwan): run `make setup`")
+    if not datapath.probe_xfrm_esp()[0]:
+        pytest.skip("kernel xfrm ESP datapath missing (this kernel has no ESP): strongSwan "
+                    "kernel-libipsec sends no acquires for trap policies, so trap mode cannot run here")
+    gen = nf_lab(["nrf", "ausf"], tmp_path, profile="aes128gcm-trap", keys_dir=shared_keys())
+    lab = next(gen)
+    try:
+        port = int(lab.values["sbi_port"])
+        lab.start("nrf", build, lab.config("nrf"), {})
+        lab.wait_log("nrf", r"NRF initialize\.\.\.done", START_S)
+        lab.start("ausf", build, lab.config("ausf"), {"OGS_SBI_WAIT_PEER_MS": "3000"})
+        m = lab.wait_log("ausf", WAITED.pattern, START_S)
+        waited_ms, addr, got_port, probes = float(m.group(1)), m.group(2), int(m.group(3)), int(m.group(4))
+        assert (addr, got_port) == (stack.address("nrf", "sbi", lab.values), port)
+        assert probes >= 2 and waited_ms < 1000, m.group(0)
+        lab.wait_log("ausf", r"NF registered", START_S)
+        sas = lab.lab.exec("ausf", ["swanctl", "--list-sas"]).stdout
+        assert "INSTALLED" in sas, sas
+    finally:
+        for _ in gen:
+            pass

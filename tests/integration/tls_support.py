@@ -77,15 +77,17 @@ def require_netns() -> None:
 class NfLab:
     """A testbed.netns lab with /etc/netns hosts files and NF processes started in it."""
 
-    def __init__(self, nodes: list[str], work: Path, values: dict[str, Any] | None = None) -> None:
+    def __init__(self, nodes: list[str], work: Path, values: dict[str, Any] | None = None,
+                 profile: str = "baseline", keys_dir: Path | None = None) -> None:
         self.values = values or stack.load()
         self.work = work
-        self.lab = netns.Lab(f"tls-{secrets.token_hex(3)}", "sbi", "baseline", nodes=nodes,
-                             state_dir=work / "state", values=self.values)
+        self.lab = netns.Lab(f"tls-{secrets.token_hex(3)}", "sbi", profile, nodes=nodes,
+                             state_dir=work / "state", keys_dir=keys_dir, values=self.values)
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
 
-    def up(self) -> None:
-        self.lab.up()
+    def up(self, timeout: float = 60) -> None:
+        """Namespaces, bridge, addresses; with an overlay profile, the overlay up and ready."""
+        self.lab.up(timeout=timeout)
         hosts = "127.0.0.1 localhost\n" + "".join(
             f"{stack.address(n, 'sbi', self.values)} {stack.fqdn(n, self.values)} {n}\n"
             for n in self.lab.nodes)
@@ -176,9 +178,10 @@ def wait_pcap(pcap: Path, display_filter: str, count: int, timeout: float) -> in
         time.sleep(0.1)
 
 
-def nf_lab(nodes: list[str], work: Path) -> Iterator[NfLab]:
+def nf_lab(nodes: list[str], work: Path, profile: str = "baseline",
+           keys_dir: Path | None = None) -> Iterator[NfLab]:
     """Generator body of the fixtures: an NfLab that is always torn down."""
-    lab = NfLab(nodes, work)
+    lab = NfLab(nodes, work, profile=profile, keys_dir=keys_dir)
     try:
         lab.up()
         yield lab
