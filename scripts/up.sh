@@ -15,7 +15,7 @@ usage: up.sh [--profile ID] [--plane n3|sbi] [--scp] [--ues N] [--timeout SECOND
   --plane P      plane the overlay covers (default: \$PLANE or the profile's first plane)
   --scp          indirect communication through the SCP (default: \$SCP)
   --ues N        also start the scaling UEs (N UEs in the ue-scale container)
-  --timeout S    deadline for the whole bring-up (default: \$UP_TIMEOUT or 300)
+  --timeout S    deadline for the whole bring-up (default: \$UP_TIMEOUT or 420)
   --no-ue        start the core and the gNB only (UE 1 stays down; the SBI driver starts it)
 Environment: OPEN5GS_IMAGE UERANSIM_IMAGE TOOLS_IMAGE MONGO_IMAGE MONGO_URI RUN_ID STATE
 Exit: 0 up, 1 failure (stack torn down), 2 usage error, 130 interrupted (stack torn down).
@@ -27,7 +27,7 @@ PLANE_ID="${PLANE:-}"
 SCP_FLAG=()
 [[ "${SCP:-}" == 1 || "${SCP:-}" == yes || "${SCP:-}" == true ]] && SCP_FLAG=(--scp)
 UES_N="${UES:-0}"
-TIMEOUT="${UP_TIMEOUT:-300}"
+TIMEOUT="${UP_TIMEOUT:-420}"
 WITH_UE=1
 RENDER=""
 STARTED=0
@@ -106,6 +106,7 @@ main() {
   local deadline=$(($(date +%s) + TIMEOUT))
   local services=() profiles=()
   mapfile -t services < <(stack_compose "$RENDER" config --services)
+  ((${#services[@]})) || stack_die "\`docker compose config\` found no services in $RENDER (run \`make check-config\`)"
   local targets=() s
   for s in "${services[@]}"; do
     [[ "$s" == ue1 && "$WITH_UE" == 0 ]] && continue
