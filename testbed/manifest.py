@@ -18,6 +18,7 @@ import secrets
 import shutil
 import socket
 import subprocess
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -114,21 +115,29 @@ def image_facts(images: list[str]) -> dict[str, Any]:
     return out
 
 
-def versions(images: list[str] | None = None) -> dict[str, Any]:
-    values = stack.load()
-    commit, dirty = git_commit()
+@lru_cache(maxsize=1)
+def tool_versions() -> dict[str, str | None]:
+    """Versions of the host programs a run uses (probed once per process)."""
     charon = "/usr/lib/ipsec/charon"
     return {
-        "testbed_commit": commit,
-        "testbed_dirty": dirty,
-        "open5gs": values.get("open5gs_version"),
-        "ueransim": values.get("ueransim_version"),
         "strongswan": _version(r"strongSwan ([\d.]+)", _out([charon, "--version"])),
         "wireguard_tools": _version(r"v([\d.]+)", _out(["wg", "--version"])),
         "wireguard_go": _version(r"v([\d.]+)", _out(["wireguard-go", "--version"])),
         "tshark": _version(r"TShark \(Wireshark\) ([\d.]+)", _out(["tshark", "--version"])),
         "iperf3": _version(r"iperf ([\d.]+)", _out(["iperf3", "--version"])),
         "ping": _version(r"iputils (\S+)", _out(["ping", "-V"])),
+    }
+
+
+def versions(images: list[str] | None = None) -> dict[str, Any]:
+    values = stack.load()
+    commit, dirty = git_commit()
+    return {
+        "testbed_commit": commit,
+        "testbed_dirty": dirty,
+        "open5gs": values.get("open5gs_version"),
+        "ueransim": values.get("ueransim_version"),
+        **tool_versions(),
         "images": image_facts(images or []),
     }
 

@@ -165,8 +165,11 @@ parse_params() {
       STATE) STATE="$value" ;;
       PROFILE) PROFILE="$value" ;;
       *)
-        [[ " ${PARAM_NAMES[*]} " == *" $name "* ]] \
-          || die "unknown option --${name,,} for $exp; valid: ${PARAM_NAMES[*],,} profile results dry-run" 2
+        if [[ " ${PARAM_NAMES[*]} " != *" $name "* ]]; then
+          local flags="${PARAM_NAMES[*],,}"
+          flags="--${flags// / --}"
+          die "unknown option --${name,,} for $exp; valid: ${flags//_/-} --profile --results --dry-run (see --help)" 2
+        fi
         printf -v "$name" '%s' "$value" ;;
     esac
   done
@@ -487,6 +490,7 @@ ping_deadline() {
 RENDER=""
 DC=()
 _STACK_CLEANUP=0
+_DRY_RENDER=""
 
 # docker_begin: the compose wrapper, and the engine (not needed for DRY_RUN).
 docker_begin() {
@@ -514,7 +518,9 @@ stack_up() {
   RUN_ID="${RUN_ID:-dry-run}"
   if [[ "$DRY_RUN" == 1 ]]; then
     _record_command "$TESTBED_ROOT/scripts/up.sh" --profile "$PROFILE" --plane "$PLANE" --timeout "$UP_TIMEOUT" "$@"
-    RENDER="$(stack_render "$PROFILE" "$PLANE" 2>/dev/null)" || RENDER=""
+    # render once per dry run (pure Python, no Docker) to show the exact compose command lines
+    [[ -n "$_DRY_RENDER" ]] || _DRY_RENDER="$(stack_render "$PROFILE" "$PLANE" 2>/dev/null)" || _DRY_RENDER="none"
+    RENDER="$_DRY_RENDER"
     if [[ -n "$RENDER" && -f "$RENDER/compose.env" ]]; then
       stack_compose_argv "$RENDER"
       DC=("${STACK_CMD[@]}")

@@ -1,0 +1,173 @@
+"""The experiment drivers without Docker: static checks, --help, parameter rejection before
+anything starts, and (DRY_RUN=1) the exact commands the Docker drivers would issue.
+They run for real in `make test-e2e` on a Docker host and, for run-overlay, in
+tests/integration/test_run_overlay.py.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from testbed import stack
+from tests.conftest import ROOT, require_tools
+
+SCRIPTS = ROOT / "scripts"
+DRIVERS = ["run-n3.sh", "run-sbi.sh", "run-cpu.sh", "run-throughput.sh", "run-overlay.sh", "campaign.sh"]
+PARAM_VARS = ("SIZES", "SETS", "PINGS", "INTERVAL", "WARMUP", "ITERATIONS", "MODE", "UES", "REPS",
+              "CAMPAIGN", "SLOT", "PROFILES", "DRY_RUN", "PROFILE")
+
+
+def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in PARAM_VARS}
+    env["RESULTS"] = str(tmp_path / "results")
+    env.update(extra)
+    return env
+
+
+def _run(script: str, tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["bash", str(SCRIPTS / script), *args], cwd=ROOT, env=_env(tmp_path, **env),
+                          capture_output=True, text=True, timeout=180, check=False)
+
+
+def test_shellcheck_clean() -> None:
+    require_tools("shellcheck")
+    files = [str(SCRIPTS / d) for d in DRIVERS] + [str(SCRIPTS / "lib" / "common.sh")]
+    res = subprocess.run(["shellcheck", "-x", *files], cwd=ROOT, capture_output=True, text=True, check=False)
+    assert res.returncode == 0, res.stdout
+
+
+@pytest.mark.parametrize("script", DRIVERS)
+def test_help(script: str, tmp_path: Path) -> None:
+    res = _run(script, tmp_path, "--help")
+    assert res.returncode == 0, res.stderr
+    assert "Usage:" in res.stdout and "Exit:" in res.stdout
+    assert os.access(SCRIPTS / script, os.X_OK)
+    assert (SCRIPTS / script).read_text().startswith("#!/usr/bin/env bash\n# ")
+    assert "set -euo pipefail" in (SCRIPTS / script).read_text()
+
+
+@pytest.mark.parametrize("script, env, message", [
+    ("run-n3.sh", {"PROFILE": "nope"}, "unknown PROFILE 'nope'"),
+    ("run-n3.sh", {"PROFILE": "tls13-aes128gcm"}, "cannot run on the n3 plane"),
+    ("run-n3.sh", {"SIZES": "64 abc"}, "SIZES='64 abc': must be whole numbers"),
+    ("run-sbi.sh", {"ITERATIONS": "0"}, "ITERATIONS='0': out of range"),
+    ("run-sbi.sh", {"PROFILE": "aes256gcm", "MODE": "lukewarm"}, "must be one of cold, warm, both"),
+    ("run-cpu.sh", {"UES": "1 5 x"}, "UES='1 5 x'"),
+    ("run-throughput.sh", {"DURATION": "0"}, "DURATION='0'"),
+    ("run-overlay.sh", {"PROFILE": "tls12-aes128gcm"}, "cannot run on the n3 plane"),
+])
+def test_wrong_parameters_are_rejected_before_anything_starts(script: str, env: dict, message: str,
+                                                               tmp_path: Path) -> None:
+    res = _run(script, tmp_path, **env)
+    assert res.returncode == 2, res.stderr
+    assert message in res.stderr
+    assert "rejected before anything started" in res.stderr
+    assert not (tmp_path / "results").exists()
+
+
+def test_unknown_flag_lists_the_valid_ones(tmp_path: Path) -> None:
+    res = _run("run-n3.sh", tmp_path, "--colour", "red")
+    assert res.returncode == 2 and "unknown option --colour" in res.stderr and "--sizes" in res.stderr
+
+
+def test_flags_and_variables_are_the_same_parameters(tmp_path: Path) -> None:
+    res = _run("run-n3.sh", tmp_path, "--sizes", "128", "--sets=3", DRY_RUN="1", PINGS="7", PROFILE="aes128cbc")
+    assert res.returncode == 0, res.stderr
+    assert "SIZES=128 SETS=3 PINGS=7" in res.stdout
+    assert "results/adhoc/n3/aes128cbc/<run>/" in res.stdout
+
+
+def _commands(res: subprocess.CompletedProcess[str]) -> list[str]:
+    assert res.returncode == 0, res.stderr
+    return [line[2:] for line in res.stdout.splitlines() if line.startswith("+ ")]
+
+
+def test_run_n3_would_ping_the_host_from_ue1_through_its_pdu_session(tmp_path: Path) -> None:
+    cmds = _commands(_run("run-n3.sh", tmp_path, DRY_RUN="1", PROFILE="aes256gcm", SETS="2",
+                          SIZES="64 1024", PINGS="100", INTERVAL="0.1"))
+    gateway = stack.load()["networks"]["n6"]["gateway"]
+    assert any(c.endswith("scripts/up.sh --profile aes256gcm --plane n3 --timeout 180") for c in cmds)
+    assert "dumpcap -q -i g5tb-n3 -s 256 -w ./n3.pcap" in cmds
+    pings = [c for c in cmds if " exec -T ue1 env LC_ALL=C ping -D -n -I uesimtun0 " in c]
+    assert len(pings) == 1 + 2 * 2                                   # warm-up + SETS x SIZES
+    assert all(c.endswith(f" {gateway}") and "docker compose -p g5tb" in c for c in pings)
+    assert sum(" -c 100 -i 0.1 -s 1024 " in c for c in pings) == 2
+    assert sum(" -c 20 " in c for c in pings) == 1, "default warm-up count"
+    assert not (tmp_path / "results").exists(), "a dry run writes no results"
+
+
+def test_run_sbi_would_attach_cold_then_warm_on_fresh_cores(tmp_path: Path) -> None:
+    cmds = _commands(_run("run-sbi.sh", tmp_path, DRY_RUN="1", PROFILE="aes256gcm-psk", ITERATIONS="2",
+                          MODE="both"))
+    ups = [c for c in cmds if "scripts/up.sh" in c]
+    assert ups == [ups[0]] * 2 and ups[0].endswith("--plane sbi --timeout 180 --no-ue")
+    assert sum("scripts/down.sh" in c for c in cmds) == 2
+    assert "dumpcap -q -i g5tb-n2 -w ./it01-n2.pcap" in cmds
+    assert "dumpcap -q -i g5tb-sbi -s 512 -w ./it02-sbi.pcap" in cmds
+    starts = [c.split(" up -d --no-deps ")[1] for c in cmds if " up -d --no-deps " in c]
+    assert starts == ["ue1", "ue2", "ue1", "ue2"]
+    cold = _commands(_run("run-sbi.sh", tmp_path, DRY_RUN="1", PROFILE="baseline", ITERATIONS="1",
+                          MODE="cold"))
+    assert [c.split(" up -d --no-deps ")[1] for c in cold if " up -d --no-deps " in c] == ["ue1"]
+
+
+def test_run_cpu_would_scale_ues_per_count_and_repetition(tmp_path: Path) -> None:
+    cmds = _commands(_run("run-cpu.sh", tmp_path, DRY_RUN="1", PROFILE="aes256gcm", UES="1 5", REPS="2"))
+    scale = [c for c in cmds if "up -d --no-deps ue-scale" in c]
+    assert [c.split()[1] for c in scale] == ["UES=1", "UES=1", "UES=5", "UES=5"]
+    assert sum("--no-ue" in c for c in cmds) == 4
+
+
+def test_run_throughput_would_run_iperf3_from_ue1(tmp_path: Path) -> None:
+    cmds = _commands(_run("run-throughput.sh", tmp_path, DRY_RUN="1", PROFILE="wireguard", REPS="1",
+                          DURATION="5"))
+    gateway = stack.load()["networks"]["n6"]["gateway"]
+    assert f"iperf3 -s -B {gateway} -p 5201 -J" in cmds
+    clients = [c for c in cmds if "exec -T ue1 timeout 35 iperf3 -c" in c]
+    assert len(clients) == 2 and clients[1].endswith(" -u -b 100M") and clients[0].endswith(" -P 1")
+
+
+def test_run_overlay_dry_run_needs_no_root_or_docker(tmp_path: Path) -> None:
+    cmds = _commands(_run("run-overlay.sh", tmp_path, DRY_RUN="1", PROFILE="wireguard", SETS="1",
+                          SIZES="64", LAB_NAME="drivers-dry"))
+    assert any("-m testbed lab --name drivers-dry --plane n3 --profile wireguard" in c for c in cmds)
+    assert any(c.startswith("ip netns exec drivers-dry-gnb env LC_ALL=C ping -D -n") for c in cmds)
+    assert "ip netns exec drivers-dry-hub dumpcap -q -i br-n3 -w ./n3.pcap" in cmds
+
+
+def test_campaign_dry_run_prints_the_plan(tmp_path: Path) -> None:
+    res = _run("campaign.sh", tmp_path, "n3", DRY_RUN="1", REPS="2", SEED="3")
+    assert res.returncode == 0, res.stderr
+    lines = [line for line in res.stdout.splitlines() if line.startswith("n3.")]
+    assert len(lines) == 16 and all(line.endswith("\ttodo") for line in lines)
+    assert "16 slots, 16 to run" in res.stdout
+    again = _run("campaign.sh", tmp_path, "n3", DRY_RUN="1", REPS="2", SEED="3")
+    assert again.stdout == res.stdout, "seeded order"
+    assert not (tmp_path / "results").exists()
+
+
+@pytest.mark.parametrize("args, env, message", [
+    ((), {}, "Usage:"),
+    (("nonsense",), {}, "unknown experiment 'nonsense'"),
+    (("n3",), {"REPS": "0"}, "REPS='0'"),
+    (("n3",), {"PROFILES": "baseline tls13-aes128gcm"}, "cannot run on the n3 plane"),
+    (("sbi",), {"ITERATIONS": "x"}, "ITERATIONS='x'"),
+])
+def test_campaign_rejects_bad_input(args: tuple, env: dict, message: str, tmp_path: Path) -> None:
+    res = _run("campaign.sh", tmp_path, *args, DRY_RUN="1", **env)
+    assert res.returncode == 2
+    assert message in res.stderr
+    assert not (tmp_path / "results").exists()
+
+
+def test_make_targets_exist() -> None:
+    require_tools("make")
+    res = subprocess.run(["make", "help"], cwd=ROOT, capture_output=True, text=True, check=False)
+    for target in ("run-n3", "run-sbi", "run-sbi-cold", "run-sbi-warm", "run-cpu", "run-throughput",
+                   "run-overlay", "campaign-n3", "campaign-sbi", "campaign-overlay"):
+        assert f"{target} " in res.stdout, target
+    assert shutil.which("bash")

@@ -1,0 +1,149 @@
+"""testbed/manifest.py: run directories, atomic manifest updates, schema, immutability."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from testbed import manifest
+from tests.conftest import ROOT
+
+FACTS = {"ipsec": "libipsec", "wireguard": "wireguard-go"}   # no namespace probes in unit tests
+
+
+def _create(results: Path, profile: str = "aes256gcm", experiment: str = "overlay", **params: str) -> Path:
+    return manifest.create(results, experiment, profile, params, datapath_facts=FACTS)
+
+
+def test_create_writes_a_running_manifest_that_matches_the_schema(tmp_path: Path) -> None:
+    run = _create(tmp_path, SETS="3", CAMPAIGN="c1", SLOT="overlay.aes256gcm.r01")
+    assert run.parent == tmp_path / "c1" / "overlay" / "aes256gcm"
+    assert manifest.RUN_ID.match(run.name)
+    m = manifest.load(run)
+    assert manifest.validate(m) == []
+    assert m["state"] == "running" and m["finished"] is None and m["valid"] is None
+    assert m["slot"] == "overlay.aes256gcm.r01" and m["campaign"] == "c1"
+    assert m["parameters"]["sets"] == 3 and m["parameters"]["sizes"] == [64, 1024]
+    assert m["profile_params"]["esp_proposal"] == "aes256gcm16"
+    assert m["datapath"] == {"ipsec": "libipsec", "wireguard": None, "userspace": True}
+    assert set(m["host"]) == {"kernel", "cpu_model", "aes_ni", "hostname", "nproc"}
+    assert m["versions"]["testbed_commit"] is None or len(m["versions"]["testbed_commit"]) == 40
+    assert m["versions"]["open5gs"] == "v2.7.7"
+
+
+def test_baseline_has_no_datapath_choice(tmp_path: Path) -> None:
+    m = manifest.load(manifest.create(tmp_path, "n3", "baseline", {}))
+    assert m["datapath"] == {"ipsec": None, "wireguard": None, "userspace": False}
+
+
+def test_run_ids_are_unique(tmp_path: Path) -> None:
+    runs = {_create(tmp_path).name for _ in range(20)}
+    assert len(runs) == 20
+
+
+def test_add_file_records_kind_attributes_and_size(tmp_path: Path) -> None:
+    run = _create(tmp_path)
+    (run / "ping-s64-set01.txt").write_text("PING ...\n")
+    manifest.add_file(run, "ping-s64-set01.txt", "ping", {"size": 64, "set": 1, "warmup": False})
+    f = manifest.load(run)["files"][0]
+    assert f == {"path": "ping-s64-set01.txt", "kind": "ping", "size": 64, "set": 1, "warmup": False, "bytes": 9}
+    with pytest.raises(manifest.ManifestError, match="already recorded"):
+        manifest.add_file(run, "ping-s64-set01.txt", "ping", {"size": 64, "set": 1, "warmup": False})
+    with pytest.raises(manifest.ManifestError, match="no such file"):
+        manifest.add_file(run, "missing.txt", "log", {})
+    with pytest.raises(manifest.ManifestError, match="inside"):
+        manifest.add_file(run, "../outside.txt", "log", {})
+    with pytest.raises(manifest.ManifestError, match="unknown file kind"):
+        manifest.add_file(run, "ping-s64-set01.txt", "csv", {})
+
+
+def test_finished_runs_are_never_modified(tmp_path: Path) -> None:
+    run = _create(tmp_path)
+    manifest.add_command(run, "ping -c 1 10.100.3.7")
+    m = manifest.finish(run, "complete")
+    assert m["state"] == "complete" and m["finished"]
+    assert manifest.validate(manifest.load(run)) == []
+    before = (run / "manifest.json").read_bytes()
+    for change in (lambda: manifest.add_command(run, "x"), lambda: manifest.finish(run, "failed"),
+                   lambda: manifest.add_ue(run, {"name": "ue1", "imsi": "001010000000001", "role": "cold"})):
+        with pytest.raises(manifest.ManifestError, match="never modified"):
+            change()
+    assert (run / "manifest.json").read_bytes() == before
+    with pytest.raises(manifest.ManifestError, match="end state"):
+        manifest.finish(_create(tmp_path), "running")
+
+
+def test_writes_are_atomic_and_leave_no_temporary_file(tmp_path: Path) -> None:
+    run = _create(tmp_path)
+    for i in range(5):
+        manifest.add_command(run, f"step {i}")
+    assert sorted(p.name for p in run.iterdir()) == ["manifest.json"]
+    assert manifest.load(run)["commands"] == [f"step {i}" for i in range(5)]
+
+
+def test_schema_rejects_what_the_analysis_could_not_read(tmp_path: Path) -> None:
+    m = manifest.load(_create(tmp_path))
+    bad = json.loads(json.dumps(m))
+    bad["state"] = "done"
+    bad["files"] = [{"path": "x.txt", "kind": "ping", "bytes": 1}]          # no size/set/warmup
+    bad["datapath"]["ipsec"] = "userspace"
+    errors = "\n".join(manifest.validate(bad))
+    assert "state" in errors and "files/0" in errors and "datapath/ipsec" in errors
+    finished_without_time = dict(m, state="complete")
+    assert any("finished" in e for e in manifest.validate(finished_without_time))
+
+
+def test_mark_stale_finishes_runs_of_dead_drivers_only(tmp_path: Path) -> None:
+    alive = manifest.create(tmp_path, "overlay", "baseline", {}, driver_pid=os.getpid())
+    assert manifest.mark_stale(alive) is False
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    dead = manifest.create(tmp_path, "overlay", "baseline", {}, driver_pid=proc.pid)
+    assert manifest.mark_stale(dead) is True
+    m = manifest.load(dead)
+    assert m["state"] == "incomplete" and "campaign resume" in m["reason"]
+    assert manifest.validate(m) == []
+
+
+def test_add_unlisted_logs(tmp_path: Path) -> None:
+    run = _create(tmp_path)
+    (run / "lab-up.log").write_text("up\n")
+    (run / "ping.txt").write_text("x\n")
+    manifest.add_file(run, "ping.txt", "ping", {"size": 64, "set": 1, "warmup": False})
+    assert manifest.add_unlisted_logs(run) == ["lab-up.log"]
+    assert manifest.add_unlisted_logs(run) == []
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["python3", "-m", "testbed", "manifest", *args], cwd=ROOT,
+                          capture_output=True, text=True, check=False)
+
+
+def test_cli_lifecycle(tmp_path: Path) -> None:
+    res = _cli("create", str(tmp_path), "--experiment", "n3", "--profile", "baseline", "--param", "SETS=2")
+    assert res.returncode == 0, res.stderr
+    run = Path(res.stdout.strip())
+    (run / "a.pcap").write_bytes(b"x")
+    assert _cli("add-file", str(run), "--path", "a.pcap", "--kind", "pcap",
+                "--attr", "iface=n3", "--attr", "purpose=validation").returncode == 0
+    assert _cli("add-ue", str(run), "--attr", "name=ue1", "--attr", "imsi=001010000000001",
+                "--attr", "role=cold", "--attr", "iteration=1").returncode == 0
+    assert _cli("add-failure", str(run), "--attr", "ue=ue2", "--attr", "attempt=1",
+                "--attr", "reason=no PDU session within 30s").returncode == 0
+    assert _cli("get", str(run), "state").stdout.strip() == "running"
+    assert _cli("finish", str(run), "--state", "interrupted", "--reason", "Ctrl-C").returncode == 0
+    assert _cli("validate", str(run)).returncode == 0
+    m = manifest.load(run)
+    assert m["ues"] == [{"name": "ue1", "imsi": "001010000000001", "role": "cold", "iteration": 1}]
+    assert m["attach_failures"][0]["reason"] == "no PDU session within 30s"
+    assert (m["state"], m["reason"]) == ("interrupted", "Ctrl-C")
+
+
+def test_cli_rejects_bad_parameters_before_creating_anything(tmp_path: Path) -> None:
+    res = _cli("create", str(tmp_path), "--experiment", "sbi", "--profile", "nope", "--param", "ITERATIONS=0")
+    assert res.returncode == 2
+    assert "ITERATIONS='0'" in res.stderr and "unknown PROFILE 'nope'" in res.stderr
+    assert not any(tmp_path.iterdir())

@@ -1,0 +1,70 @@
+"""testbed/runparams.py: defaults, types and limits, all errors at once, plane check."""
+from __future__ import annotations
+
+import re
+import subprocess
+
+import pytest
+
+from testbed import runparams
+from tests.conftest import ROOT
+
+
+def test_defaults_are_the_papers() -> None:
+    n3 = runparams.validate("n3", {}, "aes256gcm")
+    assert (n3["sets"], n3["pings"], n3["sizes"]) == (10, 2000, [64, 1024])
+    sbi = runparams.validate("sbi", {}, "aes256gcm")
+    assert (sbi["iterations"], sbi["mode"]) == (20, "both")
+    assert runparams.validate("cpu", {}, "baseline")["ues"] == [1, 5, 10, 20]
+    assert runparams.validate("throughput", {}, "wireguard")["transports"] == ["tcp", "udp"]
+
+
+def test_empty_means_default_and_values_are_typed() -> None:
+    p = runparams.validate("overlay", {"SIZES": "", "SETS": " 3 ", "INTERVAL": "0.5"})
+    assert p["sizes"] == [64, 1024] and p["sets"] == 3 and p["interval"] == 0.5
+
+
+@pytest.mark.parametrize("experiment, raw, message", [
+    ("n3", {"SIZES": "64 big"}, "SIZES='64 big': must be whole numbers"),
+    ("n3", {"SIZES": "8"}, "out of range (16..1372)"),
+    ("n3", {"SIZES": "64 64"}, "repeats a value"),
+    ("n3", {"INTERVAL": "fast"}, "INTERVAL='fast': must be a number"),
+    ("sbi", {"ITERATIONS": "0"}, "ITERATIONS='0': out of range"),
+    ("sbi", {"MODE": "hot"}, "must be one of cold, warm, both"),
+    ("sbi", {"ATTACH_TIMEOUT": "100", "WARM_GAP": "30"}, "118 s"),
+    ("cpu", {"UES": "1 65"}, "out of range (1..64)"),
+    ("throughput", {"TRANSPORTS": "tcp sctp"}, "one or more of tcp, udp"),
+    ("overlay", {"CAMPAIGN": "../x"}, "CAMPAIGN='../x'"),
+    ("overlay", {"COLOUR": "red"}, "unknown parameter(s) COLOUR"),
+])
+def test_bad_values_are_named_with_the_valid_ones(experiment: str, raw: dict, message: str) -> None:
+    with pytest.raises(runparams.ParamError, match=re.escape(message)):
+        runparams.validate(experiment, raw)
+
+
+def test_every_problem_is_reported_at_once() -> None:
+    with pytest.raises(runparams.ParamError) as exc:
+        runparams.validate("n3", {"SIZES": "x", "SETS": "0"}, "tls13-aes128gcm")
+    text = str(exc.value)
+    assert "SIZES=" in text and "SETS=" in text and "cannot run on the n3 plane" in text
+
+
+def test_profile_must_fit_the_plane() -> None:
+    runparams.validate("sbi", {}, "tls13-aes128gcm")
+    runparams.validate("overlay", {}, "wireguard")
+    with pytest.raises(runparams.ParamError, match="unknown PROFILE 'nope'.*baseline"):
+        runparams.validate("overlay", {}, "nope")
+
+
+def test_shell_output_round_trips() -> None:
+    res = subprocess.run(["bash", "-c", 'eval "$(python3 -m testbed params n3 SIZES="64 512" --profile '
+                          'aes128gcm)"; echo "$SIZES|$SETS|$PROFILE|$PROTOCOL|$PLANE"'],
+                         cwd=ROOT, capture_output=True, text=True, check=False)
+    assert res.stdout.strip() == "64 512|10|aes128gcm|ipsec|n3", res.stderr
+
+
+def test_cli_exit_2_with_every_error() -> None:
+    res = subprocess.run(["python3", "-m", "testbed", "params", "sbi", "ITERATIONS=-1", "MODE=x",
+                          "--profile", "nope"], cwd=ROOT, capture_output=True, text=True, check=False)
+    assert res.returncode == 2
+    assert res.stderr.count("error:") >= 3
