@@ -193,6 +193,22 @@ def test_trap_mode_refused_on_libipsec(make_lab: Callable[..., netns.Lab]) -> No
         lab.up(timeout=20)
 
 
+def test_libipsec_trap_really_sends_no_acquire(make_lab: Callable[..., netns.Lab],
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reason the entrypoint refuses trap on libipsec, checked on this strongSwan: with the
+    refusal overridden, the trap policies are installed, yet a ping triggers no IKE_SA and is
+    lost (dropped by the fail-closed filter, never sent in the clear)."""
+    if datapath.probe_xfrm_esp()[0]:
+        pytest.skip("kernel has xfrm ESP: the trap tests below run instead")
+    monkeypatch.setenv("IPSEC_ALLOW_LIBIPSEC_TRAP", "1")
+    lab = make_lab("sbi", "aes128gcm-trap", SBI_PAIR)
+    assert "nrf/nrf, TUNNEL" in lab.exec("ausf", ["swanctl", "--list-pols", "--trap"], check=True).stdout
+    ping = lab.exec("ausf", ["ping", "-c", "2", "-i", "0.3", "-W", "1", lab.address("nrf")])
+    assert ping.returncode != 0
+    assert "ESTABLISHED" not in lab.exec("ausf", ["swanctl", "--list-sas"], check=True).stdout
+    assert "acquire" not in lab.log_path("ausf").read_text().lower()
+
+
 @pytest.mark.parametrize("mode,first_lost", [("trap-drop", True), ("trap-queue", False), ("trap", True)])
 def test_trap_modes_on_kernel_esp(mode: str, first_lost: bool, make_lab: Callable[..., netns.Lab]) -> None:
     """First packet triggers IKE. trap-drop/trap: the kernel drops it while IKE runs;
