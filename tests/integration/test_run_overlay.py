@@ -113,6 +113,16 @@ def test_baseline_run_is_complete_and_valid(baseline_results: Path) -> None:
     assert m["datapath"] == {"ipsec": None, "wireguard": None, "userspace": False}
 
 
+def test_analysis_reads_the_run(baseline_results: Path) -> None:
+    """The measurement -> manifest -> analysis path: the analysis CLI computes RTT statistics."""
+    res = subprocess.run(["python3", "-m", "analysis", "stats", str(baseline_results)], cwd=ROOT,
+                         capture_output=True, text=True, check=False, timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    rows = [line for line in res.stdout.splitlines() if line.startswith("| overlay | baseline | none |")]
+    assert [r.split("|")[5].strip() for r in rows] == ["64", "1024"], res.stdout[:2000]
+    assert all(r.split("|")[6].strip() == "20" for r in rows), "2 sets x 10 pings per size, warm-up left out"
+
+
 def test_ipsec_run_is_complete_and_valid(overlay_env: None, tmp_path: Path) -> None:
     require_tools("swanctl", "/usr/lib/ipsec/charon")
     res = _run("aes256gcm", tmp_path)
