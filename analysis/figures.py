@@ -141,7 +141,10 @@ def fig2_n3_rtt(tables: Tables, out: Path) -> list[Path]:
         ax2.text(0.5, 0.5, "no baseline or no secured profile:\noverhead not available",
                  ha="center", va="center", transform=ax2.transAxes)
         ax2.set_axis_off()
-    where = "N3 (UE -> UPF side)" if exp else "experiments " + ", ".join(sorted(tables["rtt"]["experiment"].astype(str).unique()))
+    exps = sorted(tables["rtt"]["experiment"].astype(str).unique())
+    where = ("N3 (UE -> UPF side)" if exp else
+             "N3 between two network namespaces (experiment overlay)" if exps == ["overlay"] else
+             "experiments " + ", ".join(exps))
     fig.suptitle(f"Figure 2: ping RTT over {where}; bold label = baseline")
     return _save(fig, out, "fig2-n3-rtt")
 

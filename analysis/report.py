@@ -44,6 +44,7 @@ class Headline:
     low: float
     high: float
     profiles: list[str]
+    experiment: str = ""
 
 
 def _select(table: pd.DataFrame, match: dict) -> pd.DataFrame:
@@ -54,18 +55,28 @@ def _select(table: pd.DataFrame, match: dict) -> pd.DataFrame:
         if key == "cipher_contains":
             t = t[t["cipher"].astype(str).str.upper().str.contains(str(value).upper(), regex=False)]
         elif key in t.columns:
-            t = t[t[key].astype(str) == str(value)]
+            wanted = [str(v) for v in value] if isinstance(value, (tuple, list)) else [str(value)]
+            t = t[t[key].astype(str).isin(wanted)]
         else:
             return t.iloc[0:0]
     return t
 
 
-def headline(ref: Reference, tables: dict[str, pd.DataFrame]) -> Headline | None:
-    """Our value for one published figure: the mean over the matching rows (one per profile),
-    its CI half-width sqrt(sum h_i^2)/k (independent estimates), and the min/max."""
+def headlines(ref: Reference, tables: dict[str, pd.DataFrame]) -> list[Headline]:
+    """Our values for one published figure, one per experiment that measured it."""
     t = _select(tables.get(ref.table, pd.DataFrame()), ref.match)
     if t.empty or ref.quantity not in t.columns:
-        return None
+        return []
+    if "experiment" not in t.columns:
+        h = headline(ref, t)
+        return [h] if h else []
+    out = [headline(ref, g, str(e)) for e, g in t.groupby("experiment", sort=True)]
+    return [h for h in out if h is not None]
+
+
+def headline(ref: Reference, t: pd.DataFrame, experiment: str = "") -> Headline | None:
+    """Our value for one published figure from the matching rows ``t`` (one per profile): their
+    mean, its CI half-width sqrt(sum h_i^2)/k (independent estimates), and the min/max."""
     t = t[t[ref.quantity].notna()]
     if t.empty:
         return None
@@ -78,22 +89,25 @@ def headline(ref: Reference, tables: dict[str, pd.DataFrame]) -> Headline | None
         h = np.full(len(vals), np.nan)
     ci = float(math.sqrt(np.nansum(h ** 2)) / len(h)) if np.isfinite(h).any() else float("nan")
     return Headline(ref, float(vals.mean()), ci, float(vals.min()), float(vals.max()),
-                    sorted(t["profile"].astype(str).unique()) if "profile" in t else [])
+                    sorted(t["profile"].astype(str).unique()) if "profile" in t else [], experiment)
 
 
 def headline_frame(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """One row per (published figure, experiment that measured it); figures that these results
+    do not measure get one row with ``experiment`` empty and ``profiles`` = "not measured"."""
     rows = []
     for ref in REFERENCES:
-        h = headline(ref, tables)
-        rows.append({
-            "result": ref.key, "measured": h.measured if h else float("nan"),
-            "ci99": h.ci if h else float("nan"),
-            "range": (f"{h.low:.3f} to {h.high:.3f}" if h and len(h.profiles) > 1 else ""),
-            "unit": ref.unit, "paper": ref.paper_value(),
-            "profiles": (", ".join(h.profiles) if h and len(h.profiles) <= 4
-                         else f"{len(h.profiles)} profiles" if h else "not measured"),
-            "source": f"{ref.source}, {ref.section}", "paper_says": ref.text,
-        })
+        found: list[Headline | None] = list(headlines(ref, tables)) or [None]
+        for h in found:
+            rows.append({
+                "result": ref.key, "experiment": h.experiment if h else "",
+                "measured": h.measured if h else float("nan"), "ci99": h.ci if h else float("nan"),
+                "range": (f"{h.low:.3f} to {h.high:.3f}" if h and len(h.profiles) > 1 else ""),
+                "unit": ref.unit, "paper": ref.paper_value(),
+                "profiles": (", ".join(h.profiles) if h and len(h.profiles) <= 4
+                             else f"{len(h.profiles)} profiles" if h else "not measured"),
+                "source": f"{ref.source}, {ref.section}", "paper_says": ref.text,
+            })
     return pd.DataFrame(rows)
 
 
@@ -151,7 +165,13 @@ def render(results: Path, runs: list[Run], ds: Datasets, tables: dict[str, pd.Da
     out.append("Hosts differ from the papers' (compare overheads and orderings, not absolute times). "
                "Where several profiles match, *measured* is their mean, *ci99* is sqrt(sum h_i^2)/k, "
                "and *range* their spread; percentages divide by the baseline mean.\n")
-    out.append(md.table(head[["result", "measured", "ci99", "range", "unit", "paper", "profiles", "source"]]))
+    measured = head[head["profiles"] != "not measured"]
+    out.append(md.table(measured[["result", "experiment", "measured", "ci99", "range", "unit", "paper",
+                                  "profiles", "source"]]))
+    missing = head.loc[head["profiles"] == "not measured", "result"].tolist()
+    if missing:
+        out.append(f"\nNot measured in these results (no matching runs): {', '.join(missing)}. "
+                   "All published values with the papers' words: `tables/headline.csv`.\n")
     out.append("\n## Flags\n")
     flags = [f"- LEFT OUT `{r.directory}`: {'; '.join(r.problems)}" for r in excluded]
     flags += [f"- note `{r.directory}`: {'; '.join(r.notes)}" for r in used if r.notes]
