@@ -1,6 +1,8 @@
 """The channel map's invariants, and checking it against a real capture."""
 from __future__ import annotations
 
+import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -95,3 +97,33 @@ def test_seen_pairs_from_a_real_capture(tmp_path: Path) -> None:
     seen, unknown = channels.seen_pairs(pcap, "sbi", v)
     assert seen == [("ausf", "nrf")]
     assert unknown == []
+
+
+def _build_functions(build: str) -> tuple[str, list[str]]:
+    """'src/x/y-build.c f_build_a, _b' -> ('src/x/y-build.c', ['f_build_a', 'f_build_b'])."""
+    path, _, funcs = build.partition(" ")
+    names = [f.strip() for f in funcs.split(",") if f.strip()]
+    base = names[0][: names[0].index("_build") + len("_build")] if names and "_build" in names[0] else ""
+    return path, [base + n if n.startswith("_") else n for n in names]
+
+
+def test_derivation_functions_exist_in_the_open5gs_source() -> None:
+    """Every `build` function of the SBI map exists in that file at the pinned Open5GS tag.
+    OPEN5GS_SRC = an open5gs/open5gs clone (work tree or git dir) with the tag, kept outside
+    the repository (e.g. /work/ext/open5gs)."""
+    src = os.environ.get("OPEN5GS_SRC")
+    if not src:
+        pytest.skip("OPEN5GS_SRC not set (an open5gs/open5gs clone with tag "
+                    f"{stack.load()['open5gs_version']}): the map's source references are not checked")
+    tag = stack.load()["open5gs_version"]
+    checked = 0
+    for ch in channels.channels("sbi"):
+        path, funcs = _build_functions(ch.build)
+        text = subprocess.run(["git", "-C", src, "show", f"{tag}:{path}"], capture_output=True, text=True)
+        if text.returncode != 0:
+            text = subprocess.run(["git", "--git-dir", src, "show", f"{tag}:{path}"], capture_output=True, text=True)
+        assert text.returncode == 0, f"{ch.client}->{ch.server}: {path} not in open5gs@{tag}: {text.stderr}"
+        for f in funcs:
+            assert re.search(rf"\b{re.escape(f)}\s*\(", text.stdout), f"{ch.client}->{ch.server}: {f} not in {path}@{tag}"
+            checked += 1
+    assert checked >= 20
