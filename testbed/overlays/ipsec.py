@@ -402,9 +402,10 @@ def verify_capture(pcap: Path, profile: Profile, plane: str, values: dict[str, A
     addrs = sorted({str(ipaddress.ip_address(stack.address(n, net, values))) for n in eps})
     if not Path(pcap).is_file():
         return Verdict(False, 0, 0, f"capture {pcap} does not exist")
-    def any_of(field: str) -> str:
-        return "(" + " || ".join(f"{field} == {a}" for a in addrs) + ")"
-    between = f"{any_of('ip.src')} && {any_of('ip.dst')}"
+    # no `in {a, b}` sets: io,stat separates its filters by commas
+    src_any = "(" + " || ".join(f"ip.src == {a}" for a in addrs) + ")"
+    dst_any = "(" + " || ".join(f"ip.dst == {a}" for a in addrs) + ")"
+    between = f"{src_any} && {dst_any}"
     plain_filter = PLAINTEXT_FILTER[plane].format(sbi_port=values["sbi_port"])
     esp_raw, esp_udp, plaintext = _count(pcap, [
         f"{between} && ip.proto == 50",
