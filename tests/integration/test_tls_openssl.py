@@ -203,3 +203,13 @@ def test_verify_capture_on_a_loopback_capture(profile_id: str, root: Path, loop_
     other = "tls13-ecdsa-aes256gcm" if s.version == "1.2" else "tls12-rsa-chacha20"
     wrong = tls.verify_capture(pcap, profiles.get(other), "sbi", values)
     assert not wrong.valid and "another version/suite" in wrong.details, wrong.details
+
+    # only the encrypted records (as a capture of warm connections sees them): still valid,
+    # but the verdict says that it could not check the version and suite
+    warm = tmp_path / "warm.pcapng"
+    subprocess.run(["tshark", "-r", str(pcap), "-d", f"tcp.port=={port},tls",
+                    "-Y", "tls.app_data && !tls.handshake.type", "-w", str(warm)],
+                   check=True, capture_output=True)
+    late = tls.verify_capture(warm, prof, "sbi", values)
+    assert late.valid and late.protected_packets >= 4 and late.plaintext_packets == 0, late.details
+    assert "version/suite not verified" in late.details and "0 seen from the SYN" in late.details
