@@ -76,7 +76,8 @@ def run(args: argparse.Namespace) -> int:
                 return 2
             ready = lab.up(timeout)
             for node in lab.nodes:
-                print(f"{node}\t{lab.netns(node)}\t{lab.address(node)}\t{ready.get(node) or 'no overlay'}")
+                line = (ready.get(node) or "no overlay").splitlines()[0]      # the datapath line
+                print(f"{node}\t{lab.netns(node)}\t{lab.address(node)}\t{line}")
             print(f"lab {lab.name} up; logs in {lab.dir}; "
                   f"`python -m testbed lab down --name {lab.name}` removes it", file=sys.stderr)
             return 0
