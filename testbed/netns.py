@@ -282,7 +282,8 @@ class Lab:
         return " / ".join(text.strip().splitlines()[-lines:])
 
     def ready(self, node: str) -> str | None:
-        """The node's datapath line if its overlay is ready, else None."""
+        """The node's ready file (first line: the datapath line) if its overlay is ready,
+        "" for a node without overlay, else None."""
         pid = self.pids.get(node)
         if pid is None:
             return ""
