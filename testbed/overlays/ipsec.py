@@ -315,7 +315,8 @@ def render(profile: Profile, plane: str, values: dict[str, Any], keys_dir: Path,
         d = out_dir / node
         if d.exists():
             shutil.rmtree(d)
-        d.mkdir(parents=True, mode=0o755)
+        d.mkdir(parents=True, mode=0o700)           # holds the node's key / PSKs
+        os.chmod(d, 0o700)
         if profile.params["auth"] == "cert":
             crt, key = _cert_paths(keys_dir, node)
             _copy(crt, d / "x509" / f"{node}.crt", 0o644)

@@ -71,6 +71,7 @@ def test_render_every_profile(profile_id: str, plane: str, keys_dir: Path, tmp_p
         assert f"MODE={prof.params['mode']}\n" in env
         assert f"XFRM_LARVAL_DROP={prof.params['xfrm_larval_drop']}\n" in env
         assert stat.S_IMODE((d / "swanctl.conf").stat().st_mode) == 0o600
+        assert stat.S_IMODE(d.stat().st_mode) == 0o700
         if prof.params["auth"] == "psk":
             assert "secrets {" in conf
             for peer in conns:
