@@ -1,0 +1,36 @@
+"""analysis/reference.py: every published value is transcribed from REFERENCE.md."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from analysis.reference import REFERENCES, by_key
+from analysis.tables import TABLES
+from tests.conftest import ROOT
+
+REFERENCE_MD = ROOT.parent / "shared" / "design" / "REFERENCE.md"
+
+
+def test_keys_unique_and_tables_exist():
+    keys = [r.key for r in REFERENCES]
+    assert len(keys) == len(set(keys))
+    assert all(r.table in TABLES for r in REFERENCES)
+    with pytest.raises(KeyError, match="valid: n3-ipsec-64"):
+        by_key("nope")
+
+
+def test_values_appear_in_reference_md():
+    if not REFERENCE_MD.is_file():
+        pytest.skip(f"{REFERENCE_MD} not present (design notes sit beside the clone)")
+    text = REFERENCE_MD.read_text()
+    numbers = set(re.findall(r"\d+(?:[.,]\d+)?", text.replace(",", "")))
+    for r in REFERENCES:
+        quoted = [r.value] if r.value is not None else list(r.range or [])
+        for v in quoted:
+            if r.key == "sbi-warm-wireguard":     # "about twice the IPsec overhead": 2 x 1.2 ms
+                assert v == pytest.approx(2 * by_key("sbi-warm-ipsec").value)
+                continue
+            assert f"{v:g}" in numbers or f"{v:.2f}" in numbers, (r.key, v)
+        assert r.source and r.section and r.text
