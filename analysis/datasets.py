@@ -82,14 +82,18 @@ def ping(runs: list[Run], errors: list[str] | None = None) -> pd.DataFrame:
 
 
 def _role_of(run: Run, f: RawFile, frame: pd.DataFrame) -> pd.Series:
+    """cold/warm per registration: the capture's ``role`` attribute, else the manifest's UE whose
+    IMSI ends with the SUCI MSIN of the Registration Request (null protection scheme, as
+    UERANSIM sends it), else the UEs in manifest order when the counts agree, else unknown."""
     if f.attrs.get("role"):
         return pd.Series([str(f.attrs["role"])] * len(frame), index=frame.index, dtype=str)
     ues = [u for u in (run.get("ues") or []) if isinstance(u, dict)]
     roles = pd.Series(["unknown"] * len(frame), index=frame.index, dtype=str)
-    by_msin = {str(u.get("imsi", ""))[-10:]: str(u.get("role", "unknown")) for u in ues if u.get("imsi")}
     for i, msin in frame["msin"].items():
-        if msin and msin[-10:] in by_msin:
-            roles[i] = by_msin[msin[-10:]]
+        if msin:
+            owners = {str(u.get("role", "unknown")) for u in ues if str(u.get("imsi", "")).endswith(str(msin))}
+            if len(owners) == 1:
+                roles[i] = owners.pop()
     if (roles == "unknown").all() and ues and len(ues) == len(frame):
         roles[:] = [str(u.get("role", "unknown")) for u in ues]
     return roles

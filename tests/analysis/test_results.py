@@ -54,3 +54,25 @@ def test_attach_dataset_roles_and_failures(fixture_datasets):
         ("baseline", "cold"): 5, ("baseline", "warm"): 5, ("tls13-aes256gcm", "cold"): 5, ("tls13-aes256gcm", "warm"): 5}
     assert sorted(a.loc[a["status"] != "complete", "status"]) == ["failed: timeout", "missing_registration_request"]
     assert f"{done['attach_ms'].min():.1f}" == "95.7" and f"{done['attach_ms'].max():.1f}" == "132.3"
+
+
+def test_roles_from_the_suci_msin_of_real_registrations(shared, tmp_path):
+    """No role on the capture (as run-sbi writes it): the Registration Request's MSIN picks the UE."""
+    import shutil
+    from tests.conftest import require_tools
+    require_tools("tshark")
+    d = tmp_path / "c" / "sbi" / "baseline" / "r1"
+    d.mkdir(parents=True)
+    shutil.copy(shared / "rwth-internal-ran-security" / "f1c-socat-overhead" / "0.pcap", d / "it01-n2.pcap")
+    shutil.copy(shared / "roastedbeans-open5gs-roaming" / "n1_n2_interfaces.pcap", d / "it02-n2.pcap")
+    manifest = {"experiment": "sbi", "profile": "baseline", "protocol": "none", "state": "complete", "valid": True,
+                "ues": [{"name": "ue1", "imsi": "001010000000001", "role": "cold", "iteration": 1},
+                        {"name": "ue2", "imsi": "999701234567891", "role": "warm", "iteration": 2}],
+                "files": [{"path": f"it0{i}-n2.pcap", "kind": "pcap", "iface": "n2", "purpose": "timing",
+                           "iteration": i} for i in (1, 2)]}
+    (d / "manifest.json").write_text(json.dumps(manifest))
+    from analysis.datasets import attach
+    frame = attach(discover(tmp_path)).set_index("file")
+    assert frame.loc["it01-n2.pcap", "role"] == "cold" and frame.loc["it01-n2.pcap", "msin"] == "0000000001"
+    assert frame.loc["it02-n2.pcap", "role"] == "warm"
+    assert f"{frame.loc['it02-n2.pcap', 'attach_ms']:.6f}" == "731.136847"
