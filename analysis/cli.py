@@ -83,7 +83,7 @@ def cmd_figures(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from analysis.report import build
-    print(build(Path(args.results), _out_dir(args)))
+    print(build(Path(args.results), _out_dir(args), permutations=args.permutations))
     return 0
 
 
@@ -153,6 +153,9 @@ def build_parser() -> argparse.ArgumentParser:
         s.add_argument("--out", help="output folder (default build/analysis/<results name>)")
         if name == "figures":
             s.add_argument("--figure", action="append", help="only this figure (repeatable)")
+        else:
+            s.add_argument("--permutations", type=int, default=0, metavar="N",
+                           help="add permutation-test p-values with N random relabellings (default 0: off)")
         s.set_defaults(run=fn)
 
     s = sub.add_parser("list-figures", help="list the figures by name")

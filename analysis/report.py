@@ -132,12 +132,12 @@ def write_tables(tables: dict[str, pd.DataFrame], folder: Path) -> None:
 
 
 def build(results: Path, out: Path, figure_names: list[str] | None = None,
-          datasets: Datasets | None = None) -> Path:
+          datasets: Datasets | None = None, permutations: int = 0) -> Path:
     """Discover runs under ``results``, write figures, tables and ``report.md`` into ``out``
     (``datasets``: already loaded from ``results``, to skip loading them again)."""
     ds = datasets if datasets is not None else Datasets.load(discover(results))
     runs = ds.runs
-    tables = tbl.all_tables(ds)
+    tables = tbl.all_tables(ds, permutations=permutations)
     drawn = figs.draw_all(tables, out / "figures", figure_names)
     head = headline_frame(tables)
     prov = provenance_frame(runs)
@@ -160,7 +160,8 @@ def render(results: Path, runs: list[Run], ds: Datasets, tables: dict[str, pd.Da
            "overheads are against the baseline (protocol `none`) of the same experiment, payload "
            "size or role, with the 99 % Welch confidence interval of the difference. Samples of all "
            "used runs of a profile are pooled; warm-up files, lost pings and duplicate replies are "
-           "left out; kernel and userspace datapaths are never pooled.\n"]
+           "left out; kernel and userspace datapaths are never pooled. `p_perm` (when computed): "
+           "two-sided permutation p-value of the difference against the baseline.\n"]
     out.append("## Headline results beside the papers\n")
     out.append("Hosts differ from the papers' (compare overheads and orderings, not absolute times). "
                "Where several profiles match, *measured* is their mean, *ci99* is sqrt(sum h_i^2)/k, "

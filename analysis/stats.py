@@ -119,12 +119,12 @@ def permutation_test(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.nd
     rng = np.random.default_rng(seed)
     total = pooled.sum()
     hits = 0
-    chunk = max(1, min(n_permutations, int(2e7 // pooled.size)))
+    chunk = max(1, min(n_permutations, int(4e6 // pooled.size)))
     done = 0
     while done < n_permutations:
         k = min(chunk, n_permutations - done)
-        idx = np.argsort(rng.random((k, pooled.size)), axis=1)[:, : x.size]
-        sx = pooled[idx].sum(axis=1)
+        shuffled = rng.permuted(np.broadcast_to(pooled, (k, pooled.size)), axis=1)
+        sx = shuffled[:, : x.size].sum(axis=1)
         diff = np.abs(sx / x.size - (total - sx) / y.size)
         hits += int((diff >= observed - 1e-12).sum())
         done += k

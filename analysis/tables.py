@@ -11,7 +11,36 @@ import numpy as np
 import pandas as pd
 
 from analysis.datasets import Datasets, complete_attach, cpu_totals
-from analysis.stats import CONFIDENCE, add_overhead, summarize_groups
+from analysis.stats import CONFIDENCE, add_overhead, permutation_test, summarize_groups
+
+
+def _keyed(frame: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    """``by`` columns as text-or-empty (NaN-free keys for grouping and matching)."""
+    frame = frame.copy()
+    for c in by:
+        frame[c] = frame[c].astype(object).where(frame[c].notna(), "")
+    return frame
+
+
+def add_permutation_p(table: pd.DataFrame, samples: pd.DataFrame, by: list[str], value: str,
+                      match: list[str], n_permutations: int, seed: int = 0) -> pd.DataFrame:
+    """Column ``p_perm``: two-sided permutation p-value of each row's samples against its
+    baseline's (NaN for the baseline itself and rows without a baseline)."""
+    out = table.copy()
+    out["p_perm"] = np.nan
+    if n_permutations <= 0 or table.empty:
+        return out
+    s = _keyed(samples[np.isfinite(samples[value].astype(float))], by)
+    groups = {k: g[value].to_numpy(dtype=float) for k, g in s.groupby(by, sort=False)}
+    base = {tuple(r[m] for m in match): k for k, r in
+            ((k, dict(zip(by, k))) for k in groups) if r["protocol"] == "none"}
+    for i, row in out.iterrows():
+        key = tuple(row[c] for c in by)
+        bkey = base.get(tuple(row[m] for m in match))
+        if row["protocol"] == "none" or bkey is None or key not in groups:
+            continue
+        out.at[i, "p_perm"] = permutation_test(groups[key], groups[bkey], n_permutations, seed)
+    return out
 
 
 def _summary(frame: pd.DataFrame, by: list[str], value: str, match: list[str],
@@ -19,14 +48,12 @@ def _summary(frame: pd.DataFrame, by: list[str], value: str, match: list[str],
     if frame.empty:
         return pd.DataFrame(columns=by + ["n", "mean", "sd", "ci", "ci_low", "ci_high", "baseline_mean",
                                           "overhead", "overhead_ci", "overhead_pct"])
-    frame = frame.copy()
-    for c in by:
-        frame[c] = frame[c].astype(object).where(frame[c].notna(), "")
+    frame = _keyed(frame, by)
     table = summarize_groups(frame, by, value, confidence)
     return add_overhead(table, table["protocol"] == "none", match, confidence)
 
 
-def rtt(ds: Datasets, confidence: float = CONFIDENCE) -> pd.DataFrame:
+def rtt(ds: Datasets, confidence: float = CONFIDENCE, permutations: int = 0) -> pd.DataFrame:
     """Ping RTT (ms) per experiment, profile, datapath and payload size; losses counted."""
     p = ds.ping
     if p.empty:
@@ -41,7 +68,7 @@ def rtt(ds: Datasets, confidence: float = CONFIDENCE) -> pd.DataFrame:
     table = table.merge(lost, on=by, how="left")
     table["loss_pct"] = 100.0 * table["lost"] / table["sent"]
     table["runs"] = table.merge(_runs_per_group(samples, by), on=by, how="left")["runs"].to_numpy()
-    return table
+    return add_permutation_p(table, samples, by, "rtt_ms", ["experiment", "size"], permutations)
 
 
 def _runs_per_group(frame: pd.DataFrame, by: list[str]) -> pd.DataFrame:
@@ -49,7 +76,7 @@ def _runs_per_group(frame: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     return frame.assign(**{c: key[c] for c in by}).groupby(by)["run"].nunique().rename("runs").reset_index()
 
 
-def attach(ds: Datasets, confidence: float = CONFIDENCE) -> pd.DataFrame:
+def attach(ds: Datasets, confidence: float = CONFIDENCE, permutations: int = 0) -> pd.DataFrame:
     """Attach time (ms) per profile, datapath and role (cold/warm); incomplete ones counted."""
     a = ds.attach
     by = ["experiment", "profile", "protocol", "mode", "auth", "version", "cipher", "cert", "datapath", "role"]
@@ -60,6 +87,7 @@ def attach(ds: Datasets, confidence: float = CONFIDENCE) -> pd.DataFrame:
         bad = a.assign(**{c: key[c] for c in by}).assign(incomplete=a["status"] != "complete")
         counts = bad.groupby(by)["incomplete"].sum().rename("incomplete").reset_index()
         table = table.merge(counts, on=by, how="left")
+        table = add_permutation_p(table, complete_attach(a), by, "attach_ms", ["experiment", "role"], permutations)
     return table
 
 
@@ -94,5 +122,11 @@ def throughput(ds: Datasets, confidence: float = CONFIDENCE) -> pd.DataFrame:
 TABLES = {"rtt": rtt, "attach": attach, "cpu": cpu, "cpu_slopes": cpu_slopes, "throughput": throughput}
 
 
-def all_tables(ds: Datasets) -> dict[str, pd.DataFrame]:
-    return {name: fn(ds) for name, fn in TABLES.items()}
+def all_tables(ds: Datasets, permutations: int = 0) -> dict[str, pd.DataFrame]:
+    """Every summary table; ``permutations`` > 0 adds permutation p-values (column ``p_perm``)
+    to the RTT and attach-time tables."""
+    out = {name: fn(ds) for name, fn in TABLES.items()}
+    if permutations > 0:
+        out["rtt"] = rtt(ds, permutations=permutations)
+        out["attach"] = attach(ds, permutations=permutations)
+    return out

@@ -65,3 +65,13 @@ def test_cli_report_and_stats(fixture_tree, tmp_path, capsys):
     assert capsys.readouterr().out.count("| fixture | cpu |") == 4
     assert main(["report", str(tmp_path / "missing")]) == 1
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_permutation_p_values_on_request(fixture_datasets):
+    from analysis import tables
+    rtt = tables.rtt(fixture_datasets, permutations=200).set_index(["profile", "size"])
+    assert rtt.loc[("aes128gcm", 64), "p_perm"] < 0.01          # 1 ms on 12 ms, 20,000 pings each
+    assert pd.isna(rtt.loc[("baseline", 64), "p_perm"])
+    att = tables.attach(fixture_datasets, permutations=200).set_index(["profile", "role"])
+    assert att.loc[("tls13-aes256gcm", "cold"), "p_perm"] > 0.05  # -3.6 +- 14 ms on 5 samples: no difference
+    assert tables.rtt(fixture_datasets)["p_perm"].isna().all()   # off by default
