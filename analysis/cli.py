@@ -47,7 +47,7 @@ def cmd_ping_stats(args: argparse.Namespace) -> int:
 
 def cmd_attach_times(args: argparse.Namespace) -> int:
     from analysis.parse.ngap_attach import attach_times, to_csv
-    sys.stdout.write(to_csv(attach_times(args.capture, nas=not args.ngap_only)))
+    sys.stdout.write(to_csv(attach_times(args.capture, mode="ngap" if args.ngap_only else args.mode)))
     return 0
 
 
@@ -133,8 +133,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("attach-times", help="per-UE attach times of an N2 capture, CSV on stdout")
     s.add_argument("capture", help="pcap/pcapng with NGAP (N2)")
-    s.add_argument("--ngap-only", action="store_true",
-                   help="recognise messages by NGAP procedure codes only (real NAS ciphering)")
+    s.add_argument("--mode", choices=["auto", "nas", "ngap"], default="auto",
+                   help="nas: by NAS message types (null ciphering); ngap: by NGAP procedure codes only "
+                        "(real NAS ciphering); auto (default): NAS where decodable, else NGAP")
+    s.add_argument("--ngap-only", action="store_true", help="same as --mode ngap")
     s.set_defaults(run=cmd_attach_times)
 
     s = sub.add_parser("procedure-times", help="E1/F1-C procedure times (RWTH rule), CSV on stdout")

@@ -5,14 +5,17 @@ PDU Session Establishment Accept (inside the NGAP message from the AMF that carr
 PDUSessionResourceSetupRequest). Messages are associated per UE by the gNB's SCTP endpoint and
 the RAN-UE-NGAP-ID (the AMF-UE-NGAP-ID is recorded and used to tell a re-used RAN id apart).
 
-Two ways to recognise the messages:
+Three modes (``mode``):
 
-- ``nas=True`` (default; NAS null ciphering, the Open5GS default): NAS is deciphered with
+- ``"nas"`` (NAS null ciphering, the Open5GS default): NAS is deciphered with
   ``nas-5gs.null_decipher``; start = InitialUEMessage whose NAS holds a Registration Request
   (0x41), end = first NGAP downlink message of that UE holding PDU Session Establishment
   Accept (0xc2). Other initial messages (Service Request, Deregistration) are not registrations.
-- ``nas=False`` (real NAS ciphering: only NGAP tells messages apart): start = every
+- ``"ngap"`` (real NAS ciphering: only NGAP tells messages apart): start = every
   InitialUEMessage, end = the first PDUSessionResourceSetupRequest for that UE.
+- ``"auto"`` (default): per message, the NAS rule where tshark could decode the NAS and the
+  NGAP rule where it could not (ciphered). Same result as ``"nas"`` on null-ciphered captures,
+  as ``"ngap"`` where every NAS message is ciphered.
 
 Several NGAP PDUs bundled in one SCTP packet are handled (``-E occurrence=a``). A registration
 whose end (or start) is not in the capture gives a row whose ``status`` says what is missing
@@ -52,6 +55,9 @@ PREFS_NAS = {"nas-5gs.null_decipher": "TRUE"}
 FILTER_NAS = ("ngap.InitialUEMessage_element || "
               f"(ngap && nas_5gs.sm.message_type == {NAS_PDU_SESSION_ESTABLISHMENT_ACCEPT})")
 FILTER_NGAP = "ngap.InitialUEMessage_element || ngap.PDUSessionResourceSetupRequest_element"
+FILTERS = {"nas": FILTER_NAS, "ngap": FILTER_NGAP,
+           "auto": f"{FILTER_NGAP} || (ngap && nas_5gs.sm.message_type == {NAS_PDU_SESSION_ESTABLISHMENT_ACCEPT})"}
+MODES = tuple(FILTERS)
 
 COLUMNS = ["ue", "t_registration_request", "t_pdu_session_accept", "attach_ms", "status",
            "gnb", "ran_ue_ngap_id", "amf_ue_ngap_id", "msin",
@@ -106,7 +112,7 @@ def _align_ids(codes: list[int], ids: list[str], frame: str) -> list[str]:
     return out
 
 
-def _events(table: pd.DataFrame, nas: bool) -> list[_Event]:
+def _events(table: pd.DataFrame, mode: str) -> list[_Event]:
     ns = epoch_ns(table["frame.time_epoch"]).to_numpy(dtype=np.int64) if len(table) else []
     events: list[_Event] = []
     for row, t in zip(table.itertuples(index=False, name=None), ns):
@@ -120,8 +126,10 @@ def _events(table: pd.DataFrame, nas: bool) -> list[_Event]:
         src = f"{_last(rec['ip.src'], rec['ipv6.src'])}:{_last(rec['sctp.srcport'])}"
         dst = f"{_last(rec['ip.dst'], rec['ipv6.dst'])}:{_last(rec['sctp.dstport'])}"
         msins = _split(rec["nas_5gs.mm.suci.msin"])
+        nas_decoded = bool(mm or sm)
+        use_nas = mode == "nas" or (mode == "auto" and nas_decoded)
         if rec["ngap.InitialUEMessage_element"]:
-            if nas and NAS_REGISTRATION_REQUEST not in mm:
+            if use_nas and NAS_REGISTRATION_REQUEST not in mm:
                 log.debug("frame %s: InitialUEMessage without Registration Request (NAS %s)", frame, mm)
             else:
                 for i, c in enumerate(codes):
@@ -130,9 +138,9 @@ def _events(table: pd.DataFrame, nas: bool) -> list[_Event]:
                                              msins[0] if len(msins) == 1 else ""))
         accept_codes: set[int] = set()
         if rec["ngap.PDUSessionResourceSetupRequest_element"]:
-            if not nas or NAS_PDU_SESSION_ESTABLISHMENT_ACCEPT in sm:
+            if not use_nas or NAS_PDU_SESSION_ESTABLISHMENT_ACCEPT in sm:
                 accept_codes = {PDU_SESSION_RESOURCE_SETUP}
-        elif nas and NAS_PDU_SESSION_ESTABLISHMENT_ACCEPT in sm:
+        elif mode != "ngap" and NAS_PDU_SESSION_ESTABLISHMENT_ACCEPT in sm:
             accept_codes = {DOWNLINK_NAS_TRANSPORT, INITIAL_CONTEXT_SETUP}
         if accept_codes:
             ue_pdus = [i for i, c in enumerate(codes) if c in ALWAYS_RAN_ID and c != INITIAL_UE_MESSAGE]
@@ -177,9 +185,11 @@ def _match(events: list[_Event]) -> pd.DataFrame:
     return pd.DataFrame(data, columns=columns)
 
 
-def attach_times_from_table(table: pd.DataFrame, nas: bool = True) -> pd.DataFrame:
+def attach_times_from_table(table: pd.DataFrame, mode: str = "auto") -> pd.DataFrame:
     """Attach-time frame from a tshark field table with the columns ``FIELDS``."""
-    out = _match(_events(table, nas))
+    if mode not in FILTERS:
+        raise ValueError(f"unknown mode {mode!r}; valid: {', '.join(MODES)}")
+    out = _match(_events(table, mode))
     out["ue"] = out["gnb"] + "/ran-ue-" + out["ran_ue_ngap_id"].astype(str)
     out["t_registration_request"] = out["ns_registration_request"].astype("Float64") / 1e9
     out["t_pdu_session_accept"] = out["ns_pdu_session_accept"].astype("Float64") / 1e9
@@ -190,15 +200,17 @@ def attach_times_from_table(table: pd.DataFrame, nas: bool = True) -> pd.DataFra
     return out[COLUMNS]
 
 
-def attach_times(capture: Path | str, nas: bool = True,
+def attach_times(capture: Path | str, mode: str = "auto",
                  prefs: dict[str, str] | None = None) -> pd.DataFrame:
     """Per-registration attach times of one N2 capture (see the module docstring).
 
     ``prefs``: extra Wireshark preferences (e.g. the benchmark's ``sctp.tsn_analysis: FALSE``
     for a capture made of replayed copies of one SCTP association)."""
-    table = tshark_fields(capture, FIELDS, FILTER_NAS if nas else FILTER_NGAP,
-                          prefs={**(PREFS_NAS if nas else {}), **(prefs or {})})
-    frame = attach_times_from_table(table, nas=nas)
+    if mode not in FILTERS:
+        raise ValueError(f"unknown mode {mode!r}; valid: {', '.join(MODES)}")
+    table = tshark_fields(capture, FIELDS, FILTERS[mode],
+                          prefs={**(PREFS_NAS if mode != "ngap" else {}), **(prefs or {})})
+    frame = attach_times_from_table(table, mode=mode)
     log.info("%s: %d registrations, %d complete", capture, len(frame),
              int((frame["status"] == STATUS_COMPLETE).sum()))
     return frame

@@ -22,31 +22,31 @@ def _tshark():
     require_tools("tshark", "mergecap", "editcap")
 
 
-@pytest.mark.parametrize("nas", [True, False], ids=["nas-null-ciphering", "ngap-only"])
-def test_open5gs_docs_capture_matches_source_table(shared, nas):
-    frame = attach_times(shared / "open5gs-docs-pcaps" / "5g-roaming-lbo.pcapng", nas=nas)
+@pytest.mark.parametrize("mode", ["auto", "nas", "ngap"])
+def test_open5gs_docs_capture_matches_source_table(shared, mode):
+    frame = attach_times(shared / "open5gs-docs-pcaps" / "5g-roaming-lbo.pcapng", mode=mode)
     done = frame[frame["status"] == STATUS_COMPLETE]
     assert len(done) == 1
     row = done.iloc[0]
     assert int(row["frame_registration_request"]) == 1900 and int(row["frame_pdu_session_accept"]) == 2444
     assert f"{row['attach_ms']:.6f}" == "150.986991"
     assert row["ran_ue_ngap_id"] == "1" and row["amf_ue_ngap_id"] == "1"
-    if nas:   # the later InitialUEMessage carries a Deregistration Request: not a registration
+    if mode != "ngap":   # the later InitialUEMessage carries a Deregistration Request: not a registration
         assert len(frame) == 1
     else:     # NGAP alone cannot tell: it is reported, with what is missing, not dropped
         assert frame["status"].tolist() == [STATUS_COMPLETE, STATUS_NO_ACCEPT]
         assert int(frame.iloc[1]["frame_registration_request"]) == 2497
 
 
-@pytest.mark.parametrize("nas", [True, False], ids=["nas-null-ciphering", "ngap-only"])
-def test_roastedbeans_capture_with_bundled_chunks(shared, nas):
-    frame = attach_times(shared / "roastedbeans-open5gs-roaming" / "n1_n2_interfaces.pcap", nas=nas)
+@pytest.mark.parametrize("mode", ["auto", "nas", "ngap"])
+def test_roastedbeans_capture_with_bundled_chunks(shared, mode):
+    frame = attach_times(shared / "roastedbeans-open5gs-roaming" / "n1_n2_interfaces.pcap", mode=mode)
     assert frame["status"].tolist() == [STATUS_COMPLETE]
     row = frame.iloc[0]
     assert (int(row["frame_registration_request"]), int(row["frame_pdu_session_accept"])) == (9, 21)
     assert f"{row['attach_ms']:.6f}" == "731.136847"
     assert row["gnb"] == "10.33.33.4:38412"
-    if nas:
+    if mode != "ngap":
         assert row["msin"] == "1234567891"
 
 
@@ -63,8 +63,22 @@ def test_twenty_ues_in_one_capture_each_get_their_time(f1c_merged):
     assert frame["ue"].nunique() == 20
     # SOURCE.md: 95.7-132.3 ms in files 0-19
     assert f"{frame['attach_ms'].min():.1f}" == "95.7" and f"{frame['attach_ms'].max():.1f}" == "132.3"
-    ngap_only = attach_times(f1c_merged, nas=False)
-    assert ngap_only["attach_ms"].tolist() == frame["attach_ms"].tolist()
+    for mode in ("nas", "ngap"):
+        assert attach_times(f1c_merged, mode=mode)["attach_ms"].tolist() == frame["attach_ms"].tolist()
+
+
+def test_ciphered_nas_view_falls_back_to_ngap(shared, f1c_merged):
+    """What tshark shows when NAS is really ciphered: no NAS message types at all. The same
+    real captures with the NAS columns emptied must give the NGAP-only result in auto mode."""
+    from analysis.parse.ngap_attach import FIELDS, FILTERS, PREFS_NAS, attach_times_from_table
+    from analysis.parse.tshark import tshark_fields
+    for capture in (f1c_merged, shared / "open5gs-docs-pcaps" / "5g-roaming-lbo.pcapng"):
+        table = tshark_fields(capture, FIELDS, FILTERS["auto"], prefs=PREFS_NAS)
+        blind = table.assign(**{c: "" for c in FIELDS if c.startswith("nas_5gs.")})
+        auto = attach_times_from_table(blind, mode="auto")
+        ngap = attach_times(capture, mode="ngap")
+        assert auto.drop(columns=["msin"]).equals(ngap.drop(columns=["msin"]))
+        assert (auto["status"] == STATUS_COMPLETE).sum() >= 1
 
 
 def test_interleaved_ues_are_kept_apart(shared, f1c_merged, tmp_path):
