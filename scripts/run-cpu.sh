@@ -61,6 +61,7 @@ one_rep() {
   tag="$(printf 'u%02d-r%02d' "$n" "$rep")"
   log "=== $n UE(s), repetition $rep/$REPS: fresh stack ($PROFILE on the SBI)"
   stack_up "$tag-stack-up.log" --no-ue
+  render_hashes "$RENDER" "$tag-rendered-configs.sha256"
   capture_start "sbi-$tag" "sbi-$tag.pcap" iface=sbi purpose=validation -- \
     dumpcap -q -i "$(bridge_of sbi)" -s 128 -w "${RUN_DIR:-.}/sbi-$tag.pcap"
   export UES="$n"

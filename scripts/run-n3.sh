@@ -52,6 +52,8 @@ main() {
 
   log "stack up: profile $PROFILE on n3 (waits for UE 1's PDU session)"
   stack_up stack-up.log
+  render_hashes "$RENDER" rendered-configs.sha256
+  stack_overlay_state sa-before
   cleanup_push stack_logs containers.log
   capture_start n3 n3.pcap iface=n3 purpose=validation -- \
     dumpcap -q -i "$(bridge_of n3)" -s 256 -w "${RUN_DIR:-.}/n3.pcap"
@@ -76,6 +78,7 @@ main() {
         || die "ping set $set (size $size) from UE 1 to $TARGET failed (exit $rc); see $RUN_DIR/$rel" 1
     done
   done
+  stack_overlay_state sa-after
   stack_logs containers.log
   [[ "$DRY_RUN" == 1 ]] || datapath_from_log "$RUN_DIR/containers.log"
   run_end

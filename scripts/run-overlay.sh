@@ -64,6 +64,28 @@ lab_names() {
 lab = netns.Lab.load(sys.argv[1]); print(lab.netns("gnb")); print(lab.hub); print(lab.bridge)' "$LAB"
 }
 
+state_dir() {
+  case "$STATE" in
+    /*) echo "$STATE" ;;
+    *) echo "$TESTBED_ROOT/$STATE" ;;
+  esac
+}
+
+# overlay_state TAG: what the overlay negotiated, per endpoint (swanctl --list-sas / wg show),
+# kept as logs TAG-<node>.txt.
+overlay_state() {
+  local tag="$1" node cmd=()
+  case "$PROTOCOL" in
+    ipsec) cmd=(swanctl --list-sas) ;;
+    wireguard) cmd=(wg show) ;;
+    *) return 0 ;;
+  esac
+  for node in gnb upf; do
+    run_cmd "$PYTHON" -m testbed lab --name "$LAB" exec "$node" -- "${cmd[@]}" \
+      >"$(out_path "$tag-$node.txt")" 2>&1 || warn "could not read the overlay state of $node ($tag)"
+  done
+}
+
 # ping_cmd COUNT SIZE: the ping, run directly in the gNB's namespace (its output streams into the
 # raw file, and a signal reaches ping itself).
 ping_cmd() {
@@ -95,6 +117,9 @@ main() {
   ((${#names[@]} == 3)) || die "lab $LAB: cannot read its namespace names (python -m testbed lab list)" 1
   GNB_NS="${names[0]}"
 
+  render_hashes "$(state_dir)/lab/$LAB/render" rendered-configs.sha256
+  overlay_state sa-before
+
   capture_start n3 n3.pcap iface=n3 purpose=validation -- \
     ip netns exec "${names[1]}" dumpcap -q -i "${names[2]}" -w "${RUN_DIR:-.}/n3.pcap"
 
@@ -118,6 +143,7 @@ main() {
         || die "ping set $set (size $size) from gnb to $TARGET failed (exit $rc); see $RUN_DIR/$rel" 1
     done
   done
+  overlay_state sa-after
   run_end
 }
 

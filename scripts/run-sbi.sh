@@ -65,6 +65,7 @@ iteration() {
   tag="$(printf 'it%02d' "$it")"
   log "=== iteration $it/$ITERATIONS: fresh core and gNB ($PROFILE on the SBI)"
   stack_up "$tag-stack-up.log" --no-ue
+  render_hashes "$RENDER" "$tag-rendered-configs.sha256"
   capture_start "$tag-n2" "$tag-n2.pcap" iface=n2 purpose=timing "iteration=$it" -- \
     dumpcap -q -i "$(bridge_of n2)" -w "${RUN_DIR:-.}/$tag-n2.pcap"
   capture_start "$tag-sbi" "$tag-sbi.pcap" iface=sbi purpose=validation "iteration=$it" -- \
@@ -84,6 +85,7 @@ iteration() {
   fi
   capture_stop "$tag-n2"
   capture_stop "$tag-sbi"
+  stack_overlay_state "$tag-sa-after"
   stack_logs "$tag-containers.log"
   [[ "$DRY_RUN" == 1 ]] || datapath_from_log "$RUN_DIR/$tag-containers.log"
   stack_teardown

@@ -57,6 +57,8 @@ main() {
   run_begin "$EXPERIMENT" "${images[@]}"
 
   stack_up stack-up.log
+  render_hashes "$RENDER" rendered-configs.sha256
+  stack_overlay_state sa-before
   cleanup_push stack_logs containers.log
   capture_start n3 n3.pcap iface=n3 purpose=validation -- \
     dumpcap -q -i "$(bridge_of n3)" -s 128 -w "${RUN_DIR:-.}/n3.pcap"
@@ -89,6 +91,7 @@ main() {
     done
   done
   server_stop
+  stack_overlay_state sa-after
   stack_logs containers.log
   [[ "$DRY_RUN" == 1 ]] || datapath_from_log "$RUN_DIR/containers.log"
   run_end

@@ -86,10 +86,15 @@ def check_capture(pcap: Path, m: dict[str, Any], values: dict[str, Any] | None =
     values = values or stack.load()
     prof = profiles.get(m["profile"])
     plane, experiment = m["plane"], m["experiment"]
-    module = overlays.get(prof.protocol)
-    if module is None:
+    if prof.protocol == "none":
         return baseline_verdict(pcap, experiment, plane, values)
-    verdicts = [module.verify_capture(pcap, prof, plane, values)]
+    try:
+        module = overlays.get(prof.protocol)
+        verify = module.verify_capture            # type: ignore[union-attr]
+    except (ImportError, AttributeError) as exc:
+        return Verdict(False, 0, 0, f"cannot check a {prof.protocol} capture: no verify_capture in "
+                       f"testbed/overlays/{prof.protocol}.py ({exc}) -> INVALID until it exists")
+    verdicts = [verify(pcap, prof, plane, values)]
     if experiment == "overlay":
         verdicts.append(lab_leak_verdict(pcap, values))
     return combine(verdicts)
@@ -105,8 +110,8 @@ def check_run(run_dir: Path, record: bool = True) -> Verdict:
         if f["kind"] == "pcap" and f.get("purpose") == "validation":
             try:
                 v = check_capture(run_dir / f["path"], m, values)
-            except CaptureError as exc:
-                v = Verdict(False, 0, 0, str(exc))
+            except Exception as exc:  # noqa: BLE001 - a check that cannot run never counts as valid
+                v = Verdict(False, 0, 0, f"check failed: {exc} -> INVALID")
             verdicts.append(Verdict(v.valid, v.protected_packets, v.plaintext_packets,
                                     f"{f['path']}: {v.details}"))
     verdict = combine(verdicts)

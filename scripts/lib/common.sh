@@ -2,17 +2,23 @@
 # Shared bash for the experiment drivers (scripts/run-*.sh, scripts/campaign.sh).
 # Source it; it defines functions and a few globals, and starts nothing.
 #
-#   log/warn/loud/die          messages on stderr (die exits; 2 = usage error)
+#   log/warn/loud/die          messages on stderr (die exits; 2 = usage error); loud = banner
 #   wait_for DEADLINE WHAT CMD probe CMD every 0.2 s until it succeeds or DEADLINE seconds pass
 #   parse_params EXP ARGS...   --flag value / --flag=value -> FLAG variables (Make names)
-#   load_params EXP            check every parameter once (python -m testbed params) or exit 2
-#   run_begin EXP              create the run directory + manifest (RUN_DIR), install the traps
+#   load_params EXP            check every parameter + PROFILE once (python -m testbed params) or exit 2
+#   install_traps              EXIT/INT/TERM: stop children and captures, run cleanups, finish the manifest
+#   run_begin EXP [--image I]  create the run directory + manifest (RUN_DIR, state running)
 #   run_cmd CMD...             record the exact command in the manifest and run it (DRY_RUN: print)
-#   run_bg_wait CMD...         same, but interruptible at once by Ctrl-C
-#   record_file PATH KIND A=V  register a raw file (relative to RUN_DIR) in the manifest
-#   capture_start NAME FILE CMD...  / capture_stop NAME   packet captures with deadlines
+#   run_bg_wait CMD...         same, but a signal interrupts the driver at once
+#   measure REL KIND A=V -- CMD  run CMD with stdout into RUN_DIR/REL, record it (partial if cut)
+#   record_file REL KIND A=V   register a raw file (relative to RUN_DIR) in the manifest
+#   capture_start NAME REL A=V -- CMD / capture_stop NAME   captures with deadlines, recorded as pcap
 #   cleanup_push CMD...        run CMD at exit (reverse order), whatever happens
-#   run_end                    validity check + manifest finish (complete); exit status
+#   datapath_from_log FILE     record the overlay's `datapath: ...` line; banner if userspace
+#   render_hashes DIR REL      sha256 of the rendered configs that ran
+#   run_end                    record logs, validity check, manifest finish (complete); 1 if invalid
+#   docker_begin, stack_up, stack_teardown, stack_logs, stack_overlay_state, dc_exec, bridge_of,
+#   ue_has_session             the Docker stack, through scripts/up.sh and scripts/lib/compose.sh
 #
 # Exit codes: 0 ok, 1 failure (or invalid run), 2 usage error, 130 interrupt.
 
@@ -83,6 +89,15 @@ out_path() {
   else
     echo "$RUN_DIR/$1"
   fi
+}
+
+# render_hashes DIR REL: sha256 of every rendered config under DIR into RUN_DIR/REL (a log): which
+# configuration ran, without copying secrets into the results.
+render_hashes() {
+  local dir="$1" rel="$2"
+  [[ "$DRY_RUN" == 1 || -z "$RUN_DIR" || ! -d "$dir" ]] && return 0
+  (cd "$dir" && find . -type f -print0 | sort -z | xargs -0 -r sha256sum) >"$RUN_DIR/$rel" 2>/dev/null \
+    || warn "could not hash the rendered configs in $dir"
 }
 
 # stack_value DOTTED.KEY: a value of nf-configs/stack.yaml (e.g. networks.n6.gateway).
@@ -538,6 +553,23 @@ stack_up() {
   RENDER="$(<"$(stack_current_file)")"
   stack_compose_argv "$RENDER"
   DC=("${STACK_CMD[@]}")
+}
+
+# stack_overlay_state TAG: what each overlay endpoint negotiated (swanctl --list-sas / wg show,
+# run in its namespace holder <node>-net), kept as logs TAG-<node>.txt. TLS: the capture shows it.
+stack_overlay_state() {
+  local tag="$1" node nodes=() cmd=()
+  case "$PROTOCOL" in
+    ipsec) cmd=(swanctl --list-sas) ;;
+    wireguard) cmd=(wg show) ;;
+    *) return 0 ;;
+  esac
+  mapfile -t nodes < <("$PYTHON" -c 'import sys; from testbed import overlays, stack
+print("\n".join(overlays.get(sys.argv[1]).endpoints(sys.argv[2], stack.load())))' "$PROTOCOL" "$PLANE")
+  for node in "${nodes[@]}"; do
+    run_cmd "${DC[@]}" exec -T "$node-net" "${cmd[@]}" >"$(out_path "$tag-$node.txt")" 2>&1 \
+      || warn "could not read the overlay state of $node ($tag)"
+  done
 }
 
 # stack_logs REL: every container's log (timestamps) into RUN_DIR/REL; the overlay's datapath line
