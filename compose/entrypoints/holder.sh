@@ -18,14 +18,16 @@ main() {
       *) usage >&2; exit 2 ;;
     esac
   fi
-  trap 'rm -f "$READY"; exit 0' TERM INT
+  local sleeper=""
+  trap 'rm -f "$READY"; [[ -z "$sleeper" ]] || kill "$sleeper" 2>/dev/null; exit 0' TERM INT
   mkdir -p "$(dirname "$READY")"
   echo "holder: no overlay in this namespace; ready" >&2
   : >"$READY"
   # Idle (pacing only, not a readiness wait); `wait` returns at once on SIGTERM.
   while true; do
     sleep 3600 &
-    wait "$!" || true
+    sleeper="$!"
+    wait "$sleeper" || true
   done
 }
 
