@@ -61,6 +61,16 @@ stack_require_compose() {
     || stack_die "\`docker compose\` (Compose v2) not available: install the docker-compose-plugin (see \`make doctor\`)"
   docker info >/dev/null 2>&1 \
     || stack_die "cannot reach the Docker engine (\`docker info\` failed): start dockerd or check permissions (see \`make doctor\`)"
+  # The healthchecks use start_interval (probe every second while starting, rarely afterwards),
+  # which Compose refuses below Docker Engine 25 (API 1.44).
+  local api major minor
+  api="$(docker version --format '{{.Server.APIVersion}}' 2>/dev/null || true)"
+  if [[ "$api" =~ ^([0-9]+)\.([0-9]+) ]]; then
+    major="${BASH_REMATCH[1]}" minor="${BASH_REMATCH[2]}"
+    if ((major < 1 || (major == 1 && minor < 44))); then
+      stack_die "Docker Engine API $api is older than 1.44 (Engine 25): the stack's healthchecks need Engine 25 or later; upgrade Docker (see \`make doctor\`)"
+    fi
+  fi
 }
 
 # stack_render PROFILE PLANE [--scp]: render and print the render dir.
