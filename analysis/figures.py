@@ -35,8 +35,10 @@ class Figure:
     draw: Callable[[Tables, Path], list[Path]]
 
 
-def _label(row: pd.Series, datapaths: int) -> str:
+def _label(row: pd.Series, datapaths: int, campaigns: int = 1) -> str:
     label = str(row["profile"])
+    if campaigns > 1:
+        label = f"{row['campaign']}: {label}"
     if datapaths > 1 and row.get("datapath") not in (None, "", "none"):
         label += f" [{row['datapath']}]"
     return label
@@ -53,7 +55,9 @@ def _order(table: pd.DataFrame) -> pd.DataFrame:
     t = table.copy()
     t["_p"] = t["protocol"].map(PROTOCOL_ORDER).fillna(9)
     t["_m"] = t["mode"].map(MODE_ORDER).fillna(9) if "mode" in t else 0
-    return t.sort_values(["_p", "_m", "profile", "datapath"]).drop(columns=["_p", "_m"])
+    if "campaign" not in t:
+        t["campaign"] = ""
+    return t.sort_values(["campaign", "_p", "_m", "profile", "datapath"]).drop(columns=["_p", "_m"])
 
 
 def _save(fig: plt.Figure, out: Path, name: str) -> list[Path]:
@@ -73,27 +77,28 @@ def _bars(ax: plt.Axes, table: pd.DataFrame, value: str, err: str, group: str, s
     """Grouped bars: one cluster per profile (ordered), one bar per value of ``group``."""
     t = _order(table)
     dps = _datapaths(t)
-    keys = list(dict.fromkeys((r["profile"], r.get("datapath", "")) for _, r in t.iterrows()))
-    labels = []
-    for p, d in keys:
-        row = t[(t["profile"] == p) & (t.get("datapath", "") == d)].iloc[0]
-        labels.append(_label(row, dps))
+    camps = t["campaign"].nunique()
+    cols = ["campaign", "profile", "datapath"]
+    keys = list(dict.fromkeys(tuple(r) for r in t[cols].itertuples(index=False, name=None)))
+    first = t.drop_duplicates(subset=cols).set_index(cols)
+    labels = [_label(pd.Series({**first.loc[k].to_dict(), "campaign": k[0], "profile": k[1], "datapath": k[2]}),
+                     dps, camps) for k in keys]
     groups = sorted(t[group].dropna().unique(), key=lambda v: (str(type(v)), v))
     width = 0.8 / max(1, len(groups))
     x = np.arange(len(keys))
     hatches = ["", "//", "..", "xx"]
     for gi, g in enumerate(groups):
-        sub = t[t[group] == g].set_index(["profile", "datapath"])
-        vals = np.array([sub[value].get((p, d), np.nan) for p, d in keys], dtype=float) * scale
-        errs = np.array([sub[err].get((p, d), np.nan) for p, d in keys], dtype=float) * scale
-        colours = [PROTOCOL_COLOURS.get(str(sub["protocol"].get((p, d), "")), "#9467bd") for p, d in keys]
+        sub = t[t[group] == g].set_index(cols)
+        vals = np.array([sub[value].get(k, np.nan) for k in keys], dtype=float) * scale
+        errs = np.array([sub[err].get(k, np.nan) for k in keys], dtype=float) * scale
+        colours = [PROTOCOL_COLOURS.get(str(first["protocol"].get(k, "")), "#9467bd") for k in keys]
         ax.bar(x + (gi - (len(groups) - 1) / 2) * width, vals, width, yerr=np.nan_to_num(errs),
                color=colours, edgecolor="black", linewidth=0.5, hatch=hatches[gi % len(hatches)],
                capsize=2, label=group_fmt(g), error_kw={"elinewidth": 0.8})
     ax.set_xticks(x)
     ax.set_xticklabels(labels, rotation=45, ha="right", fontsize=8)
-    for tick, (p, d) in zip(ax.get_xticklabels(), keys):
-        if t[(t["profile"] == p)]["protocol"].iloc[0] == "none":
+    for tick, k in zip(ax.get_xticklabels(), keys):
+        if first["protocol"].get(k) == "none":
             tick.set_fontweight("bold")
     ax.grid(axis="y", alpha=0.3)
     if len(groups) > 1:
@@ -178,12 +183,13 @@ def fig4_cpu_vs_ues(tables: Tables, out: Path) -> list[Path]:
         return []
     fig, ax = plt.subplots(figsize=(7.5, 5))
     dps = _datapaths(t)
-    for (profile, datapath), g in _order(t).groupby(["profile", "datapath"], sort=False):
+    camps = t["campaign"].nunique()
+    for _, g in _order(t).groupby(["campaign", "profile", "datapath"], sort=False):
         g = g.assign(ues=g["ues"].astype(float)).sort_values("ues")
         proto = str(g["protocol"].iloc[0])
         style = {"color": PROTOCOL_COLOURS.get(proto, "#9467bd"), "linestyle": "--" if proto == "none" else "-"}
         ax.errorbar(g["ues"], g["mean"], yerr=g["ci"].fillna(0), marker="o", capsize=3,
-                    label=_label(g.iloc[0], dps) + (" (baseline)" if proto == "none" else ""), **style)
+                    label=_label(g.iloc[0], dps, camps) + (" (baseline)" if proto == "none" else ""), **style)
     ax.set_xlabel("number of UEs")
     ax.set_ylabel("CPU time, all core NFs (s), 99 % CI")
     ax.grid(alpha=0.3)
@@ -212,13 +218,14 @@ def fig_tls_suites(tables: Tables, out: Path) -> list[Path]:
         log.info("fig-tls-suites: no TLS attach times with a baseline")
         return []
     roles = [r for r in ("cold", "warm") if (tls["role"] == r).any()]
-    fig, axes = plt.subplots(1, len(roles), figsize=(6.5 * len(roles), max(4.0, 0.35 * tls["profile"].nunique() + 2)),
+    fig, axes = plt.subplots(1, len(roles), figsize=(6.5 * len(roles), max(4.0, 0.35 * len(tls) / max(1, len(roles)) + 2)),
                              squeeze=False)
     for ax, role in zip(axes[0], roles):
-        sub = tls[tls["role"] == role].sort_values("profile")
+        sub = _order(tls[tls["role"] == role])
         pct_ci = 100.0 * sub["overhead_ci"] / sub["baseline_mean"]
         colours = ["#2ca02c" if c == "ecdsa" else "#98df8a" for c in sub["cert"]]
-        ax.barh(sub["profile"], sub["overhead_pct"], xerr=pct_ci.fillna(0), color=colours,
+        names = [_label(r, _datapaths(tls), tls["campaign"].nunique()) for _, r in sub.iterrows()]
+        ax.barh(names, sub["overhead_pct"], xerr=pct_ci.fillna(0), color=colours,
                 edgecolor="black", linewidth=0.5, capsize=2)
         ax.axvline(0, color="#555555", linestyle="--", linewidth=0.8, label="baseline (no TLS)")
         ax.set_xlabel("attach-time overhead vs baseline (%), 99 % CI")

@@ -70,7 +70,10 @@ def headlines(ref: Reference, tables: dict[str, pd.DataFrame]) -> list[Headline]
     if "experiment" not in t.columns:
         h = headline(ref, t)
         return [h] if h else []
-    out = [headline(ref, g, str(e)) for e, g in t.groupby("experiment", sort=True)]
+    keys = ["campaign", "experiment"] if "campaign" in t.columns else ["experiment"]
+    many = "campaign" in t.columns and t["campaign"].nunique() > 1
+    out = [headline(ref, g, "/".join(map(str, k)) if many else str(k[-1]))
+           for k, g in t.groupby(keys, sort=True)]
     return [h for h in out if h is not None]
 
 
@@ -157,9 +160,9 @@ def render(results: Path, runs: list[Run], ds: Datasets, tables: dict[str, pd.Da
            f"{len(runs)} runs found, **{len(used)} used** in the statistics, "
            f"**{len(excluded)} left out** (invalid or incomplete; listed below).\n",
            "Statistics: mean, sample sd, 99 % confidence interval from the t distribution; "
-           "overheads are against the baseline (protocol `none`) of the same experiment, payload "
+           "overheads are against the baseline (protocol `none`) of the same campaign, experiment, payload "
            "size or role, with the 99 % Welch confidence interval of the difference. Samples of all "
-           "used runs of a profile are pooled; warm-up files, lost pings and duplicate replies are "
+           "used runs of a profile in a campaign are pooled (campaigns never are); warm-up files, lost pings and duplicate replies are "
            "left out; kernel and userspace datapaths are never pooled. `p_perm` (when computed): "
            "two-sided permutation p-value of the difference against the baseline.\n"]
     out.append("## Headline results beside the papers\n")

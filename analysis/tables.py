@@ -1,6 +1,6 @@
 """Summary tables per experiment (statistics over the tidy frames of analysis.datasets).
 
-Every table has one row per group with n, mean, sd, ci (99 % t half-width), ci_low, ci_high
+Every table has one row per group (campaigns are never pooled: each has its own baseline) with n, mean, sd, ci (99 % t half-width), ci_low, ci_high
 and, where a baseline (protocol ``none``) exists for the same experiment and group, the
 overhead against it with the Welch CI of the difference (``overhead``, ``overhead_ci``,
 ``overhead_pct``). Groups include ``datapath`` so kernel and userspace runs never mix.
@@ -57,18 +57,18 @@ def rtt(ds: Datasets, confidence: float = CONFIDENCE, permutations: int = 0) -> 
     """Ping RTT (ms) per experiment, profile, datapath and payload size; losses counted."""
     p = ds.ping
     if p.empty:
-        return _summary(p, ["experiment", "profile", "protocol", "datapath", "size"], "rtt_ms",
-                        ["experiment", "size"], confidence)
+        return _summary(p, ["campaign", "experiment", "profile", "protocol", "datapath", "size"], "rtt_ms",
+                        ["campaign", "experiment", "size"], confidence)
     samples = p[~p["dup"].astype(bool)]
-    by = ["experiment", "profile", "protocol", "datapath", "size"]
-    table = _summary(samples, by, "rtt_ms", ["experiment", "size"], confidence)
+    by = ["campaign", "experiment", "profile", "protocol", "datapath", "size"]
+    table = _summary(samples, by, "rtt_ms", ["campaign", "experiment", "size"], confidence)
     key = samples[by].astype(object).where(samples[by].notna(), "")
     lost = (samples.assign(**{c: key[c] for c in by}).groupby(by)["lost"]
             .agg(lost="sum", sent="count").reset_index())
     table = table.merge(lost, on=by, how="left")
     table["loss_pct"] = 100.0 * table["lost"] / table["sent"]
     table["runs"] = table.merge(_runs_per_group(samples, by), on=by, how="left")["runs"].to_numpy()
-    return add_permutation_p(table, samples, by, "rtt_ms", ["experiment", "size"], permutations)
+    return add_permutation_p(table, samples, by, "rtt_ms", ["campaign", "experiment", "size"], permutations)
 
 
 def _runs_per_group(frame: pd.DataFrame, by: list[str]) -> pd.DataFrame:
@@ -79,23 +79,23 @@ def _runs_per_group(frame: pd.DataFrame, by: list[str]) -> pd.DataFrame:
 def attach(ds: Datasets, confidence: float = CONFIDENCE, permutations: int = 0) -> pd.DataFrame:
     """Attach time (ms) per profile, datapath and role (cold/warm); incomplete ones counted."""
     a = ds.attach
-    by = ["experiment", "profile", "protocol", "mode", "auth", "version", "cipher", "cert", "datapath", "role"]
-    table = _summary(complete_attach(a) if not a.empty else a, by, "attach_ms", ["experiment", "role"],
+    by = ["campaign", "experiment", "profile", "protocol", "mode", "auth", "version", "cipher", "cert", "datapath", "role"]
+    table = _summary(complete_attach(a) if not a.empty else a, by, "attach_ms", ["campaign", "experiment", "role"],
                      confidence)
     if not a.empty and not table.empty:
         key = a[by].astype(object).where(a[by].notna(), "")
         bad = a.assign(**{c: key[c] for c in by}).assign(incomplete=a["status"] != "complete")
         counts = bad.groupby(by)["incomplete"].sum().rename("incomplete").reset_index()
         table = table.merge(counts, on=by, how="left")
-        table = add_permutation_p(table, complete_attach(a), by, "attach_ms", ["experiment", "role"], permutations)
+        table = add_permutation_p(table, complete_attach(a), by, "attach_ms", ["campaign", "experiment", "role"], permutations)
     return table
 
 
 def cpu(ds: Datasets, confidence: float = CONFIDENCE) -> pd.DataFrame:
     """CPU seconds (all services) per profile, datapath and number of UEs."""
     totals = cpu_totals(ds.cpu)
-    by = ["experiment", "profile", "protocol", "datapath", "ues"]
-    return _summary(totals, by, "cpu_s", ["experiment", "ues"], confidence)
+    by = ["campaign", "experiment", "profile", "protocol", "datapath", "ues"]
+    return _summary(totals, by, "cpu_s", ["campaign", "experiment", "ues"], confidence)
 
 
 def cpu_slopes(ds: Datasets) -> pd.DataFrame:
@@ -103,20 +103,21 @@ def cpu_slopes(ds: Datasets) -> pd.DataFrame:
     totals = cpu_totals(ds.cpu)
     rows = []
     if not totals.empty:
-        for (profile, protocol, datapath), g in totals.groupby(["profile", "protocol", "datapath"]):
+        for (campaign, profile, protocol, datapath), g in totals.groupby(["campaign", "profile", "protocol", "datapath"]):
             x = g["ues"].astype(float).to_numpy()
             y = g["cpu_s"].astype(float).to_numpy()
             if len(np.unique(x)) >= 2:
                 slope, intercept = np.polyfit(x, y, 1)
-                rows.append({"profile": profile, "protocol": protocol, "datapath": datapath,
+                rows.append({"campaign": campaign, "profile": profile, "protocol": protocol, "datapath": datapath,
                              "cpu_s_per_ue": slope, "intercept_s": intercept, "points": len(x)})
-    return pd.DataFrame(rows, columns=["profile", "protocol", "datapath", "cpu_s_per_ue", "intercept_s", "points"])
+    return pd.DataFrame(rows, columns=["campaign", "profile", "protocol", "datapath", "cpu_s_per_ue", "intercept_s",
+                                       "points"])
 
 
 def throughput(ds: Datasets, confidence: float = CONFIDENCE) -> pd.DataFrame:
     """Receiver-side throughput (Mbit/s) per profile, datapath and transport."""
-    by = ["experiment", "profile", "protocol", "datapath", "transport"]
-    return _summary(ds.throughput, by, "receiver_mbps", ["experiment", "transport"], confidence)
+    by = ["campaign", "experiment", "profile", "protocol", "datapath", "transport"]
+    return _summary(ds.throughput, by, "receiver_mbps", ["campaign", "experiment", "transport"], confidence)
 
 
 TABLES = {"rtt": rtt, "attach": attach, "cpu": cpu, "cpu_slopes": cpu_slopes, "throughput": throughput}

@@ -75,3 +75,32 @@ def test_permutation_p_values_on_request(fixture_datasets):
     att = tables.attach(fixture_datasets, permutations=200).set_index(["profile", "role"])
     assert att.loc[("tls13-aes256gcm", "cold"), "p_perm"] > 0.05  # -3.6 +- 14 ms on 5 samples: no difference
     assert tables.rtt(fixture_datasets)["p_perm"].isna().all()   # off by default
+
+
+def test_two_campaigns_are_never_pooled(fixture_tree, tmp_path, monkeypatch):
+    import json
+    import shutil
+    import matplotlib.pyplot as plt
+    from analysis import figures, tables
+    from analysis.datasets import Datasets
+    from analysis.results import discover
+    for camp in ("c1", "c2"):
+        for run in (fixture_tree.root / "fixture" / "n3").glob("*/*"):
+            if "invalid" in run.name or "interrupted" in run.name or run.parent.name == "wireguard":
+                continue
+            dst = tmp_path / camp / "n3" / run.parent.name / run.name
+            shutil.copytree(run, dst)
+            m = json.loads((dst / "manifest.json").read_text())
+            m["campaign"] = camp
+            (dst / "manifest.json").write_text(json.dumps(m))
+    ds = Datasets.load(discover(tmp_path))
+    rtt = tables.rtt(ds)
+    assert len(rtt) == 2 * 4 and set(rtt["campaign"]) == {"c1", "c2"}
+    assert (rtt.groupby(["profile", "size"])["n"].nunique() == 1).all()      # same data, each campaign apart
+    assert rtt.loc[rtt["protocol"] != "none", "overhead"].notna().all()       # each against its own baseline
+    captured = {}
+    monkeypatch.setattr(figures, "_save", lambda fig, out, name: captured.setdefault(name, fig) and [])
+    figures.fig2_n3_rtt({"rtt": rtt}, tmp_path)
+    labels = [t.get_text() for t in captured["fig2-n3-rtt"].axes[0].get_xticklabels()]
+    assert labels == ["c1: baseline", "c1: aes128gcm", "c2: baseline", "c2: aes128gcm"]
+    plt.close(captured["fig2-n3-rtt"])
