@@ -42,7 +42,7 @@ attach() {
     start=$SECONDS
     if run_cmd "${DC[@]}" "${STACK_ALL_PROFILES[@]}" up -d --no-deps "$ue" >>"$(out_path "$tag-stack.log")" 2>&1 \
       && wait_for "$ATTACH_TIMEOUT" "$ue PDU session (iteration $it)" ue_has_session "$ue"; then
-      [[ "$DRY_RUN" == 1 ]] || tb manifest add-ue "$RUN_DIR" --attr "name=$ue" --attr "imsi=$imsi" \
+      [[ "$DRY_RUN" == 1 ]] || tbm add-ue "$RUN_DIR" --attr "name=$ue" --attr "imsi=$imsi" \
         --attr "role=$role" --attr "iteration=$it" --attr "attempt=$attempt" --attr attached=true
       log "iteration $it: $ue has its PDU session after ~$((SECONDS - start))s (exact time: from the N2 capture)"
       return 0
@@ -51,11 +51,11 @@ attach() {
     warn "iteration $it: $ue attempt $attempt failed: $reason"
     final=false
     ((attempt < RETRIES)) || final=true
-    tb manifest add-failure "$RUN_DIR" --attr "ue=$ue" --attr "attempt=$attempt" --attr "iteration=$it" \
+    tbm add-failure "$RUN_DIR" --attr "ue=$ue" --attr "attempt=$attempt" --attr "iteration=$it" \
       --attr "final=$final" --attr "reason=$reason" || warn "could not record the failed attach"
     "${DC[@]}" "${STACK_ALL_PROFILES[@]}" rm -sf "$ue" >>"$(out_path "$tag-stack.log")" 2>&1 || true
   done
-  tb manifest add-ue "$RUN_DIR" --attr "name=$ue" --attr "imsi=$imsi" --attr "role=$role" \
+  tbm add-ue "$RUN_DIR" --attr "name=$ue" --attr "imsi=$imsi" --attr "role=$role" \
     --attr "iteration=$it" --attr "attempt=$RETRIES" --attr attached=false || true
   return 1
 }
@@ -75,7 +75,7 @@ iteration() {
   if [[ "$MODE" != cold ]]; then
     if ((failed)); then
       warn "iteration $it: UE 1 never attached, so UE 2 would not be warm: warm sample skipped (recorded)"
-      [[ "$DRY_RUN" == 1 ]] || tb manifest add-failure "$RUN_DIR" --attr ue=ue2 --attr attempt=1 \
+      [[ "$DRY_RUN" == 1 ]] || tbm add-failure "$RUN_DIR" --attr ue=ue2 --attr attempt=1 \
         --attr "iteration=$it" --attr final=true --attr "reason=not started: UE 1 did not attach"
     else
       # pacing only (the warm UE must come within the 118 s idle limit; checked by params)

@@ -76,6 +76,11 @@ tb() {
   "$PYTHON" -m testbed "$@"
 }
 
+# `python -m testbed manifest ...` without loading every other command (called often per run)
+tbm() {
+  "$PYTHON" -m testbed.cli.manifest "$@"
+}
+
 # stack_address NODE NETWORK: the node's address from nf-configs/stack.yaml (never typed twice).
 stack_address() {
   "$PYTHON" -c 'import sys; from testbed import stack; print(stack.address(sys.argv[1], sys.argv[2]))' "$1" "$2" \
@@ -244,9 +249,9 @@ _on_exit() {
   fi
   capture_stop_all
   _run_cleanups
-  if [[ -n "$RUN_DIR" && "$(tb manifest get "$RUN_DIR" state 2>/dev/null)" == running ]]; then
+  if [[ -n "$RUN_DIR" && "$(tbm get "$RUN_DIR" state 2>/dev/null)" == running ]]; then
     _record_pending
-    tb manifest add-logs "$RUN_DIR" || true
+    tbm add-logs "$RUN_DIR" || true
     local state="$RUN_STATE" reason="$RUN_REASON"
     if ((INTERRUPTED)); then
       state=interrupted; reason="interrupted by a signal (Ctrl-C or TERM)"; rc=130
@@ -255,7 +260,7 @@ _on_exit() {
       reason="${reason:-driver stopped with exit status $rc}"
       ((rc != 0)) || rc=1
     fi
-    tb manifest finish "$RUN_DIR" --state "$state" ${reason:+"--reason=$reason"} \
+    tbm finish "$RUN_DIR" --state "$state" ${reason:+"--reason=$reason"} \
       || log "error: could not finish the manifest of $RUN_DIR"
     log "run $state: $RUN_DIR"
   fi
@@ -280,7 +285,7 @@ run_begin() {
     return 0
   fi
   mkdir -p "$RESULTS" || die "cannot create the results root $RESULTS; set RESULTS=<writable dir>" 1
-  RUN_DIR="$(tb manifest create "$RESULTS" --experiment "$exp" --profile "$PROFILE" \
+  RUN_DIR="$(tbm create "$RESULTS" --experiment "$exp" --profile "$PROFILE" \
     --driver-pid "$$" "$@" "${PARAM_ARGS[@]/#/--param=}")" \
     || die "could not create a run directory under $RESULTS (see above)" 1
   log "run directory: $RUN_DIR"
@@ -306,7 +311,7 @@ _record_command() {
     printf '+ %s\n' "${line% }" >&3
     return 0
   fi
-  [[ -z "$RUN_DIR" ]] || tb manifest add-command "$RUN_DIR" --command="${line% }" >/dev/null
+  [[ -z "$RUN_DIR" ]] || tbm add-command "$RUN_DIR" --command="${line% }" >/dev/null
 }
 
 # run_cmd CMD...: record and run (in DRY_RUN only print).
@@ -334,7 +339,7 @@ record_file() {
   local rel="$1" kind="$2"
   shift 2
   [[ "$DRY_RUN" == 1 ]] && return 0
-  tb manifest add-file "$RUN_DIR" --path "$rel" --kind "$kind" "${@/#/--attr=}" \
+  tbm add-file "$RUN_DIR" --path "$rel" --kind "$kind" "${@/#/--attr=}" \
     || die "could not record $rel in $RUN_DIR/manifest.json" 1
   [[ "$kind" == log || "$kind" == pcap ]] || MEASURED=1
 }
@@ -368,7 +373,7 @@ _record_pending() {
   local rel="${_PENDING[0]}"
   if [[ -s "$RUN_DIR/$rel" ]]; then
     local attrs=("${_PENDING[@]:2}")
-    tb manifest add-file "$RUN_DIR" --path "$rel" --kind "${_PENDING[1]}" \
+    tbm add-file "$RUN_DIR" --path "$rel" --kind "${_PENDING[1]}" \
       "${attrs[@]/#/--attr=}" --attr=partial=true >/dev/null \
       && log "kept partial $rel" && MEASURED=1
   fi
@@ -379,7 +384,7 @@ run_event() {
   local level="$1"
   shift
   [[ "$DRY_RUN" == 1 || -z "$RUN_DIR" ]] && return 0
-  tb manifest event "$RUN_DIR" --level "$level" --message="$*" >/dev/null || true
+  tbm event "$RUN_DIR" --level "$level" --message="$*" >/dev/null || true
 }
 
 # datapath_from_log FILE: record what the overlay entrypoint printed (`datapath: ipsec=...`)
@@ -390,9 +395,9 @@ datapath_from_log() {
   while read -r line; do
     kv+=("${line#datapath: }")
   done < <(grep -ohE 'datapath: (ipsec=(kernel|libipsec)|wireguard=(kernel|wireguard-go))' "$file" 2>/dev/null | sort -u)
-  ((${#kv[@]})) && tb manifest set-datapath "$RUN_DIR" "${kv[@]}" >/dev/null
-  dp="$(tb manifest get "$RUN_DIR" datapath)"
-  if [[ "$(tb manifest get "$RUN_DIR" datapath.userspace)" == true ]]; then
+  ((${#kv[@]})) && tbm set-datapath "$RUN_DIR" "${kv[@]}" >/dev/null
+  dp="$(tbm get "$RUN_DIR" datapath)"
+  if [[ "$(tbm get "$RUN_DIR" datapath.userspace)" == true ]]; then
     loud "USERSPACE DATAPATH ($dp): this host has no kernel ESP/WireGuard; latencies are NOT" \
       "comparable with kernel-datapath runs (recorded: datapath.userspace = true)"
     run_event warning "userspace datapath: $dp"
@@ -406,10 +411,10 @@ run_end() {
   [[ "$DRY_RUN" == 1 ]] && return 0
   local rc=0
   capture_stop_all
-  tb manifest add-logs "$RUN_DIR" || die "could not record the logs of $RUN_DIR" 1
+  tbm add-logs "$RUN_DIR" || die "could not record the logs of $RUN_DIR" 1
   tb validity "$RUN_DIR" || rc=1
   RUN_STATE=complete
-  tb manifest finish "$RUN_DIR" --state complete >/dev/null \
+  tbm finish "$RUN_DIR" --state complete >/dev/null \
     || die "could not finish the manifest of $RUN_DIR" 1
   if ((rc)); then
     loud "run $RUN_DIR is INVALID (manifest: valid=false); its data must not be used"
@@ -470,13 +475,13 @@ capture_stop() {
   unset "_CAPTURE_PID[$name]"
   read -r -a attrs <<<"${_CAPTURE_ATTRS[$name]}"
   if [[ -s "$RUN_DIR/$rel" ]]; then
-    tb manifest add-file "$RUN_DIR" --path "$rel" --kind pcap "${attrs[@]/#/--attr=}" >/dev/null \
+    tbm add-file "$RUN_DIR" --path "$rel" --kind pcap "${attrs[@]/#/--attr=}" >/dev/null \
       || log "error: could not record capture $rel in the manifest"
   else
     warn "capture $name wrote nothing ($rel)"
   fi
   [[ ! -s "$RUN_DIR/${rel%.*}.capture.log" ]] \
-    || tb manifest add-file "$RUN_DIR" --path "${rel%.*}.capture.log" --kind log >/dev/null || true
+    || tbm add-file "$RUN_DIR" --path "${rel%.*}.capture.log" --kind log >/dev/null || true
 }
 
 capture_stop_all() {

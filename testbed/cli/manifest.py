@@ -126,3 +126,13 @@ def run(args: argparse.Namespace) -> int:
     except (manifest.ManifestError, KeyError, IndexError, json.JSONDecodeError) as exc:
         print(f"error: manifest {args.action}: {exc}", file=sys.stderr)
         return 1
+
+
+if __name__ == "__main__":
+    # Fast path for the drivers (`python -m testbed.cli.manifest ...`, the same as
+    # `python -m testbed manifest ...` without importing every other command).
+    import logging
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
+    _parser = argparse.ArgumentParser(prog="python -m testbed manifest")
+    add_arguments(_parser, "manifest")
+    raise SystemExit(run(_parser.parse_args()))

@@ -44,11 +44,13 @@ def _namespaces() -> set[str]:
     return {line.split()[0] for line in out.splitlines() if line.strip()}
 
 
-def _run(profile: str, results: Path, timeout: float = 240, **extra: str) -> subprocess.CompletedProcess[str]:
+def _run(profile: str, results: Path, timeout: float = 240, via_make: bool = False,
+         **extra: str) -> subprocess.CompletedProcess[str]:
     env = _env(results, PROFILE=profile, **extra)
+    argv = (["make", "--no-print-directory", "run-overlay"] if via_make else ["bash", str(DRIVER)])
     before = _namespaces()
     try:
-        return subprocess.run(["bash", str(DRIVER)], env=env, cwd=ROOT, capture_output=True, text=True,
+        return subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, text=True,
                               timeout=timeout, check=False)
     finally:
         leaked = {n for n in _namespaces() - before if n.startswith(env["LAB_NAME"])}
@@ -103,7 +105,7 @@ def baseline_results(tmp_path_factory: pytest.TempPathFactory) -> Path:
     require_root()
     require_tools("ip", "ping", "tshark", "dumpcap", "unshare", "nsenter")
     results = tmp_path_factory.mktemp("baseline-results")
-    res = _run("baseline", results)
+    res = _run("baseline", results, via_make=True)      # through `make run-overlay`, as users do
     assert res.returncode == 0, res.stderr[-3000:]
     return results
 
@@ -118,9 +120,14 @@ def test_analysis_reads_the_run(baseline_results: Path) -> None:
     res = subprocess.run(["python3", "-m", "analysis", "stats", str(baseline_results)], cwd=ROOT,
                          capture_output=True, text=True, check=False, timeout=300)
     assert res.returncode == 0, res.stderr[-3000:]
-    rows = [line for line in res.stdout.splitlines() if line.startswith("| overlay | baseline | none |")]
-    assert [r.split("|")[5].strip() for r in rows] == ["64", "1024"], res.stdout[:2000]
-    assert all(r.split("|")[6].strip() == "20" for r in rows), "2 sets x 10 pings per size, warm-up left out"
+    table = res.stdout.split("## rtt", 1)[1].split("##", 1)[0]
+    lines = [[c.strip() for c in line.strip().strip("|").split("|")] for line in table.splitlines()
+             if line.startswith("|") and not line.startswith("|---")]
+    header, body = lines[0], lines[1:]
+    rows = [dict(zip(header, r)) for r in body]
+    rows = [r for r in rows if r["experiment"] == "overlay" and r["profile"] == "baseline"]
+    assert [r["size"] for r in rows] == ["64", "1024"], res.stdout[:2000]
+    assert all(r["n"] == "20" for r in rows), "2 sets x 10 pings per size, warm-up left out"
 
 
 def test_ipsec_run_is_complete_and_valid(overlay_env: None, tmp_path: Path) -> None:
