@@ -189,7 +189,8 @@ def fig4_cpu_vs_ues(tables: Tables, out: Path) -> list[Path]:
         proto = str(g["protocol"].iloc[0])
         style = {"color": PROTOCOL_COLOURS.get(proto, "#9467bd"), "linestyle": "--" if proto == "none" else "-"}
         ax.errorbar(g["ues"], g["mean"], yerr=g["ci"].fillna(0), marker="o", capsize=3,
-                    label=_label(g.iloc[0], dps, camps) + (" (baseline)" if proto == "none" else ""), **style)
+                    label=_label(g.iloc[0], dps, camps) + (" (baseline)" if proto == "none" and
+                                                           g.iloc[0]["profile"] != "baseline" else ""), **style)
     ax.set_xlabel("number of UEs")
     ax.set_ylabel("CPU time, all core NFs (s), 99 % CI")
     ax.grid(alpha=0.3)
@@ -219,7 +220,7 @@ def fig_tls_suites(tables: Tables, out: Path) -> list[Path]:
         return []
     roles = [r for r in ("cold", "warm") if (tls["role"] == r).any()]
     fig, axes = plt.subplots(1, len(roles), figsize=(6.5 * len(roles), max(4.0, 0.35 * len(tls) / max(1, len(roles)) + 2)),
-                             squeeze=False)
+                             squeeze=False, sharey=True)
     for ax, role in zip(axes[0], roles):
         sub = _order(tls[tls["role"] == role])
         pct_ci = 100.0 * sub["overhead_ci"] / sub["baseline_mean"]
@@ -232,7 +233,7 @@ def fig_tls_suites(tables: Tables, out: Path) -> list[Path]:
         ax.set_title(f"{role}")
         ax.grid(axis="x", alpha=0.3)
         ax.legend(fontsize=8)
-        ax.invert_yaxis()
+    axes[0][0].invert_yaxis()      # shared y: once, so the first suite is on top in both panels
     fig.suptitle("TLS suites on the SBI: attach-time overhead, cold and warm (dark = ECDSA, light = RSA)")
     return _save(fig, out, "fig-tls-suites")
 
