@@ -340,6 +340,22 @@ def compose_env(profile: Profile, plane: str, values: dict[str, Any]) -> dict[st
     return {"IPSEC_XFRM_LARVAL_DROP": str(profile.params["xfrm_larval_drop"])}
 
 
+# Bounded wait of the trap-mode patch (patches/open5gs/0002-sbi-trap-path-wait.patch): long
+# enough for IKE_SA_INIT + IKE_AUTH with certificates on a loaded host, short enough that a
+# broken tunnel shows up as a logged "no path ... sending anyway" instead of a hang.
+TRAP_WAIT_MS = 2000
+
+
+def nf_environment(node: str, profile: Profile, values: dict[str, Any]) -> dict[str, str]:
+    """The program container's extra environment: the trap-wait patch's switch for SBI NFs
+    in the paper's `trap` mode (the other modes run the NFs unpatched in behaviour)."""
+    if not profile.params.get("patched_wait"):
+        return {}
+    if "sbi" not in values["nodes"].get(node, {}).get("networks", {}):
+        return {}
+    return {"OGS_SBI_WAIT_PEER_MS": str(TRAP_WAIT_MS)}
+
+
 def libipsec_capable(profile: Profile) -> tuple[bool, str]:
     """Whether the profile can run on kernel-libipsec (userspace ESP), and why not."""
     p = profile.params

@@ -138,3 +138,14 @@ def test_compose_env_and_host_needs() -> None:
     assert ipsec.compose_env(profiles.get("aes128gcm-trap-queue"), "sbi", VALUES) == {"IPSEC_XFRM_LARVAL_DROP": "0"}
     assert ipsec.compose_env(profiles.get("aes128gcm"), "n3", VALUES) == {"IPSEC_XFRM_LARVAL_DROP": "1"}
     assert any("libipsec" in n for n in ipsec.host_needs(profiles.get("aes128gcm"), "n3"))
+
+
+def test_trap_mode_switches_on_the_patched_wait_for_sbi_nfs_only() -> None:
+    from testbed import profiles, stack
+    from testbed.overlays import ipsec as ipsec_overlay
+    values = stack.load()
+    trap = profiles.get("aes256gcm-trap", "sbi")
+    assert ipsec_overlay.nf_environment("amf", trap, values) == {"OGS_SBI_WAIT_PEER_MS": "2000"}
+    assert ipsec_overlay.nf_environment("upf", trap, values) == {}      # not on the SBI
+    for other in ("aes256gcm", "aes256gcm-trap-drop", "aes256gcm-psk-trap-queue"):
+        assert ipsec_overlay.nf_environment("amf", profiles.get(other, "sbi"), values) == {}
