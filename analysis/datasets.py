@@ -151,11 +151,21 @@ def cpu(runs: list[Run], errors: list[str] | None = None) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)
 
 
-def cpu_totals(frame: pd.DataFrame) -> pd.DataFrame:
-    """CPU seconds summed over services, one row per accounting file."""
+def is_ran_service(service: pd.Series) -> pd.Series:
+    """UERANSIM containers (gnb, gnb-net, ue1, ue2, ue-scale): the simulated RAN, not the core."""
+    s = service.astype(str)
+    return (s == "gnb") | s.str.startswith("gnb-") | s.str.startswith("ue")
+
+
+def cpu_totals(frame: pd.DataFrame, include_ran: bool = False) -> pd.DataFrame:
+    """CPU seconds summed over the core's services (NFs, their overlay namespace holders
+    ``<nf>-net``, MongoDB), one row per accounting file; the simulated RAN is left out unless
+    ``include_ran``."""
     keys = [c for c in RUN_COLUMNS + ["ues", "rep", "file"] if c in frame.columns]
     if frame.empty:
         return pd.DataFrame(columns=keys + ["cpu_s"])
+    if not include_ran:
+        frame = frame[~is_ran_service(frame["service"])]
     return frame.groupby(keys, dropna=False, as_index=False)["cpu_s"].sum()
 
 

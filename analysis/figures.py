@@ -192,7 +192,7 @@ def fig4_cpu_vs_ues(tables: Tables, out: Path) -> list[Path]:
                     label=_label(g.iloc[0], dps, camps) + (" (baseline)" if proto == "none" and
                                                            g.iloc[0]["profile"] != "baseline" else ""), **style)
     ax.set_xlabel("number of UEs")
-    ax.set_ylabel("CPU time, all core NFs (s), 99 % CI")
+    ax.set_ylabel("CPU time of the core: NFs + overlay + DB (s), 99 % CI")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     ax.set_title("Figure 4: CPU time (boot -> last PDU session) vs number of UEs")

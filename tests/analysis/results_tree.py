@@ -166,9 +166,10 @@ def build(root: Path, shared: Path, iperf: bool = True) -> Tree:
         m["files"] = files
         (d / "manifest.json").write_text(json.dumps(m, indent=2))
 
-    # cpu: linear in UEs with real jitter (RWTH E1 procedure times, ms, used as 1/10 s noise)
+    # cpu: linear in UEs with real jitter (RWTH E1 procedure times, ms, used as 1/100 s noise);
+    # core slope per UE = per_ue + 0.02 (amf-net); gnb and ue-scale (RAN) must be left out
     jitter = parse_rwth(rw / "e1-registration" / "noenc_2025-07-16-T10-12-48.txt").values["value"].to_numpy()
-    services = ["amf", "smf", "nrf", "ausf", "udm"]
+    services = ["amf", "smf", "nrf", "ausf", "udm", "amf-net", "gnb", "ue-scale"]
     j = 0
     for profile, protocol, per_ue, userspace in (("baseline", "none", 0.20, None), ("aes256gcm", "ipsec", 0.26, False),
                                                  ("wireguard", "wireguard", 0.23, False),
@@ -181,7 +182,12 @@ def build(root: Path, shared: Path, iperf: bool = True) -> Tree:
                 name = f"cpu-{ues}-{rep}.csv"
                 rows = ["service,cpu_usec"]
                 for svc in services:
-                    sec = (0.5 + per_ue * ues) / len(services) + jitter[j] / 100.0
+                    if svc in ("gnb", "ue-scale"):      # the simulated RAN: large, must not count
+                        sec = 1.0 * ues + jitter[j] / 100.0
+                    elif svc == "amf-net":              # overlay namespace holder: counts
+                        sec = 0.02 * ues
+                    else:
+                        sec = (0.5 + per_ue * ues) / 5 + jitter[j] / 100.0
                     j += 1
                     rows.append(f"{svc},{int(round(sec * 1e6))}")
                 (d / name).write_text("\n".join(rows) + "\n")

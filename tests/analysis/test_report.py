@@ -61,6 +61,8 @@ def test_cli_report_and_stats(fixture_tree, tmp_path, capsys):
     out = capsys.readouterr().out
     slopes = pd.read_csv(__import__("io").StringIO(out.split("\n", 1)[1])).set_index("profile")["cpu_s_per_ue"]
     assert slopes.idxmin() == "baseline" and slopes.idxmax() == "tls13-aes256gcm"
+    # core NFs + overlay holder only (0.20 + 0.02 s per UE), not the RAN containers (+2 s per UE)
+    assert slopes["baseline"] == pytest.approx(0.22, abs=0.01)
     assert main(["metadata", str(fixture_tree.root / "fixture" / "cpu")]) == 0
     assert capsys.readouterr().out.count("| fixture | cpu |") == 4
     assert main(["report", str(tmp_path / "missing")]) == 1
