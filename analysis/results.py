@@ -143,6 +143,8 @@ def discover(results: Path | str) -> list[Run]:
         raise FileNotFoundError(f"results directory {root} does not exist; run an experiment "
                                 "first (make run-...) or pass RESULTS=<dir>")
     runs = [load_run(p.parent) for p in sorted(root.rglob(MANIFEST))]
+    if not runs:
+        log.warning("no %s below %s: nothing to analyse (is RESULTS right?)", MANIFEST, root)
     for r in runs:
         if r.problems:
             log.warning("run %s left out of the statistics: %s", r.directory, "; ".join(r.problems))
