@@ -12,6 +12,7 @@ import json
 import shutil
 import socket
 import subprocess
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -106,14 +107,16 @@ def _iperf3(out: Path, transport: str) -> None:
     try:
         cmd = ["iperf3", "-c", "127.0.0.1", "-p", str(port), "-J"]
         cmd += ["-u", "-b", "200M", "-n", "4M"] if transport == "udp" else ["-n", "64M"]
-        for _ in range(50):   # the server needs a moment to listen; retry with a deadline
+        deadline = time.monotonic() + 20     # the server needs a moment to listen: poll, bounded
+        while True:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
             if proc.returncode == 0 and '"error"' not in proc.stdout:
                 out.write_text(proc.stdout)
                 return
-            import time
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"iperf3 client on port {port} failed for 20 s: "
+                                   f"{proc.stdout[-400:]} {proc.stderr[-400:]}")
             time.sleep(0.1)
-        raise RuntimeError(f"iperf3 client failed: {proc.stdout[-400:]} {proc.stderr[-400:]}")
     finally:
         server.kill()
         server.wait(timeout=10)
