@@ -27,9 +27,11 @@ if [[ -n "${_TESTBED_COMMON_SH:-}" ]]; then
   return 0
 fi
 _TESTBED_COMMON_SH=1
-# fd 3 = the driver's own stdout: DRY_RUN prints the plan there even where a command's output
-# is redirected into a file
-exec 3>&1
+# fd 3/4 = the driver's own stdout/stderr: DRY_RUN prints the plan on fd 3 even where a command's
+# output is redirected into a file, and the exit trap returns to them (a signal can arrive while
+# stdout is redirected into a raw file, which must not receive the trap's messages). Children get
+# neither (3>&- 4>&-).
+exec 3>&1 4>&2
 
 TESTBED_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 PYTHON="${PYTHON:-python3}"
@@ -234,6 +236,7 @@ _run_cleanups() {
 _on_signal() {
   INTERRUPTED=1
   trap '' INT TERM
+  exec 1>&3 2>&4
   log "interrupted: stopping, tearing down, keeping what was measured"
   exit 130
 }
@@ -241,6 +244,7 @@ _on_signal() {
 _on_exit() {
   local rc=$?
   trap '' INT TERM
+  exec 1>&3 2>&4
   set +e
   if [[ -n "$CHILD_PID" ]]; then
     kill -TERM "$CHILD_PID" 2>/dev/null
@@ -318,7 +322,7 @@ _record_command() {
 run_cmd() {
   _record_command "$@"
   [[ "$DRY_RUN" == 1 ]] && return 0
-  "$@"
+  "$@" 3>&- 4>&-
 }
 
 # run_bg_wait CMD...: like run_cmd, but the driver's Ctrl-C/TERM trap fires at once (the child
@@ -327,7 +331,7 @@ run_bg_wait() {
   _record_command "$@"
   [[ "$DRY_RUN" == 1 ]] && return 0
   local rc=0
-  "$@" &
+  "$@" 3>&- 4>&- &
   CHILD_PID=$!
   wait "$CHILD_PID" || rc=$?
   CHILD_PID=""
@@ -440,7 +444,7 @@ capture_start() {
   shift
   _record_command "$@"
   [[ "$DRY_RUN" == 1 ]] && return 0
-  setsid "$@" >>"$RUN_DIR/${rel%.*}.capture.log" 2>&1 &
+  setsid "$@" >>"$RUN_DIR/${rel%.*}.capture.log" 2>&1 3>&- 4>&- &
   _CAPTURE_PID[$name]=$!
   _CAPTURE_FILE[$name]="$rel"
   _CAPTURE_ATTRS[$name]="${attrs[*]}"

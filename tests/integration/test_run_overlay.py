@@ -189,6 +189,7 @@ def test_sigint_mid_run_marks_interrupted_and_keeps_data(overlay_env: None, tmp_
         for ns in {n for n in _namespaces() - before if n.startswith(env["LAB_NAME"])}:
             subprocess.run(["ip", "netns", "delete", ns], check=False)
     assert proc.returncode == 130, err[-3000:]
+    assert "interrupted: stopping" in err and "run interrupted:" in err, "the terminal says what happened"
     assert not {n for n in _namespaces() if n.startswith(env["LAB_NAME"])}, "lab torn down"
     run_dir = first_set.parent
     m = manifest.load(run_dir)
@@ -196,7 +197,8 @@ def test_sigint_mid_run_marks_interrupted_and_keeps_data(overlay_env: None, tmp_
     assert m["state"] == "interrupted" and m["finished"] and "interrupted" in m["reason"]
     partial = [f for f in m["files"] if f["path"] == "ping-s64-set01.txt"]
     assert partial and partial[0].get("partial") is True, "what was measured is kept, marked partial"
-    assert "bytes from" in first_set.read_text()
+    text = first_set.read_text()
+    assert "bytes from" in text and "run-overlay" not in text, "raw file holds ping output only"
     assert any(f["kind"] == "pcap" for f in m["files"]), "the capture is kept"
     assert not list(tmp_path.glob("adhoc/overlay/baseline/*/ping-s64-set03.txt"))
 
