@@ -23,8 +23,11 @@ LOG_IN_CONTAINER = "/run/open5gs/nf.log"
 
 
 def healthcheck(service: str, log: Path) -> str:
-    """The service's healthcheck command from compose/base.yaml, pointed at `log`."""
-    svc = yaml.safe_load((ROOT / "compose" / "base.yaml").read_text())["services"][service]
+    """The service's healthcheck command from compose/base.yaml (or scp.yaml), pointed at `log`."""
+    services: dict = {}
+    for f in ("scp.yaml", "base.yaml"):            # base.yaml wins; the SCP lives in scp.yaml
+        services.update(yaml.safe_load((ROOT / "compose" / f).read_text())["services"])
+    svc = services[service]
     kind, cmd = svc["healthcheck"]["test"][0], svc["healthcheck"]["test"][1]
     assert kind == "CMD-SHELL"
     cmd = interpolate(cmd, {}, lambda msg: pytest.fail(f"{service} healthcheck: {msg}"))
