@@ -65,3 +65,61 @@ def test_upf_entrypoint_sets_up_ogstun_and_nat(netns: str, tmp_path: Path) -> No
                              text=True, timeout=30).stdout
     assert listing.count("masquerade") == 1
     assert "warning: net.ipv4.ip_forward is 0" in res.stderr, "the entrypoint says when forwarding is off"
+
+
+def _upfd(build: str | None) -> Path | None:
+    for rel in ("src/upf/open5gs-upfd", "bin/open5gs-upfd"):
+        if build and (Path(build) / rel).is_file():
+            return Path(build) / rel
+    return None
+
+
+def test_real_upf_behind_the_entrypoint_turns_healthy(netns: str, tmp_path: Path) -> None:
+    """The rendered upf.yaml with the real open5gs-upfd ($OPEN5GS_BUILD): PFCP on n4, GTP-U on n3,
+    ogstun as the session device; the compose healthcheck of the upf service then passes."""
+    import signal
+    import time
+
+    import yaml
+
+    from testbed.check.compose_model import interpolate
+    from tests.testbed.render.helpers import render_to
+
+    upfd = _upfd(os.environ.get("OPEN5GS_BUILD"))
+    if upfd is None:
+        pytest.skip("no open5gs-upfd in $OPEN5GS_BUILD (an Open5GS build dir or install prefix)")
+    values = stack.load()
+    r = render_to("baseline", "n3", tmp_path / "render")
+    cfg = yaml.safe_load((r.dir / "open5gs" / "upf.yaml").read_text())
+    log = tmp_path / "upf.log"
+    cfg["logger"]["file"]["path"] = str(log)
+    (tmp_path / "upf.yaml").write_text(yaml.safe_dump(cfg))
+    ns = ["ip", "netns", "exec", netns]
+    subprocess.run(ns + ["ip", "link", "add", "d0", "type", "veth", "peer", "name", "d1"], check=True)
+    for net in ("n3", "n4", "n6"):
+        subprocess.run(ns + ["ip", "addr", "add", f"{stack.address('upf', net, values)}/{stack.prefixlen(net, values)}",
+                             "dev", "d0"], check=True)
+    for cmd in (["ip", "link", "set", "d0", "up"], ["ip", "link", "set", "d1", "up"], ["ip", "link", "set", "lo", "up"],
+                ["sysctl", "-qw", "net.ipv4.ip_forward=1"]):
+        subprocess.run(ns + cmd, check=True)
+    env_vars = cenv.ue_vars(values)
+    env = {**os.environ, "PATH": f"{upfd.parent}:{os.environ['PATH']}", "OGSTUN": env_vars["OGSTUN"],
+           "UE_SUBNET": env_vars["UE_SUBNET"], "UE_GATEWAY_CIDR": env_vars["UE_GATEWAY_CIDR"]}
+    svc = yaml.safe_load((ROOT / "compose" / "base.yaml").read_text())["services"]["upf"]
+    probe = interpolate(svc["healthcheck"]["test"][1], {}, pytest.fail)
+    proc = subprocess.Popen(ns + ["bash", str(UPF_SH), str(tmp_path / "upf.yaml")], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 20
+        while subprocess.run(ns + ["sh", "-c", probe], env=env, capture_output=True).returncode != 0:
+            assert proc.poll() is None, (proc.stderr.read().decode() if proc.stderr else "") + \
+                (log.read_text() if log.exists() else "")
+            assert time.monotonic() < deadline, "upf healthcheck did not pass: " + (log.read_text() if log.exists() else "")
+            time.sleep(0.2)  # polling, bounded by the deadline
+        text = log.read_text()
+        assert "initialize...done" in text
+        assert "ERROR" not in text, text
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=10)
