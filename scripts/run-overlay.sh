@@ -45,6 +45,19 @@ preflight() {
   require_tools "${tools[@]}"
   [[ -c /dev/net/tun || "$PROTOCOL" == none ]] \
     || die "/dev/net/tun is missing: the userspace overlays need TUN (modprobe tun); see make doctor" 1
+  if [[ "$PROTOCOL" == ipsec && "$DRY_RUN" != 1 ]]; then
+    # a profile userspace ESP cannot run (e.g. AES-GMAC, trap modes) stops here on a host without
+    # kernel ESP, before anything starts (the overlay module knows which ones)
+    local why
+    why="$("$PYTHON" -c 'import sys
+from testbed import datapath, profiles
+from testbed.overlays import ipsec
+if datapath.detect()["ipsec"] == "libipsec":
+    ok, why = ipsec.libipsec_capable(profiles.get(sys.argv[1]))
+    if not ok:
+        print(why); sys.exit(1)' "$PROFILE")" \
+      || die "profile $PROFILE cannot run on this host: ${why:-datapath check failed} (make doctor)" 1
+  fi
 }
 
 lab_down() {

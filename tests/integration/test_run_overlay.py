@@ -258,3 +258,13 @@ def test_campaign_resumes(overlay_env: None, tmp_path: Path) -> None:
                            text=True, check=False, timeout=120)
     assert third.returncode == 0 and "2 already done, 0 to run" in third.stderr
     assert len(manifest.runs(tmp_path, "ci", "overlay", "baseline")) == 3
+
+
+def test_profile_the_host_cannot_run_is_refused_before_anything_starts(overlay_env: None, tmp_path: Path) -> None:
+    from testbed import datapath
+    if datapath.detect()["ipsec"] != "libipsec":
+        pytest.skip("this host has kernel ESP: every IPsec profile can run (the refusal is for userspace ESP)")
+    res = _run("nullgmac", tmp_path)
+    assert res.returncode == 1
+    assert "cannot run on this host" in res.stderr and "kernel xfrm ESP" in res.stderr
+    assert not (tmp_path / "adhoc").exists(), "refused before a run directory exists"
