@@ -26,7 +26,7 @@ class ParamError(ValueError):
 @dataclasses.dataclass(frozen=True)
 class Param:
     name: str                       # Make variable / env name, UPPER_CASE
-    kind: str                       # int | float | ints | choice | word
+    kind: str                       # int | float | ints | choice | word | words (choices)
     default: str
     help: str
     minimum: float | None = None
