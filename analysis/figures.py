@@ -25,6 +25,7 @@ Tables = dict[str, pd.DataFrame]
 PROTOCOL_COLOURS = {"none": "#7f7f7f", "ipsec": "#1f77b4", "wireguard": "#d62728", "tls": "#2ca02c"}
 PROTOCOL_ORDER = {"none": 0, "ipsec": 1, "wireguard": 2, "tls": 3}
 MODE_ORDER = {"start": 0, "trap": 1, "trap-drop": 2, "trap-queue": 3}
+MODE_HATCH = {"start": "", "trap": "//", "trap-drop": "xx", "trap-queue": ".."}
 FORMATS = ("png", "pdf")
 
 
@@ -73,7 +74,7 @@ def _save(fig: plt.Figure, out: Path, name: str) -> list[Path]:
 
 
 def _bars(ax: plt.Axes, table: pd.DataFrame, value: str, err: str, group: str, scale: float = 1.0,
-          group_fmt: Callable[[object], str] = str) -> list[str]:
+          group_fmt: Callable[[object], str] = str) -> list[tuple]:
     """Grouped bars: one cluster per profile (ordered), one bar per value of ``group``."""
     t = _order(table)
     dps = _datapaths(t)
@@ -103,7 +104,7 @@ def _bars(ax: plt.Axes, table: pd.DataFrame, value: str, err: str, group: str, s
     ax.grid(axis="y", alpha=0.3)
     if len(groups) > 1:
         ax.legend(fontsize=8, title=group, title_fontsize=8)
-    return labels
+    return keys
 
 
 def _baseline_lines(ax: plt.Axes, table: pd.DataFrame, value: str, group: str | None,
@@ -115,11 +116,13 @@ def _baseline_lines(ax: plt.Axes, table: pd.DataFrame, value: str, group: str | 
                    label="baseline" + suffix if i < 4 else None)
 
 
-def _protocol_legend(ax: plt.Axes, protocols: set[str]) -> None:
+def _protocol_legend(ax: plt.Axes, protocols: set[str], modes: list[str] | None = None) -> None:
     from matplotlib.patches import Patch
     handles = [Patch(facecolor=PROTOCOL_COLOURS[p], edgecolor="black", label=("baseline (none)" if p == "none" else p))
                for p in PROTOCOL_ORDER if p in protocols]
-    ax.legend(handles=handles, fontsize=8, loc="upper left", title="protocol", title_fontsize=8)
+    handles += [Patch(facecolor="white", edgecolor="black", hatch=MODE_HATCH[m], label=f"IPsec {m}")
+                for m in modes or []]
+    ax.legend(handles=handles, fontsize=8, loc="upper left", title="protocol / mode", title_fontsize=8)
 
 
 def fig2_n3_rtt(tables: Tables, out: Path) -> list[Path]:
@@ -163,14 +166,19 @@ def fig3_attach_time(tables: Tables, out: Path) -> list[Path]:
     fig, axes = plt.subplots(1, len(roles), figsize=(7 * len(roles), 5), squeeze=False)
     for ax, role in zip(axes[0], roles):
         sub = t[t["role"] == role]
-        _bars(ax, sub, "mean", "ci", "role")
+        keys = _bars(ax, sub, "mean", "ci", "role")
+        mode_of = sub.assign(mode=sub["mode"].astype(str)).set_index(["campaign", "profile", "datapath"])["mode"]
+        modes = [str(mode_of.get(k, "")) for k in keys]
+        for bar, mode in zip(ax.patches, modes):
+            bar.set_hatch(MODE_HATCH.get(mode, ""))
         _baseline_lines(ax, sub, "mean", None)
-        _protocol_legend(ax, set(sub["protocol"].astype(str)))
+        _protocol_legend(ax, set(sub["protocol"].astype(str)), [m for m in MODE_ORDER if m in modes])
         lo = np.nanmin((sub["mean"] - sub["ci"].fillna(0)).to_numpy(dtype=float))
         hi = np.nanmax((sub["mean"] + sub["ci"].fillna(0)).to_numpy(dtype=float))
         pad = max(1.0, 0.15 * (hi - lo))
-        ax.set_ylim(max(0.0, lo - pad), hi + pad)
-        ax.set_ylabel("attach time (ms), 99 % CI")
+        bottom = max(0.0, lo - pad)
+        ax.set_ylim(bottom, hi + pad)
+        ax.set_ylabel("attach time (ms), 99 % CI" + (f" (axis starts at {bottom:.0f} ms)" if bottom > 0 else ""))
         ax.set_title(f"{role} (registration request -> PDU session accept)")
     fig.suptitle("Figure 3: UE attach time by protocol and mode (IPsec: start/trap; dashed = baseline)")
     return _save(fig, out, "fig3-attach-time")

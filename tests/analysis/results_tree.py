@@ -151,15 +151,17 @@ def build(root: Path, shared: Path, iperf: bool = True) -> Tree:
         ("baseline", "none", range(0, 10), {}, {"attach_failures": [{"ue": "ue2", "attempt": 3, "reason": "timeout"}]}),
         ("tls13-aes256gcm", "tls", range(10, 20),
          {"version": "1.3", "cipher": "TLS_AES_256_GCM_SHA384", "cert": "ecdsa"}, {}),
+        ("aes128gcm-psk-trap", "ipsec", [10, 11, 12, 5, 6, 7],
+         {"esp_proposal": "aes128gcm16", "auth": "psk", "mode": "trap", "patched_wait": True}, {}),
     ):
         files: list[dict] = []
-        d = _write_run(root, _manifest("sbi", profile, protocol, f"20261122T0000Z-{protocol}", files,
+        d = _write_run(root, _manifest("sbi", profile, protocol, f"20261122T0000Z-{profile}", files,
                                        plane="sbi", params=params, userspace=None if protocol == "none" else False,
                                        ues=[{"name": "ue1", "imsi": "001010000000001", "role": "cold"},
                                             {"name": "ue2", "imsi": "001010000000002", "role": "warm"}],
                                        **extra))
         for k, n in enumerate(numbers):
-            role = "cold" if k < 5 else "warm"
+            role = "cold" if k < len(numbers) // 2 else "warm"
             shutil.copy(f1c / f"{n}.pcap", d / f"n2-{n}.pcap")
             files.append({"path": f"n2-{n}.pcap", "kind": "pcap", "iface": "n2", "purpose": "timing", "role": role})
         if protocol == "none":   # a capture that starts too late: registration request missing

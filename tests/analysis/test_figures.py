@@ -58,6 +58,10 @@ def test_fig3_and_tls_suites_content(fixture_tables, tmp_path, monkeypatch):
     figures.fig_tls_suites(fixture_tables, tmp_path)
     cold, warm = captured["fig3-attach-time"].axes
     assert cold.get_title().startswith("cold") and warm.get_title().startswith("warm")
+    # grouped by protocol, then IPsec mode: baseline, IPsec (trap, hatched), TLS
+    assert [t.get_text() for t in cold.get_xticklabels()] == ["baseline", "aes128gcm-psk-trap", "tls13-aes256gcm"]
+    assert [p.get_hatch() or "" for p in cold.patches] == ["", "//", ""]
+    assert "IPsec trap" in [t.get_text() for t in cold.get_legend().get_texts()]
     base = fixture_tables["attach"].set_index(["profile", "role"])
     dashed = [ln.get_ydata()[0] for ln in cold.get_lines() if ln.get_linestyle() == "--"]
     assert dashed == [pytest.approx(base.loc[("baseline", "cold"), "mean"])]

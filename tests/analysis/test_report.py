@@ -36,6 +36,8 @@ def test_headline_table_sets_measured_beside_paper(fixture_report, fixture_tree)
     assert 40 < row["ci99"] < 60
     assert head.loc["sbi-baseline-attach", "paper"] == "200 to 250 ms"
     assert head.loc["tls-rsa-cold", "profiles"] == "not measured"
+    assert head.loc["sbi-cold-ipsec-psk-trap", "profiles"] == "aes128gcm-psk-trap"
+    assert head.loc["sbi-cold-ipsec-start", "profiles"] == "not measured"
     base = summarize(fixture_tree.expected["baseline_64_values"])
     rtt = pd.read_csv(fixture_report / "tables" / "rtt.csv")
     b64 = rtt[(rtt["profile"] == "baseline") & (rtt["size"] == 64)].iloc[0]
@@ -44,13 +46,13 @@ def test_headline_table_sets_measured_beside_paper(fixture_report, fixture_tree)
 
 
 def test_flags_and_provenance(report_text, fixture_report):
-    assert "16 runs found, **14 used**" in report_text
+    assert "17 runs found, **15 used**" in report_text
     assert "LEFT OUT" in report_text and "7 plaintext GTP-U packets on N3" in report_text
     assert "state is 'interrupted'" in report_text
     assert "MIXED DATAPATHS fixture/n3/wireguard: runs on kernel and userspace" in report_text
     assert "failed: timeout, missing_registration_request" in report_text
     runs = pd.read_csv(fixture_report / "tables" / "runs.csv")
-    assert len(runs) == 16 and runs["used"].sum() == 14
+    assert len(runs) == 17 and runs["used"].sum() == 15
     assert set(runs["commit"].astype(str)) == {"0123456789abcdef"}
     assert "| fixture | n3 | aes128gcm | 20261121T230000Z-invalid0 | complete | False |" in report_text
 

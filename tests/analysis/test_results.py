@@ -11,7 +11,7 @@ from analysis.results import discover, load_run
 
 def test_discovery_flags_invalid_and_interrupted_runs(fixture_tree):
     runs = discover(fixture_tree.root)
-    assert len(runs) == 16
+    assert len(runs) == 17
     left_out = {r.run_id: r.problems for r in runs if not r.usable}
     assert set(left_out) == {"20261121T230000Z-invalid0", "20261121T230000Z-interrupted0"}
     assert "invalid" in left_out["20261121T230000Z-invalid0"][0]
@@ -49,8 +49,9 @@ def test_ping_dataset_leaves_out_warmup_and_unusable_runs(fixture_tree, fixture_
 def test_attach_dataset_roles_and_failures(fixture_datasets):
     a = fixture_datasets.attach
     done = a[a["status"] == "complete"]
-    assert len(done) == 20
+    assert len(done) == 26
     assert done.groupby(["profile", "role"]).size().to_dict() == {
+        ("aes128gcm-psk-trap", "cold"): 3, ("aes128gcm-psk-trap", "warm"): 3,
         ("baseline", "cold"): 5, ("baseline", "warm"): 5, ("tls13-aes256gcm", "cold"): 5, ("tls13-aes256gcm", "warm"): 5}
     assert sorted(a.loc[a["status"] != "complete", "status"]) == ["failed: timeout", "missing_registration_request"]
     assert f"{done['attach_ms'].min():.1f}" == "95.7" and f"{done['attach_ms'].max():.1f}" == "132.3"
