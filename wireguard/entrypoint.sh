@@ -192,6 +192,13 @@ write_ready() {
     mv "$tmp" "$READY_FILE"
 }
 
+# exited PID: true once PID is gone or a zombie (kill -0 still succeeds on an unreaped child).
+exited() {
+    local state
+    state="$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null)" || return 0
+    [[ -z "$state" || "$state" == Z ]]
+}
+
 teardown() {
     local rc=$?
     trap - EXIT INT TERM
@@ -201,17 +208,19 @@ teardown() {
         ip rule del pref "$WG_RULE_PREF" 2>/dev/null || log "could not remove ip rule pref ${WG_RULE_PREF}"
         ip route flush table "$WG_TABLE" 2>/dev/null || true
     fi
-    if (( LINK_CREATED )); then
-        ip link del "$WG_IF" 2>/dev/null || true
+    # wireguard-go first: it removes its TUN interface as it exits (deleting the link under
+    # it instead makes it log an error)
+    if [[ -n "$WG_GO_PID" ]]; then
+        kill "$WG_GO_PID" 2>/dev/null || true
+        wait_for 3 "wireguard-go (pid ${WG_GO_PID}) to exit" exited "$WG_GO_PID" \
+            || kill -9 "$WG_GO_PID" 2>/dev/null || true
+        wait "$WG_GO_PID" 2>/dev/null || true
+    fi
+    if (( LINK_CREATED )) && ip link show "$WG_IF" >/dev/null 2>&1; then
+        ip link del "$WG_IF" 2>/dev/null || log "could not delete ${WG_IF}"
     fi
     if (( FILTER_LOADED )); then
         nft delete table inet "$NFT_TABLE" 2>/dev/null || log "could not remove nftables table inet ${NFT_TABLE}"
-    fi
-    if [[ -n "$WG_GO_PID" ]]; then
-        kill "$WG_GO_PID" 2>/dev/null || true
-        wait_for 5 "wireguard-go (pid ${WG_GO_PID}) to exit" bash -c "! kill -0 ${WG_GO_PID}" \
-            || kill -9 "$WG_GO_PID" 2>/dev/null || true
-        wait "$WG_GO_PID" 2>/dev/null || true
     fi
     log "overlay removed (exit ${rc})"
     exit "$rc"
@@ -220,7 +229,7 @@ teardown() {
 # Stay in the foreground; fail if wireguard-go dies under us.
 run_foreground() {
     while :; do
-        if [[ -n "$WG_GO_PID" ]] && ! kill -0 "$WG_GO_PID" 2>/dev/null; then
+        if [[ -n "$WG_GO_PID" ]] && exited "$WG_GO_PID"; then
             die "wireguard-go exited unexpectedly"
         fi
         sleep 1 &

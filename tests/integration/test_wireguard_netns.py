@@ -62,15 +62,17 @@ def _stop_overlays(lab: netns.Lab) -> dict[str, int]:
     codes: dict[str, int] = {}
     for node, pid in lab.pids.items():
         os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 4      # well inside compose's 5 s stop_grace_period
     for node, pid in lab.pids.items():
-        deadline = time.monotonic() + 15
         while True:
             done, status = os.waitpid(pid, os.WNOHANG)
             if done:
                 codes[node] = os.waitstatus_to_exitcode(status)
                 break
-            assert time.monotonic() < deadline, f"entrypoint of {node} still running 15 s after SIGTERM"
+            assert time.monotonic() < deadline, f"entrypoint of {node} still running 4 s after SIGTERM"
             time.sleep(0.05)
+        log = lab.log_path(node).read_text()
+        assert log.rstrip().endswith(f"wireguard[{node}]: overlay removed (exit 0)") and "ERROR" not in log, log
     return codes
 
 
