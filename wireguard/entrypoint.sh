@@ -80,7 +80,7 @@ load_config() {
 }
 
 check_namespace() {
-    ip -o -4 addr show | grep -q " ${WG_ADDRESS}/" \
+    ip -o -4 addr show | grep -qF " ${WG_ADDRESS}/" \
         || die "address ${WG_ADDRESS} (${WG_NODE} on ${WG_PLANE}) is not on any interface here: is this the node's namespace?"
     ! ip link show "$WG_IF" >/dev/null 2>&1 \
         || die "interface ${WG_IF} already exists in this namespace: stop the other overlay first"
