@@ -7,6 +7,7 @@ with ``lost=True`` and ``rtt_ms`` NaN, so losses stay visible. Duplicate replies
 """
 from __future__ import annotations
 
+import io
 import re
 from pathlib import Path
 
@@ -19,18 +20,67 @@ _REPLY = re.compile(
     r"^(?:\[(\d+\.\d+)\] )?(\d+) bytes from [^:]+: icmp_seq=(\d+) ttl=(\d+) time=([0-9.]+) ms( \(DUP!\))?",
     re.M,
 )
+# the same reply line, whole (no groups): the fast path keeps these lines and lets pandas' C
+# parser read the numbers once the constant tokens are stripped
+_REPLY_LINE = re.compile(
+    r"^(?:\[\d+\.\d+\] )?\d+ bytes from [^:\s]+: icmp_seq=\d+ ttl=\d+ time=[0-9.]+ ms(?: \(DUP!\))?$",
+    re.M,
+)
+_HOST = re.compile(r" bytes from ([^:\s]+): icmp_seq=")
 _TRANSMITTED = re.compile(r"^(\d+) packets transmitted, (\d+) (?:packets )?received", re.M)
 _SEQ_WRAP = 65536
 
 
-def parse_ping_text(text: str | bytes) -> pd.DataFrame:
-    """Parse ping output; see the module docstring for the frame's columns."""
-    data = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
+def _reply_block(data: str) -> tuple[str, int] | None:
+    """The reply lines as one block and their count. Usual case: everything between the
+    ``PING`` header and the first blank line, when every line there is a reply (checked by
+    counting tokens, no per-line work); otherwise the lines the full-line regex keeps."""
+    start = data.find("\n") + 1 if data.startswith("PING ") else 0
+    end = data.find("\n\n", start)
+    block = data[start:end if end >= 0 else len(data)].rstrip("\n")
+    n = block.count("\n") + 1 if block else 0
+    if n and block.count(" bytes from ") == n and block.count(" time=") == n and block.count(" ms") >= n:
+        return block, n
+    lines = _REPLY_LINE.findall(data)
+    return ("\n".join(lines), len(lines)) if lines else None
+
+
+def _replies_fast(data: str) -> pd.DataFrame | None:
+    """Reply rows via pandas' C CSV reader once the constant tokens are stripped; None when the
+    text is irregular (then the regex path decides)."""
+    found = _reply_block(data)
+    if found is None:
+        return None
+    body, n = found
+    stamped = body.startswith("[")
+    first = _HOST.search(body, 0, 300)
+    token = f" bytes from {first.group(1)}: icmp_seq=" if first else ""
+    hosts = [first.group(1)] if first and body.count(token) == n else set(_HOST.findall(body))
+    for host in hosts:
+        body = body.replace(f" bytes from {host}: icmp_seq=", " ")
+    body = (body.replace("[", "").replace("] ", " ").replace(" ttl=", " ").replace(" time=", " ")
+            .replace(" ms (DUP!)", " 1").replace(" ms", " 0"))
+    names = (["timestamp"] if stamped else []) + ["bytes", "seq", "ttl", "rtt_ms", "dup"]
+    try:
+        frame = pd.read_csv(io.StringIO(body), sep=" ", header=None, names=names, engine="c", dtype=float)
+    except (ValueError, pd.errors.ParserError):
+        return None
+    if len(frame) != n or frame.isna().any().any():
+        return None          # e.g. stamped and unstamped lines mixed, or a torn line
+    if not stamped:
+        frame.insert(0, "timestamp", np.nan)
+    return pd.DataFrame({
+        "seq": frame["seq"].to_numpy(dtype=np.int64), "timestamp": frame["timestamp"].to_numpy(dtype=float),
+        "bytes": frame["bytes"].to_numpy(dtype=np.int64), "ttl": frame["ttl"].to_numpy(dtype=np.int64),
+        "rtt_ms": frame["rtt_ms"].to_numpy(dtype=float), "lost": False,
+        "dup": frame["dup"].to_numpy(dtype=np.int64) == 1})
+
+
+def _replies_regex(data: str) -> pd.DataFrame:
     found = pd.DataFrame(_REPLY.findall(data), columns=["ts", "bytes", "seq", "ttl", "rtt", "dup"],
                          dtype=str)
-    seq = _unwrap(found["seq"].to_numpy(dtype=np.int64))
-    replies = pd.DataFrame({
-        "seq": seq,
+    return pd.DataFrame({
+        "seq": found["seq"].to_numpy(dtype=np.int64),
         "timestamp": pd.to_numeric(found["ts"], errors="coerce").to_numpy(dtype=float),
         "bytes": found["bytes"].to_numpy(dtype=np.int64),
         "ttl": found["ttl"].to_numpy(dtype=np.int64),
@@ -38,11 +88,25 @@ def parse_ping_text(text: str | bytes) -> pd.DataFrame:
         "lost": False,
         "dup": (found["dup"] != "").to_numpy(dtype=bool),
     })
-    m = _TRANSMITTED.search(data)
+
+
+def parse_ping_text(text: str | bytes, fast: bool = True) -> pd.DataFrame:
+    """Parse ping output; see the module docstring for the frame's columns. ``fast=False``
+    forces the plain regex path (the fast path falls back to it by itself on odd input)."""
+    data = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
+    replies = (_replies_fast(data) if fast else None)
+    if replies is None:
+        replies = _replies_regex(data)
+    seq = _unwrap(replies["seq"].to_numpy(dtype=np.int64))
+    replies["seq"] = seq
+    tail = data.rfind("packets transmitted")           # the summary is at the end: no full scan
+    m = _TRANSMITTED.search(data, max(0, data.rfind("\n", 0, tail) + 1)) if tail >= 0 else None
     transmitted = int(m.group(1)) if m else 0
     first = min(int(seq.min()) if len(seq) else 1, 1)
     last = max(int(seq.max()) if len(seq) else 0, first + transmitted - 1)
-    missing = np.setdiff1d(np.arange(first, last + 1, dtype=np.int64), seq)
+    present = np.zeros(max(0, last - first + 1), dtype=bool)
+    present[seq - first] = True
+    missing = np.flatnonzero(~present).astype(np.int64) + first
     frame = replies
     if len(missing):
         lost = pd.DataFrame({"seq": missing, "timestamp": np.nan, "bytes": 0, "ttl": 0,

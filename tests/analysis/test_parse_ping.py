@@ -75,3 +75,36 @@ def test_sequence_wraparound_is_undone():
 def test_empty_and_unrelated_input_give_an_empty_frame():
     assert parse_ping_text("").empty
     assert parse_ping_text("ping: connect: Network is unreachable\n").empty
+
+
+UNREACHABLE = """PING 10.45.0.1 (10.45.0.1) 56(84) bytes of data.
+64 bytes from 10.45.0.1: icmp_seq=1 ttl=64 time=0.040 ms
+From 10.45.0.9 icmp_seq=2 Destination Host Unreachable
+64 bytes from 10.45.0.1: icmp_seq=3 ttl=64 time=0.041 ms
+
+--- 10.45.0.1 ping statistics ---
+3 packets transmitted, 2 received, +1 errors, 33.3333% packet loss, time 2003ms
+"""
+MIXED = "[1.5] 64 bytes from a: icmp_seq=1 ttl=1 time=1 ms\n64 bytes from a: icmp_seq=2 ttl=1 time=2 ms\n"
+TRUNCATED = "64 bytes from a: icmp_seq=1 ttl=1 time=1 ms\n64 bytes from a: icmp_seq=2 ttl=1 (truncated)\n"
+
+
+@pytest.mark.parametrize("text", [D_OUTPUT, UNREACHABLE, MIXED, TRUNCATED, "",
+                                  "\n".join(ln.split("] ", 1)[-1] for ln in D_OUTPUT.splitlines())],
+                         ids=["dup-and-gaps", "unreachable", "mixed-stamps", "truncated", "empty", "plain"])
+def test_fast_path_equals_regex_path(text):
+    assert parse_ping_text(text).equals(parse_ping_text(text, fast=False))
+
+
+def test_fast_path_on_real_rwth_values(shared):
+    from analysis.bench import build_ping_text
+    text = build_ping_text(shared / "rwth-internal-ran-security" / "f1u-ping" / "noenc_2025-08-20-T02-45-02.txt", 20000)
+    fast = parse_ping_text(text)
+    assert fast.equals(parse_ping_text(text, fast=False))
+    assert len(fast) == 20000 and not fast["lost"].any()
+
+
+def test_unreachable_counts_as_lost():
+    frame = parse_ping_text(UNREACHABLE)
+    assert frame.loc[frame["lost"], "seq"].tolist() == [2]
+    assert rtt_samples(frame).tolist() == [0.040, 0.041]
