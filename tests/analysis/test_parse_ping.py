@@ -87,13 +87,15 @@ From 10.45.0.9 icmp_seq=2 Destination Host Unreachable
 """
 MIXED = "[1.5] 64 bytes from a: icmp_seq=1 ttl=1 time=1 ms\n64 bytes from a: icmp_seq=2 ttl=1 time=2 ms\n"
 TRUNCATED = "64 bytes from a: icmp_seq=1 ttl=1 time=1 ms\n64 bytes from a: icmp_seq=2 ttl=1 (truncated)\n"
+NAMES = "64 bytes from localhost (127.0.0.1): icmp_seq=1 ttl=64 time=0.05 ms\n"   # ping without -n
 
 
-@pytest.mark.parametrize("text", [D_OUTPUT, UNREACHABLE, MIXED, TRUNCATED, "",
+@pytest.mark.parametrize("text", [D_OUTPUT, UNREACHABLE, MIXED, TRUNCATED, NAMES, "",
                                   "\n".join(ln.split("] ", 1)[-1] for ln in D_OUTPUT.splitlines())],
-                         ids=["dup-and-gaps", "unreachable", "mixed-stamps", "truncated", "empty", "plain"])
+                         ids=["dup-and-gaps", "unreachable", "mixed-stamps", "truncated", "names", "empty", "plain"])
 def test_fast_path_equals_regex_path(text):
     assert parse_ping_text(text).equals(parse_ping_text(text, fast=False))
+    assert len(parse_ping_text(text)) == len(parse_ping_text(text, fast=False)) >= (1 if text else 0)
 
 
 def test_fast_path_on_real_rwth_values(shared):
