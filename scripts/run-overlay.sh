@@ -60,11 +60,27 @@ if datapath.detect()["ipsec"] == "libipsec":
   fi
 }
 
+# keep_lab_logs: the overlay entrypoints' logs (datapath line, IKE/handshake) into the run
+# directory as lab-<node>.log, once, while the run is still open.
+LAB_LOGS_KEPT=0
+keep_lab_logs() {
+  ((LAB_LOGS_KEPT == 0)) && [[ -n "$LAB" && -n "$RUN_DIR" ]] || return 0
+  LAB_LOGS_KEPT=1
+  local f
+  for f in "$(state_dir)/lab/$LAB"/*.log; do
+    [[ -f "$f" ]] && cp "$f" "$RUN_DIR/lab-$(basename "$f")"
+  done
+  return 0
+}
+
 lab_down() {
   [[ -n "$LAB" ]] || return 0
   [[ "$DRY_RUN" == 1 ]] && { _record_command "$PYTHON" -m testbed lab --name "$LAB" down; return 0; }
   tb lab --name "$LAB" down 2>&1 | sed 's/^/lab down: /' >&2 \
     || warn "lab $LAB did not come down cleanly (python -m testbed lab --name $LAB down)"
+  keep_lab_logs
+  # the lab's state dir is this run's alone (rendered configs hold keys): logs are kept above
+  [[ -f "$(state_dir)/lab/$LAB/lab.json" ]] || rm -rf "$(state_dir)/lab/$LAB"
 }
 
 # lab_names: the namespaces and bridge of the lab (testbed/netns.py names them; asked, not guessed).
@@ -157,6 +173,7 @@ main() {
     done
   done
   overlay_state sa-after
+  keep_lab_logs
   run_end
 }
 
