@@ -82,15 +82,7 @@ one_rep() {
 }
 
 main() {
-  PROFILE="${PROFILE:-baseline}"
-  parse_params "$EXPERIMENT" "$@"
-  load_params "$EXPERIMENT"
-  if [[ "$DRY_RUN" != 1 ]]; then
-    require_root
-    require_tools dumpcap tshark
-  fi
-  docker_begin
-  install_traps
+  docker_driver_begin "$EXPERIMENT" "$@"
   local images=() n rep
   mapfile -t images < <(docker_image_args)
   run_begin "$EXPERIMENT" "${images[@]}"

@@ -36,16 +36,8 @@ ping_cmd() {
 }
 
 main() {
-  PROFILE="${PROFILE:-baseline}"
-  parse_params "$EXPERIMENT" "$@"
-  load_params "$EXPERIMENT"
-  if [[ "$DRY_RUN" != 1 ]]; then
-    require_root
-    require_tools dumpcap tshark
-  fi
-  docker_begin
+  docker_driver_begin "$EXPERIMENT" "$@"
   TARGET="$(stack_value 'networks.n6.gateway')"
-  install_traps
   local images=()
   mapfile -t images < <(docker_image_args)
   run_begin "$EXPERIMENT" "${images[@]}"
@@ -58,26 +50,7 @@ main() {
   capture_start n3 n3.pcap iface=n3 purpose=validation -- \
     dumpcap -q -i "$(bridge_of n3)" -s 256 -w "${RUN_DIR:-.}/n3.pcap"
 
-  local size set rel rc cmd=()
-  size="${SIZES%% *}"
-  rel="warmup-s$size.txt"
-  log "warm-up: $WARMUP pings (tunnel established; kept as $rel, not counted)"
-  mapfile -d '' -t cmd < <(ping_cmd "$WARMUP" "$size")
-  rc=0
-  measure "$rel" ping "size=$size" set=0 warmup=true -- "${cmd[@]}" || rc=$?
-  [[ "$DRY_RUN" == 1 ]] || ping_rc_ok "$rc" "$RUN_DIR/$rel" \
-    || die "warm-up: UE 1 got no reply from $TARGET (ping exit $rc); see $RUN_DIR/$rel and stack-up.log" 1
-  for size in $SIZES; do
-    for ((set = 1; set <= SETS; set++)); do
-      rel="$(printf 'ping-s%s-set%02d.txt' "$size" "$set")"
-      log "size $size B, set $set/$SETS: $PINGS pings every ${INTERVAL}s -> $rel"
-      mapfile -d '' -t cmd < <(ping_cmd "$PINGS" "$size")
-      rc=0
-      measure "$rel" ping "size=$size" "set=$set" warmup=false -- "${cmd[@]}" || rc=$?
-      [[ "$DRY_RUN" == 1 ]] || ping_rc_ok "$rc" "$RUN_DIR/$rel" \
-        || die "ping set $set (size $size) from UE 1 to $TARGET failed (exit $rc); see $RUN_DIR/$rel" 1
-    done
-  done
+  ping_series "UE 1"
   stack_overlay_state sa-after
   stack_logs containers.log
   [[ "$DRY_RUN" == 1 ]] || datapath_from_log "$RUN_DIR/containers.log"

@@ -152,26 +152,7 @@ main() {
   capture_start n3 n3.pcap iface=n3 purpose=validation -- \
     ip netns exec "${names[1]}" dumpcap -q -i "${names[2]}" -w "${RUN_DIR:-.}/n3.pcap"
 
-  local size set rel rc cmd=()
-  size="${SIZES%% *}"
-  rel="warmup-s$size.txt"
-  log "warm-up: $WARMUP pings (kept as $rel, not counted)"
-  mapfile -d '' -t cmd < <(ping_cmd "$WARMUP" "$size")
-  rc=0
-  measure "$rel" ping "size=$size" set=0 warmup=true -- "${cmd[@]}" || rc=$?
-  [[ "$DRY_RUN" == 1 ]] || ping_rc_ok "$rc" "$RUN_DIR/$rel" \
-    || die "warm-up pings from gnb to $TARGET got no reply (ping exit $rc): overlay $PROFILE passes no traffic; see $RUN_DIR/$rel and lab-up.log" 1
-  for size in $SIZES; do
-    for ((set = 1; set <= SETS; set++)); do
-      rel="$(printf 'ping-s%s-set%02d.txt' "$size" "$set")"
-      log "size $size B, set $set/$SETS: $PINGS pings every ${INTERVAL}s -> $rel"
-      mapfile -d '' -t cmd < <(ping_cmd "$PINGS" "$size")
-      rc=0
-      measure "$rel" ping "size=$size" "set=$set" warmup=false -- "${cmd[@]}" || rc=$?
-      [[ "$DRY_RUN" == 1 ]] || ping_rc_ok "$rc" "$RUN_DIR/$rel" \
-        || die "ping set $set (size $size) from gnb to $TARGET failed (exit $rc); see $RUN_DIR/$rel" 1
-    done
-  done
+  ping_series "gnb"
   overlay_state sa-after
   keep_lab_logs
   run_end

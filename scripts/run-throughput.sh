@@ -42,16 +42,8 @@ server_listening() {
 }
 
 main() {
-  PROFILE="${PROFILE:-baseline}"
-  parse_params "$EXPERIMENT" "$@"
-  load_params "$EXPERIMENT"
-  if [[ "$DRY_RUN" != 1 ]]; then
-    require_root
-    require_tools dumpcap tshark iperf3 ss
-  fi
-  docker_begin
+  docker_driver_begin "$EXPERIMENT" "$@" -- iperf3 ss
   TARGET="$(stack_value 'networks.n6.gateway')"
-  install_traps
   local images=()
   mapfile -t images < <(docker_image_args)
   run_begin "$EXPERIMENT" "${images[@]}"

@@ -507,6 +507,53 @@ ping_deadline() {
   fi
 }
 
+# ping_series WHO: the warm-up (kept, not counted), then SETS x PINGS pings for every size in
+# SIZES, each set into its own raw file. The driver defines `ping_cmd COUNT SIZE` (NUL-separated
+# argv) and TARGET; WHO names the sender in error messages.
+ping_series() {
+  local who="$1" size set rel rc cmd=()
+  size="${SIZES%% *}"
+  rel="warmup-s$size.txt"
+  log "warm-up: $WARMUP pings (tunnel established; kept as $rel, not counted)"
+  mapfile -d '' -t cmd < <(ping_cmd "$WARMUP" "$size")
+  rc=0
+  measure "$rel" ping "size=$size" set=0 warmup=true -- "${cmd[@]}" || rc=$?
+  [[ "$DRY_RUN" == 1 ]] || ping_rc_ok "$rc" "$RUN_DIR/$rel" \
+    || die "warm-up: $who got no reply from $TARGET (ping exit $rc): profile $PROFILE passes no traffic; see $RUN_DIR/$rel" 1
+  for size in $SIZES; do
+    for ((set = 1; set <= SETS; set++)); do
+      rel="$(printf 'ping-s%s-set%02d.txt' "$size" "$set")"
+      log "size $size B, set $set/$SETS: $PINGS pings every ${INTERVAL}s -> $rel"
+      mapfile -d '' -t cmd < <(ping_cmd "$PINGS" "$size")
+      rc=0
+      measure "$rel" ping "size=$size" "set=$set" warmup=false -- "${cmd[@]}" || rc=$?
+      [[ "$DRY_RUN" == 1 ]] || ping_rc_ok "$rc" "$RUN_DIR/$rel" \
+        || die "ping set $set (size $size) from $who to $TARGET failed (exit $rc); see $RUN_DIR/$rel" 1
+    done
+  done
+}
+
+# docker_driver_begin EXPERIMENT ARGS... [-- TOOLS...]: the common start of every Docker driver:
+# parameters checked before anything starts, root and tools (not for DRY_RUN), the compose
+# wrapper, traps, and the run directory with the images recorded.
+docker_driver_begin() {
+  local experiment="$1" tools=(dumpcap tshark) args=()
+  shift
+  while (($#)); do
+    if [[ "$1" == "--" ]]; then shift; tools+=("$@"); break; fi
+    args+=("$1"); shift
+  done
+  PROFILE="${PROFILE:-baseline}"
+  parse_params "$experiment" "${args[@]}"
+  load_params "$experiment"
+  if [[ "$DRY_RUN" != 1 ]]; then
+    require_root
+    require_tools "${tools[@]}"
+  fi
+  docker_begin
+  install_traps
+}
+
 # ----------------------------------------------------------------- Docker stack (compose.sh)
 # The Docker drivers bring the stack up with scripts/up.sh (render + compose + readiness), and
 # talk to it through the compose wrapper of scripts/lib/compose.sh (stack engineer's).
