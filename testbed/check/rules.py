@@ -485,6 +485,9 @@ class Checker:
                 if ks is not None and str(ks.get("k", "")).upper() != str(d.get("key", "")).upper():
                     self.add(path, "key", f"K differs from the SIM secret in {self.keys_root}/subscribers.yaml",
                              "credentials")
+                if ks is not None and str(ks.get("opc", "")).upper() != str(d.get("op", "")).upper():
+                    self.add(path, "op", f"OPc differs from the SIM secret in {self.keys_root}/subscribers.yaml",
+                             "credentials")
 
     def _provision_data(self) -> dict[str, Any] | None:
         entries = self.configs.get("provision") or []

@@ -280,3 +280,19 @@ def test_every_kind_is_covered() -> None:
     src = inspect.getsource(inspect.getmodule(test_every_kind_is_covered))  # type: ignore[arg-type]
     for kind in ("address", "duplicate", "subnet", "mount", "plmn", "credentials", "cycle", "reference", "syntax"):
         assert f'"{kind}"' in src.split("def test_every_kind_is_covered")[0], kind
+
+
+def test_render_older_than_the_sim_secrets(tmp_path: Path) -> None:
+    """Keys regenerated after the render (make keys on a new state dir): the UE config's K/OPc
+    no longer match .state/keys/subscribers.yaml."""
+    t = make_tree(tmp_path)
+    fresh = tmp_path / "keys"
+    fresh.mkdir()
+    subs = yaml.safe_load((keys_root() / "subscribers.yaml").read_text())
+    subs["ue2"]["k"] = "0" * 32
+    subs["ue2"]["opc"] = "1" * 32
+    (fresh / "subscribers.yaml").write_text(yaml.safe_dump(subs))
+    found = check_render(t.render_dir, t.stack_file, fresh)
+    ue2 = t.render_dir / "ueransim/ue2.yaml"
+    assert_found(found, ue2, "key", "credentials", "SIM secret")
+    assert_found(found, ue2, "op", "credentials", "SIM secret")
