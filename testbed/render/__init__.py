@@ -142,6 +142,7 @@ def render(profile: Profile, plane: str, out_dir: Path, *, subscribers: dict[str
         raise RenderError(f"profile {profile.id!r} does not run on plane {plane!r} "
                           f"(it supports {', '.join(profile.planes)})")
     scp = bool(v.get("use_scp", False)) if use_scp is None else use_scp
+    v = {**v, "use_scp": scp}     # the overlay hooks see only values: tell them about the SCP
     mod = overlay_module(profile.protocol)
     out_dir = Path(out_dir).resolve()
     if out_dir.exists():

@@ -120,3 +120,13 @@ def test_plan_names_profile_files_and_ping_target(tmp_path: Path) -> None:
     r = render_to("baseline", "sbi", tmp_path / "r")
     text = (r.dir / layout.PLAN_FILE).read_text()
     assert "baseline" in text and "base.yaml" in text and stack.load()["networks"]["n6"]["gateway"] in text
+
+
+def test_tls_with_scp_points_every_client_at_https_fqdns(tmp_path) -> None:
+    """The overlay hooks must know the SCP is on, or its URIs stay plain http."""
+    from testbed import keys, profiles, render
+    keys_root = keys.ensure(tmp_path / "state")
+    r = render.render(profiles.get("tls13-aes256gcm", "sbi"), "sbi", tmp_path / "out",
+                      subscribers=keys.subscribers(keys_root), keys_dir=keys_root, use_scp=True)
+    amf = (r.dir / "open5gs" / "amf.yaml").read_text()
+    assert "https://scp.localdomain:7777" in amf and "http://10.100.1.200" not in amf
