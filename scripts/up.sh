@@ -77,6 +77,22 @@ check_sctp() {
   fi
 }
 
+# ensure_images: build the testbed's own images (names from images/defaults.env or the
+# environment) when they are missing, so the first `make up` or run-* on a fresh host needs no
+# separate `make build`. AUTO_BUILD=0 turns this off.
+ensure_images() {
+  local missing=() name var
+  [[ "${AUTO_BUILD:-1}" == 1 ]] || return 0
+  for name in open5gs ueransim tools; do
+    var="${name^^}_IMAGE"
+    docker image inspect "${!var}" >/dev/null 2>&1 || missing+=("$name")
+  done
+  ((${#missing[@]})) || return 0
+  stack_log "images missing: ${missing[*]}; building them now (once; AUTO_BUILD=0 to skip; docs/images.md)"
+  bash "$STACK_REPO/scripts/build.sh" "${missing[@]}" \
+    || stack_die "building ${missing[*]} failed (see above); fix it, or run \`make build\` by hand"
+}
+
 down_previous() {
   local cur prev
   cur="$(stack_current_file)"
@@ -97,6 +113,7 @@ main() {
   (cd "$STACK_REPO" && "$PYTHON" -m testbed check-config --render-dir "$RENDER" --no-render) \
     || stack_die "configuration check failed for $RENDER (see above); fix nf-configs/stack.yaml or compose/ and retry"
   cat "$RENDER/plan.txt" >&2
+  ensure_images
   local scale_max
   scale_max="$(stack_env "$RENDER" SCALE_MAX)"
   ((UES_N <= scale_max)) \

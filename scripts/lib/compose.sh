@@ -11,20 +11,11 @@ _STACK_COMPOSE_SH=1
 STACK_REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 readonly STACK_REPO
 
-# Image names: images/defaults.env is their one home (mk/20-build.mk tags them); a variable
-# already set in the environment wins (e.g. MONGO_IMAGE=g5tb/ferretdb:1.24.0-1).
-stack_image_defaults() {
-  local line key
-  while IFS= read -r line; do
-    [[ "$line" =~ ^([A-Z0-9_]+_IMAGE)=(.+)$ ]] || continue
-    key="${BASH_REMATCH[1]}"
-    if [[ -z "${!key:-}" ]]; then
-      printf -v "$key" '%s' "${BASH_REMATCH[2]}"
-    fi
-    export "${key?}"
-  done <"$STACK_REPO/images/defaults.env"
-}
-stack_image_defaults
+# Image names: images/defaults.env is their one home; a variable already set in the
+# environment wins (e.g. MONGO_IMAGE=g5tb/ferretdb:1.24.0-1).
+# shellcheck source=scripts/lib/images.sh
+source "$STACK_REPO/scripts/lib/images.sh"
+load_image_defaults "$STACK_REPO" || return 1
 
 : "${COMPOSE_PROJECT:=g5tb}"
 : "${PYTHON:=python3}"
