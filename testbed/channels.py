@@ -10,14 +10,13 @@ from __future__ import annotations
 import dataclasses
 import ipaddress
 import logging
-import subprocess
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from testbed import ROOT, stack
+from testbed import ROOT, stack, tshark
 
 log = logging.getLogger(__name__)
 
@@ -120,19 +119,14 @@ def seen_pairs(capture: Path, plane: str = "sbi",
                values: dict[str, Any] | None = None) -> tuple[list[Pair], list[str]]:
     """(host pairs seen in the capture, addresses seen that belong to no node)."""
     v = values or stack.load()
-    cmd = ["tshark", "-n", "-r", str(capture), "-Y", capture_filter(plane, v),
-           "-T", "fields", "-e", "ip.src", "-e", "ip.dst"]
     try:
-        res = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    except FileNotFoundError:
-        raise ChannelError("tshark not found: run `make setup`") from None
-    if res.returncode != 0:
-        raise ChannelError(f"tshark could not read {capture}: {res.stderr.strip()}")
+        rows = tshark.fields(capture, capture_filter(plane, v), ["ip.src", "ip.dst"])
+    except tshark.TsharkError as exc:
+        raise ChannelError(str(exc)) from None
     by_addr = _address_map(plane, v)
     found: set[Pair] = set()
     unknown: set[str] = set()
-    for line in res.stdout.splitlines():
-        fields = line.split("\t")
+    for fields in rows:
         if len(fields) < 2 or not fields[0] or not fields[1]:
             continue
         # with tunnels (IP-in-IP) tshark lists outer,inner: the outer header is the wire

@@ -10,11 +10,10 @@ The verdict is written into the run's manifest (`valid`, `validity`).
 from __future__ import annotations
 
 import logging
-import subprocess
 from pathlib import Path
 from typing import Any
 
-from testbed import manifest, overlays, profiles, stack
+from testbed import manifest, overlays, profiles, stack, tshark
 from testbed.overlays.verdict import Verdict
 
 log = logging.getLogger(__name__)
@@ -23,17 +22,12 @@ log = logging.getLogger(__name__)
 OVERLAY_FILTER = "esp || isakmp || udpencap || wg"
 
 
-class CaptureError(RuntimeError):
-    """tshark could not read a capture."""
+CaptureError = tshark.TsharkError      # tshark could not read a capture
 
 
 def count(pcap: Path, display_filter: str) -> int:
     """Packets of a capture matching a tshark display filter (real tshark, no dissection in Python)."""
-    res = subprocess.run(["tshark", "-n", "-r", str(pcap), "-Y", display_filter, "-T", "fields",
-                          "-e", "frame.number"], capture_output=True, text=True, timeout=300, check=False)
-    if res.returncode != 0:
-        raise CaptureError(f"tshark -r {pcap} -Y {display_filter!r} failed: {res.stderr.strip()}")
-    return sum(1 for line in res.stdout.splitlines() if line.strip())
+    return tshark.count(pcap, display_filter, timeout=300)
 
 
 def plane_filter(experiment: str, plane: str, values: dict[str, Any]) -> str:

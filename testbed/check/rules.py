@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import ipaddress
 import json
-import re
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit

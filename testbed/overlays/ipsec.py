@@ -28,7 +28,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from testbed import channels, keys, stack
+from testbed import channels, keys, stack, tshark
 from testbed.overlays.verdict import Verdict
 from testbed.profiles import Profile
 
@@ -377,20 +377,17 @@ def host_needs(profile: Profile, plane: str) -> list[str]:
 
 # --- capture check ----------------------------------------------------------------------------
 
+# NULL-encrypted ESP must stay ESP in the counts, not be decoded as its plaintext payload.
+NO_ESP_NULL_HEURISTIC = ["-o", "esp.enable_null_encryption_decode_heuristic:FALSE"]
+
+
 def _count(pcap: Path, display_filters: list[str]) -> list[int]:
     """Frames matching each display filter, in one tshark pass (io,stat; no per-packet Python).
     Filters must not contain commas (io,stat separates columns by comma)."""
     if any("," in f for f in display_filters):
         raise ValueError(f"io,stat filters cannot contain commas: {display_filters}")
-    cmd = ["tshark", "-n", "-q", "-r", str(pcap), "-o", "esp.enable_null_encryption_decode_heuristic:FALSE",
-           "-z", "io,stat,0," + ",".join(display_filters)]
-    try:
-        res = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    except FileNotFoundError:
-        raise RuntimeError("tshark not found: run `make setup`") from None
-    if res.returncode != 0:
-        raise RuntimeError(f"tshark failed on {pcap} (io,stat {display_filters}): {res.stderr.strip()}")
-    rows = [ln for ln in res.stdout.splitlines() if "<>" in ln]
+    out = tshark.run(pcap, ["-q", *NO_ESP_NULL_HEURISTIC, "-z", "io,stat,0," + ",".join(display_filters)])
+    rows = [ln for ln in out.splitlines() if "<>" in ln]
     if not rows:    # tshark 4.0 prints no interval row for a capture of duration 0 (0 or 1 frame)
         return [_count_one(pcap, f) for f in display_filters]
     cells = [c.strip() for c in rows[-1].strip().strip("|").split("|")][1:]
@@ -402,12 +399,7 @@ def _count(pcap: Path, display_filters: list[str]) -> list[int]:
 
 
 def _count_one(pcap: Path, display_filter: str) -> int:
-    res = subprocess.run(["tshark", "-n", "-r", str(pcap), "-o", "esp.enable_null_encryption_decode_heuristic:FALSE",
-                          "-Y", display_filter, "-T", "fields", "-e", "frame.number"],
-                         capture_output=True, text=True, check=False)
-    if res.returncode != 0:
-        raise RuntimeError(f"tshark failed on {pcap} with filter {display_filter!r}: {res.stderr.strip()}")
-    return sum(1 for line in res.stdout.splitlines() if line.strip())
+    return tshark.count(pcap, display_filter, extra=NO_ESP_NULL_HEURISTIC)
 
 
 def verify_capture(pcap: Path, profile: Profile, plane: str, values: dict[str, Any],

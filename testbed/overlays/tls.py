@@ -22,11 +22,10 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import subprocess
 from pathlib import Path
 from typing import Any
 
-from testbed import keys, stack
+from testbed import keys, stack, tshark
 from testbed.overlays.verdict import Verdict
 
 log = logging.getLogger(__name__)
@@ -242,17 +241,10 @@ class _Stream:
 
 
 def _tshark_fields(pcap: Path, decode_as: str, display_filter: str, fields: list[str]) -> list[list[str]]:
-    cmd = ["tshark", "-r", str(pcap), "-n", "-d", decode_as, "-Y", display_filter, "-T", "fields",
-           "-E", "separator=\t", "-E", "occurrence=a", "-E", "aggregator=,"]
-    for f in fields:
-        cmd += ["-e", f]
     try:
-        res = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=300)
-    except FileNotFoundError:
-        raise TlsError("tshark not found: run `make setup`") from None
-    if res.returncode != 0:
-        raise TlsError(f"tshark failed on {pcap} ({' '.join(cmd)}): {res.stderr.strip()}")
-    return [line.split("\t") for line in res.stdout.splitlines() if line.strip()]
+        return tshark.fields(pcap, display_filter, fields, extra=["-d", decode_as], timeout=300)
+    except tshark.TsharkError as exc:
+        raise TlsError(str(exc)) from None
 
 
 def _ints(field: str) -> list[int]:

@@ -23,12 +23,11 @@ from __future__ import annotations
 import logging
 import os
 import shlex
-import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from testbed import channels, keys, stack
+from testbed import channels, keys, stack, tshark
 from testbed.overlays.verdict import Verdict
 
 log = logging.getLogger(__name__)
@@ -193,15 +192,8 @@ def verify_capture(pcap: Path, profile: Any, plane: str, values: dict[str, Any] 
     """WireGuard present and no plaintext of the plane's traffic between the endpoints."""
     v = values or stack.load()
     flt = capture_filter(plane, v)
-    cmd = ["tshark", "-n", "-r", str(pcap), "-d", f"udp.port=={LISTEN_PORT},wg", "-Y", flt,
-           "-T", "fields", "-e", "wg.type"]
-    try:
-        res = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
-    except FileNotFoundError:
-        raise RuntimeError("tshark not found (needed to check a WireGuard capture): run `make setup`") from None
-    if res.returncode != 0:
-        raise RuntimeError(f"tshark could not read {pcap}: {res.stderr.strip()}")
-    rows = res.stdout.splitlines()
+    rows = tshark.run(pcap, ["-d", f"udp.port=={LISTEN_PORT},wg", "-Y", flt, "-T", "fields",
+                             "-e", "wg.type"]).splitlines()
     protected = sum(1 for r in rows if r.strip())
     plaintext = len(rows) - protected
     valid = protected > 0 and plaintext == 0
