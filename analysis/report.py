@@ -72,8 +72,17 @@ def headlines(ref: Reference, tables: dict[str, pd.DataFrame]) -> list[Headline]
         return [h] if h else []
     keys = ["campaign", "experiment"] if "campaign" in t.columns else ["experiment"]
     many = "campaign" in t.columns and t["campaign"].nunique() > 1
-    out = [headline(ref, g, "/".join(map(str, k)) if many else str(k[-1]))
-           for k, g in t.groupby(keys, sort=True)]
+    # a userspace datapath (kernel-libipsec, wireguard-go) is never set beside the papers'
+    # kernel numbers unlabelled: it gets its own row, marked
+    by_datapath = "datapath" in t.columns
+    out = []
+    for k, g in t.groupby(keys + (["datapath"] if by_datapath else []), sort=True):
+        k = k if isinstance(k, tuple) else (k,)
+        names = k[:len(keys)]
+        label = "/".join(map(str, names)) if many else str(names[-1])
+        if by_datapath and str(k[-1]) == "userspace":
+            label += " (USERSPACE datapath: not comparable)"
+        out.append(headline(ref, g, label))
     return [h for h in out if h is not None]
 
 

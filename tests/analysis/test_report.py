@@ -108,3 +108,23 @@ def test_two_campaigns_are_never_pooled(fixture_tree, tmp_path, monkeypatch):
     labels = [t.get_text() for t in captured["fig2-n3-rtt"].axes[0].get_xticklabels()]
     assert labels == ["c1: baseline", "c1: aes128gcm", "c2: baseline", "c2: aes128gcm"]
     plt.close(captured["fig2-n3-rtt"])
+
+
+def test_userspace_datapath_gets_its_own_marked_headline_row() -> None:
+    import pandas as pd
+
+    from analysis.reference import REFERENCES
+    from analysis.report import headlines
+    ref = next(r for r in REFERENCES if r.key == "n3-ipsec-64")
+    rows = [{"campaign": "c", "experiment": e, "profile": "aes256gcm", "protocol": "ipsec", "datapath": dp,
+             "size": 64, "overhead": ov, "overhead_ci": 0.01}
+            for e in ref.match["experiment"] if isinstance(ref.match["experiment"], (list, tuple))
+            for dp, ov in (("kernel", 0.05), ("userspace", 0.4))] or [
+            {"campaign": "c", "experiment": ref.match["experiment"], "profile": "aes256gcm", "protocol": "ipsec",
+             "datapath": dp, "size": 64, "overhead": ov, "overhead_ci": 0.01}
+            for dp, ov in (("kernel", 0.05), ("userspace", 0.4))]
+    found = headlines(ref, {ref.table: pd.DataFrame(rows)})
+    kernel = [h for h in found if "USERSPACE" not in h.experiment]
+    user = [h for h in found if "USERSPACE" in h.experiment]
+    assert kernel and user                       # never pooled into one number
+    assert abs(kernel[0].measured - 50.0) < 1e-9 and abs(user[0].measured - 400.0) < 1e-9
