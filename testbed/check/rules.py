@@ -321,6 +321,13 @@ class Checker:
                         self.expect(path, f"{nf}.pfcp.server[{i}].address", s.get("address"), svc, "n4",
                                     f"{nf.upper()} PFCP address")
                 if nf == "smf":
+                    gtpu = (sec.get("gtpu") or {}).get("server") or []
+                    if not gtpu:
+                        self.add(path, "smf.gtpu.server", "missing: Open5GS 2.7 SMF does not start without a "
+                                 "GTP-U server address (\"No smf.gtpu.address\")", "reference")
+                    for i, s in enumerate(gtpu):
+                        self.expect(path, f"smf.gtpu.server[{i}].address", s.get("address"), svc, "n4",
+                                    "SMF GTP-U address")
                     for i, u in enumerate(((sec.get("pfcp") or {}).get("client") or {}).get("upf") or []):
                         self.expect(path, f"smf.pfcp.client.upf[{i}].address", u.get("address"),
                                     self.runner("open5gs:upf"), "n4", "UPF PFCP address")

@@ -81,6 +81,9 @@ def _smf(values: dict[str, Any]) -> dict[str, Any]:
     return {
         "pfcp": {"server": [{"address": stack.address("smf", "n4", values)}],
                  "client": {"upf": [{"address": stack.address("upf", "n4", values)}]}},
+        # 2.7.7's smf_context_validation() refuses to start without a GTP-U server address
+        # ("No smf.gtpu.address"), found by `make smoke` in the Docker guest (docs/vm-check.md)
+        "gtpu": {"server": [{"address": stack.address("smf", "n4", values)}]},
         "session": _session(values, with_dev=False),
         "dns": list(values["dns"]),
         "mtu": int(values["ue_mtu"]),

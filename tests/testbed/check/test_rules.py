@@ -137,6 +137,17 @@ def test_upf_pfcp_address_in_smf(tmp_path: Path) -> None:
     assert_found(t.check(), f, "smf.pfcp.client.upf[0].address", "address", "UPF PFCP")
 
 
+def test_smf_gtpu_address_missing_or_wrong(tmp_path: Path) -> None:
+    """Open5GS 2.7.7's SMF exits without smf.gtpu (seen for real in the Docker guest)."""
+    t = make_tree(tmp_path)
+    f = t.edit_yaml("open5gs/smf.yaml", lambda d: d["smf"].pop("gtpu"))
+    assert_found(t.check(), f, "smf.gtpu.server", "reference", "No smf.gtpu.address")
+    t = make_tree(tmp_path / "wrong")
+    f = t.edit_yaml("open5gs/smf.yaml", lambda d: d["smf"]["gtpu"]["server"][0].update(
+        address=stack.address("smf", "sbi", t.values)))
+    assert_found(t.check(), f, "smf.gtpu.server[0].address", "address", "SMF GTP-U")
+
+
 def test_ngap_server_address_in_amf(tmp_path: Path) -> None:
     t = make_tree(tmp_path)
     f = t.edit_yaml("open5gs/amf.yaml", lambda d: d["amf"]["ngap"]["server"][0].update(address="10.100.1.5"))
