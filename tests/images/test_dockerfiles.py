@@ -364,3 +364,11 @@ def test_default_image_names_have_one_home() -> None:
             if m:
                 assert m.group(1) == value, f"scripts/lib/compose.sh defaults {var} to {m.group(1)}, " \
                                             f"images/defaults.env says {value}"
+
+
+def test_open5gs_runtime_registers_both_library_dirs() -> None:
+    """meson puts Open5GS's libraries in lib/ (--libdir=lib) but the prometheus-client-c
+    subproject installs libprom.so in lib/x86_64-linux-gnu/ (seen in the VM build)."""
+    run = " ".join(parse(DOCKERFILES["open5gs"]).stages["runtime"].runs())
+    assert "/opt/open5gs/lib\\n/opt/open5gs/lib/x86_64-linux-gnu" in run and "ldconfig" in run
+    assert "grep 'not found'" in run   # and the build fails on any unresolved library
