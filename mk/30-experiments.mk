@@ -12,24 +12,28 @@ EXPERIMENT_ENV = $(foreach v,$(EXPERIMENT_VARS),$(v)="$($(v))")
 # the checks before any Docker driver (images engineer's doctor; skipped with DOCTOR=0)
 DOCTOR ?= 1
 DOCTOR_FIRST = $(if $(filter 1,$(DOCTOR)),$(if $(wildcard scripts/doctor.sh),bash scripts/doctor.sh &&,),)
+# $(call CHECKS_FIRST,EXPERIMENT[,profile]): parameters (and PROFILE for its plane) are checked
+# before the doctor, so a typo is a usage error (exit 2) and not reported as a host problem.
+CHECKS_FIRST = $(EXPERIMENT_ENV) $(PYTHON) -m testbed params $(1) --from-env $(if $(2),--profile "$(PROFILE)") \
+               >/dev/null && $(DOCTOR_FIRST)
 
 run-n3: ## N3 ping RTT: stack up with PROFILE's N3 overlay, SETS x PINGS pings per size in SIZES from UE 1 to the host
-	@$(DOCTOR_FIRST) $(EXPERIMENT_ENV) bash scripts/run-n3.sh
+	@$(call CHECKS_FIRST,n3,profile) $(EXPERIMENT_ENV) bash scripts/run-n3.sh
 
 run-sbi: ## SBI attach time, cold (UE 1) and warm (UE 2) in one pass: ITERATIONS fresh cores, captures on N2 and the SBI
-	@$(DOCTOR_FIRST) $(EXPERIMENT_ENV) bash scripts/run-sbi.sh --mode both
+	@$(call CHECKS_FIRST,sbi,profile) $(EXPERIMENT_ENV) bash scripts/run-sbi.sh --mode both
 
 run-sbi-cold: ## SBI attach time, cold only: UE 1 on a fresh core, ITERATIONS times
-	@$(DOCTOR_FIRST) $(EXPERIMENT_ENV) bash scripts/run-sbi.sh --mode cold
+	@$(call CHECKS_FIRST,sbi,profile) $(EXPERIMENT_ENV) bash scripts/run-sbi.sh --mode cold
 
 run-sbi-warm: ## SBI attach time, warm: UE 1 then UE 2 (the warm sample) on a fresh core, ITERATIONS times
-	@$(DOCTOR_FIRST) $(EXPERIMENT_ENV) bash scripts/run-sbi.sh --mode warm
+	@$(call CHECKS_FIRST,sbi,profile) $(EXPERIMENT_ENV) bash scripts/run-sbi.sh --mode warm
 
 run-cpu: ## CPU time per container (cgroup) from core boot to the last UE's PDU session, for each count in UES, REPS times
-	@$(DOCTOR_FIRST) $(EXPERIMENT_ENV) bash scripts/run-cpu.sh
+	@$(call CHECKS_FIRST,cpu,profile) $(EXPERIMENT_ENV) bash scripts/run-cpu.sh
 
 run-throughput: ## iperf3 TCP and UDP from UE 1 through N3 to the host (throughput, jitter, loss), raw JSON kept
-	@$(DOCTOR_FIRST) $(EXPERIMENT_ENV) bash scripts/run-throughput.sh
+	@$(call CHECKS_FIRST,throughput,profile) $(EXPERIMENT_ENV) bash scripts/run-throughput.sh
 
 run-overlay: ## the N3 ping measurement through PROFILE's overlay between two namespaces: no Docker, seconds (root)
 	@$(EXPERIMENT_ENV) bash scripts/run-overlay.sh
@@ -39,10 +43,10 @@ campaign: ## a campaign of EXPERIMENT=<n3|sbi|cpu|throughput|overlay> over every
 	@$(if $(filter overlay,$(EXPERIMENT)),,$(DOCTOR_FIRST)) $(EXPERIMENT_ENV) bash scripts/campaign.sh $(EXPERIMENT)
 
 campaign-n3: ## run-n3 for every N3 profile (baseline included), shuffled, resumable; DRY_RUN=1 prints the plan
-	@$(DOCTOR_FIRST) $(EXPERIMENT_ENV) bash scripts/campaign.sh n3
+	@$(call CHECKS_FIRST,n3) $(EXPERIMENT_ENV) bash scripts/campaign.sh n3
 
 campaign-sbi: ## run-sbi (cold + warm) for every SBI profile (baseline included), shuffled, resumable; DRY_RUN=1 prints the plan
-	@$(DOCTOR_FIRST) $(EXPERIMENT_ENV) MODE="$(or $(MODE),both)" bash scripts/campaign.sh sbi
+	@$(call CHECKS_FIRST,sbi) $(EXPERIMENT_ENV) MODE="$(or $(MODE),both)" bash scripts/campaign.sh sbi
 
 campaign-overlay: ## run-overlay for every N3 profile in namespaces (no Docker), shuffled, resumable
 	@$(EXPERIMENT_ENV) bash scripts/campaign.sh overlay

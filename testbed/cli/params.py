@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from testbed import runparams
@@ -13,6 +14,8 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument("assignments", nargs="*", metavar="KEY=VALUE",
                         help="Make variables (SIZES='64 1024' ...); empty = default")
     parser.add_argument("--profile", help="also check that PROFILE exists for the experiment's plane")
+    parser.add_argument("--from-env", action="store_true",
+                        help="take the experiment's own parameters from the environment (as Make exports them)")
     parser.add_argument("--format", choices=("shell", "json", "help"), default="shell",
                         help="shell: NAME='value' lines for eval; json: typed values; help: describe")
 
@@ -22,6 +25,8 @@ def run(args: argparse.Namespace) -> int:
         print(runparams.describe(args.experiment))
         return 0
     raw: dict[str, str] = {}
+    if args.from_env:
+        raw = {s.name: os.environ[s.name] for s in runparams.SPECS[args.experiment] if s.name in os.environ}
     for a in args.assignments:
         key, sep, value = a.partition("=")
         if not sep:

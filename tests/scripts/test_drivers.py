@@ -171,3 +171,18 @@ def test_make_targets_exist() -> None:
                    "run-overlay", "campaign-n3", "campaign-sbi", "campaign-overlay"):
         assert f"{target} " in res.stdout, target
     assert shutil.which("bash")
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["run-n3", "PROFILE=aes256gcm", "SIZES=64 abc"], "SIZES='64 abc'"),
+    (["run-sbi", "PROFILE=aes256gcm-trap", "ITERATIONS=0"], "ITERATIONS='0'"),
+    (["run-n3", "PROFILE=tls13-aes256gcm"], "cannot run on the n3 plane"),
+    (["run-cpu", "PROFILE=nosuch"], "unknown PROFILE 'nosuch'"),
+])
+def test_make_rejects_bad_parameters_before_the_doctor(args: list[str], needle: str) -> None:
+    """A usage error (exit 2) names the parameter; the host checks never run for it."""
+    r = subprocess.run(["make", "--no-print-directory", *args], cwd=ROOT, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert needle in r.stderr
+    assert "summary:" not in r.stdout + r.stderr        # doctor's summary line: it did not run
