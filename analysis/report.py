@@ -45,6 +45,7 @@ class Headline:
     high: float
     profiles: list[str]
     experiment: str = ""
+    datapath: str = ""          # kernel | userspace | none ("" where the table has no datapath)
 
 
 def _select(table: pd.DataFrame, match: dict) -> pd.DataFrame:
@@ -79,10 +80,10 @@ def headlines(ref: Reference, tables: dict[str, pd.DataFrame]) -> list[Headline]
     for k, g in t.groupby(keys + (["datapath"] if by_datapath else []), sort=True):
         k = k if isinstance(k, tuple) else (k,)
         names = k[:len(keys)]
-        label = "/".join(map(str, names)) if many else str(names[-1])
-        if by_datapath and str(k[-1]) == "userspace":
-            label += " (USERSPACE datapath: not comparable)"
-        out.append(headline(ref, g, label))
+        h = headline(ref, g, "/".join(map(str, names)) if many else str(names[-1]))
+        if h is not None and by_datapath:
+            h.datapath = str(k[-1])
+        out.append(h)
     return [h for h in out if h is not None]
 
 
@@ -113,6 +114,8 @@ def headline_frame(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
         for h in found:
             rows.append({
                 "result": ref.key, "experiment": h.experiment if h else "",
+                "datapath": ("userspace: NOT comparable" if h.datapath == "userspace" else h.datapath)
+                            if h else "",
                 "measured": h.measured if h else float("nan"), "ci99": h.ci if h else float("nan"),
                 "range": (f"{h.low:.3f} to {h.high:.3f}" if h and len(h.profiles) > 1 else ""),
                 "unit": ref.unit, "paper": ref.paper_value(),
@@ -179,8 +182,8 @@ def render(results: Path, runs: list[Run], ds: Datasets, tables: dict[str, pd.Da
                "Where several profiles match, *measured* is their mean, *ci99* is sqrt(sum h_i^2)/k, "
                "and *range* their spread; percentages divide by the baseline mean.\n")
     measured = head[head["profiles"] != "not measured"]
-    out.append(md.table(measured[["result", "experiment", "measured", "ci99", "range", "unit", "paper",
-                                  "profiles", "source"]]))
+    out.append(md.table(measured[["result", "experiment", "datapath", "measured", "ci99", "range", "unit",
+                                  "paper", "profiles", "source"]]))
     missing = head.loc[head["profiles"] == "not measured", "result"].tolist()
     if missing:
         out.append(f"\nNot measured in these results (no matching runs): {', '.join(missing)}. "

@@ -124,7 +124,7 @@ def test_userspace_datapath_gets_its_own_marked_headline_row() -> None:
              "datapath": dp, "size": 64, "overhead": ov, "overhead_ci": 0.01}
             for dp, ov in (("kernel", 0.05), ("userspace", 0.4))]
     found = headlines(ref, {ref.table: pd.DataFrame(rows)})
-    kernel = [h for h in found if "USERSPACE" not in h.experiment]
-    user = [h for h in found if "USERSPACE" in h.experiment]
+    kernel = [h for h in found if h.datapath == "kernel"]
+    user = [h for h in found if h.datapath == "userspace"]
     assert kernel and user                       # never pooled into one number
     assert abs(kernel[0].measured - 50.0) < 1e-9 and abs(user[0].measured - 400.0) < 1e-9
