@@ -90,35 +90,37 @@ run_build() {
   "$@"
 }
 
-build_open5gs() {
-  local args=(--build-arg "IMAGE_VERSION=$(image_version "$OPEN5GS_IMAGE")")
-  if [[ -n "${OPEN5GS_INSTALL:-}" ]]; then
-    require_dir OPEN5GS_INSTALL "$OPEN5GS_INSTALL" bin/open5gs-nrfd
-    args+=(--build-context "open5gs-install=$OPEN5GS_INSTALL"
-      --build-arg "OPEN5GS_SOURCE=prebuilt:$(basename "$OPEN5GS_INSTALL")")
-  elif [[ -n "${OPEN5GS_SRC:-}" ]]; then
-    require_dir OPEN5GS_SRC "$OPEN5GS_SRC" meson.build
-    args+=(--build-context "open5gs-src=$OPEN5GS_SRC"
-      --build-arg "OPEN5GS_SOURCE=$(describe_tree "$OPEN5GS_SRC")")
+# build_compiled NAME IMAGE INSTALL_MARKER SRC_MARKER [EXTRA_ARG...]: an image compiled from
+# upstream (open5gs, ueransim). $<NAME>_INSTALL (a prebuilt install tree) replaces the compile
+# stage, $<NAME>_SRC (a local tree) the clone stage, both as BuildKit named build contexts.
+build_compiled() {
+  local name="$1" image="$2" install_marker="$3" src_marker="$4"
+  shift 4
+  local upper="${name^^}"
+  local install_var="${upper}_INSTALL" src_var="${upper}_SRC"
+  local args=(--build-arg "IMAGE_VERSION=$(image_version "$image")")
+  if [[ -n "${!install_var:-}" ]]; then
+    require_dir "$install_var" "${!install_var}" "$install_marker"
+    args+=(--build-context "$name-install=${!install_var}"
+      --build-arg "${upper}_SOURCE=prebuilt:$(basename "${!install_var}")")
+  elif [[ -n "${!src_var:-}" ]]; then
+    require_dir "$src_var" "${!src_var}" "$src_marker"
+    args+=(--build-context "$name-src=${!src_var}"
+      --build-arg "${upper}_SOURCE=$(describe_tree "${!src_var}")")
   fi
-  [[ -z "${APPLY_PATCHES:-}" ]] || args+=(--build-arg "APPLY_PATCHES=$APPLY_PATCHES")
+  args+=("$@")
   [[ -z "${BUILD_JOBS:-}" ]] || args+=(--build-arg "BUILD_JOBS=$BUILD_JOBS")
-  run_build "$DOCKER" buildx build --load -f images/open5gs/Dockerfile "${args[@]}" -t "$OPEN5GS_IMAGE" .
+  run_build "$DOCKER" buildx build --load -f "images/$name/Dockerfile" "${args[@]}" -t "$image" .
+}
+
+build_open5gs() {
+  local extra=()
+  [[ -z "${APPLY_PATCHES:-}" ]] || extra+=(--build-arg "APPLY_PATCHES=$APPLY_PATCHES")
+  build_compiled open5gs "$OPEN5GS_IMAGE" bin/open5gs-nrfd meson.build "${extra[@]}"
 }
 
 build_ueransim() {
-  local args=(--build-arg "IMAGE_VERSION=$(image_version "$UERANSIM_IMAGE")")
-  if [[ -n "${UERANSIM_INSTALL:-}" ]]; then
-    require_dir UERANSIM_INSTALL "$UERANSIM_INSTALL" bin/nr-gnb
-    args+=(--build-context "ueransim-install=$UERANSIM_INSTALL"
-      --build-arg "UERANSIM_SOURCE=prebuilt:$(basename "$UERANSIM_INSTALL")")
-  elif [[ -n "${UERANSIM_SRC:-}" ]]; then
-    require_dir UERANSIM_SRC "$UERANSIM_SRC" CMakeLists.txt
-    args+=(--build-context "ueransim-src=$UERANSIM_SRC"
-      --build-arg "UERANSIM_SOURCE=$(describe_tree "$UERANSIM_SRC")")
-  fi
-  [[ -z "${BUILD_JOBS:-}" ]] || args+=(--build-arg "BUILD_JOBS=$BUILD_JOBS")
-  run_build "$DOCKER" buildx build --load -f images/ueransim/Dockerfile "${args[@]}" -t "$UERANSIM_IMAGE" .
+  build_compiled ueransim "$UERANSIM_IMAGE" bin/nr-gnb CMakeLists.txt
 }
 
 build_tools() {
