@@ -115,6 +115,11 @@ def image_facts(images: list[str]) -> dict[str, Any]:
     return out
 
 
+# Debian 13's tshark ends its first line with a dot ("TShark (Wireshark) 4.4.19."); bookworm's
+# has "(Git v4.0.17 packaged as ...)": only the dotted number is the version.
+TSHARK_VERSION = r"TShark \(Wireshark\) (\d+(?:\.\d+)*)"
+
+
 @lru_cache(maxsize=1)
 def tool_versions() -> dict[str, str | None]:
     """Versions of the host programs a run uses (probed once per process)."""
@@ -123,7 +128,7 @@ def tool_versions() -> dict[str, str | None]:
         "strongswan": _version(r"strongSwan ([\d.]+)", _out([charon, "--version"])),
         "wireguard_tools": _version(r"v([\d.]+)", _out(["wg", "--version"])),
         "wireguard_go": _version(r"v([\d.]+)", _out(["wireguard-go", "--version"])),
-        "tshark": _version(r"TShark \(Wireshark\) ([\d.]+)", _out(["tshark", "--version"])),
+        "tshark": _version(TSHARK_VERSION, _out(["tshark", "--version"])),
         "iperf3": _version(r"iperf ([\d.]+)", _out(["iperf3", "--version"])),
         "ping": _version(r"iputils (\S+)", _out(["ping", "-V"])),
     }

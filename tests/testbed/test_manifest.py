@@ -147,3 +147,11 @@ def test_cli_rejects_bad_parameters_before_creating_anything(tmp_path: Path) -> 
     assert res.returncode == 2
     assert "ITERATIONS='0'" in res.stderr and "unknown PROFILE 'nope'" in res.stderr
     assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("line", [
+    "TShark (Wireshark) 4.4.19.",                                                   # Debian 13
+    "TShark (Wireshark) 4.4.19 (Git v4.4.19 packaged as 4.4.19-1).",
+])
+def test_tshark_version_has_no_trailing_dot(line: str) -> None:
+    assert manifest._version(manifest.TSHARK_VERSION, line) == "4.4.19"
