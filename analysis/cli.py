@@ -126,6 +126,17 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0 if result.get("ok", True) else 1
 
 
+def cmd_crypto(args: argparse.Namespace) -> int:
+    from analysis import crypto
+    path = crypto.write_report(Path(args.results), _out_dir(args))
+    if path is None:
+        print(f"error: no complete, valid crypto run below {args.results} (make bench-crypto)",
+              file=sys.stderr)
+        return 1
+    print(path)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m analysis", description=__doc__.splitlines()[0])
     p.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
@@ -159,6 +170,11 @@ def build_parser() -> argparse.ArgumentParser:
             s.add_argument("--permutations", type=int, default=0, metavar="N",
                            help="add permutation-test p-values with N random relabellings (default 0: off)")
         s.set_defaults(run=fn)
+
+    s = sub.add_parser("crypto", help="table, figure and report section of the cipher benchmark")
+    s.add_argument("results", help="results root, campaign or run directory")
+    s.add_argument("--out", help="output folder (default build/analysis/<results name>)")
+    s.set_defaults(run=cmd_crypto)
 
     s = sub.add_parser("list-figures", help="list the figures by name")
     s.set_defaults(run=cmd_list_figures)

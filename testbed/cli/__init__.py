@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "channels": "channels",
     "channels-seen": "channels",
     "lab": "lab",
+    "bench-crypto": "bench_crypto",
 }
 
 
