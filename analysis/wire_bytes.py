@@ -1,0 +1,148 @@
+"""Bytes on the wire: handshake bytes and packets, and the per-packet overhead of each protocol,
+measured from a run's own capture and set beside the analytic overhead (docs/wire-bytes.md).
+
+Overheads are counted at the IP layer: the bytes an overlay adds to one inner IP packet,
+outer IP header included (link-layer headers are the same with and without it, so they
+cancel). Handshakes are counted as whole frames (frame.len) and as IP bytes.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from testbed import tshark
+
+IPV4, IPV6, UDP = 20, 40, 8
+
+# ESP transforms by the catalogue's strongSwan keyword: (IV bytes, ICV bytes, cipher block for
+# padding). RFC 4106 (GCM: 8 B IV, 16 B ICV), RFC 3602 + RFC 4868 (CBC: 16 B IV; HMAC-SHA256-128:
+# 16 B ICV), RFC 4543 (GMAC: 8 B IV, 16 B ICV), RFC 4303 (NULL: no IV; ESP aligns to 4 B).
+ESP = {
+    "aes128gcm16": (8, 16, 4), "aes256gcm16": (8, 16, 4),
+    "aes128-sha256": (16, 16, 16), "aes256-sha256": (16, 16, 16),
+    "null-sha256": (0, 16, 4), "aes128gmac": (8, 16, 4),
+}
+ESP_HEADER, ESP_TRAILER = 8, 2          # SPI + sequence; pad length + next header
+WG_HEADER, WG_TAG = 16, 16              # type/reserved + receiver index + counter; Poly1305 tag
+IKE_EXCHANGES = {"34": "IKE_SA_INIT", "35": "IKE_AUTH"}
+WG_TYPES = {"1": "handshake initiation", "2": "handshake response", "3": "cookie reply"}
+
+
+def esp_overhead(keyword: str, inner: int, *, ipv6: bool = False, udp_encap: bool = False) -> int:
+    """Bytes ESP tunnel mode adds to an inner IP packet of `inner` bytes (RFC 4303 2.4 padding:
+    payload + padding + 2 is a multiple of the block size)."""
+    if keyword not in ESP:
+        raise ValueError(f"unknown ESP proposal {keyword!r}; known: {', '.join(ESP)}")
+    iv, icv, block = ESP[keyword]
+    pad = (-(inner + ESP_TRAILER)) % block
+    return (IPV6 if ipv6 else IPV4) + (UDP if udp_encap else 0) + ESP_HEADER + iv + pad + ESP_TRAILER + icv
+
+
+def wireguard_overhead(inner: int, *, ipv6: bool = False) -> int:
+    """Bytes WireGuard adds: outer IP + UDP + 16 B header + 16 B tag + padding of the inner
+    packet to 16 B (the WireGuard paper, section 5.4.6)."""
+    return (IPV6 if ipv6 else IPV4) + UDP + WG_HEADER + WG_TAG + (-inner) % 16
+
+
+def tls_record_overhead(version: str, cipher: str) -> int:
+    """Bytes one TLS record adds to its payload: 5 B header + (TLS 1.3: 1 B inner content type
+    + 16 B tag; TLS 1.2 AES-GCM/CCM: 8 B explicit nonce + tag; ChaCha20-Poly1305: tag only)."""
+    tag = 8 if "CCM_8" in cipher.upper() else 16
+    if version == "1.3":
+        return 5 + 1 + tag
+    explicit = 0 if "CHACHA20" in cipher.upper() else 8
+    return 5 + explicit + tag
+
+
+@dataclass(frozen=True)
+class Handshakes:
+    """Handshake frames of one capture: per message kind, packets and bytes."""
+
+    protocol: str
+    packets: dict[str, int]
+    frame_bytes: dict[str, int]
+    ip_bytes: dict[str, int]
+    retransmitted: dict[str, int]         # packets that repeat an earlier message (same IDs)
+
+    @property
+    def total_packets(self) -> int:
+        return sum(self.packets.values())
+
+    @property
+    def total_frame_bytes(self) -> int:
+        return sum(self.frame_bytes.values())
+
+
+def _ip_len(row: dict[str, str]) -> int:
+    if row.get("ip.len"):
+        return int(row["ip.len"].split(",")[0])
+    if row.get("ipv6.plen"):
+        return IPV6 + int(row["ipv6.plen"].split(",")[0])
+    return 0
+
+
+def _rows(pcap: Path, display_filter: str, names: list[str]) -> list[dict[str, str]]:
+    return [dict(zip(names, r + [""] * (len(names) - len(r))))
+            for r in tshark.fields(pcap, display_filter, names)]
+
+
+def handshakes(pcap: Path, protocol: str) -> Handshakes:
+    """IKE_SA_INIT + IKE_AUTH (IPsec), initiation/response/cookie (WireGuard)."""
+    base = ["frame.len", "ip.len", "ipv6.plen"]
+    if protocol == "ipsec":
+        ids = ["isakmp.ispi", "isakmp.rspi", "isakmp.messageid", "isakmp.flag_r", "ip.src", "ipv6.src"]
+        rows = _rows(pcap, "isakmp.exchangetype == 34 || isakmp.exchangetype == 35",
+                     base + ["isakmp.exchangetype", *ids])
+        kind = lambda r: IKE_EXCHANGES[r["isakmp.exchangetype"].split(",")[0]]  # noqa: E731
+    elif protocol == "wireguard":
+        # a retransmitted initiation is a new message (new ephemeral key, new sender index)
+        ids = ["wg.sender", "wg.receiver", "ip.src", "ipv6.src"]
+        rows = _rows(pcap, "wg.type == 1 || wg.type == 2 || wg.type == 3", base + ["wg.type", *ids])
+        kind = lambda r: WG_TYPES[r["wg.type"].split(",")[0]]  # noqa: E731
+    else:
+        raise ValueError(f"handshake accounting for {protocol!r}: ipsec or wireguard "
+                         "(TLS: tls_handshakes)")
+    packets: Counter[str] = Counter()
+    frames: Counter[str] = Counter()
+    ips: Counter[str] = Counter()
+    again: Counter[str] = Counter()
+    seen: set[tuple[str, ...]] = set()
+    for r in rows:
+        k = kind(r)
+        key = (k, *(r[i] for i in ids))
+        if key in seen:
+            again[k] += 1
+        seen.add(key)
+        packets[k] += 1
+        frames[k] += int(r["frame.len"])
+        ips[k] += _ip_len(r)
+    return Handshakes(protocol, dict(packets), dict(frames), dict(ips), dict(again))
+
+
+def protected_lengths(pcap: Path, protocol: str, src: str | None = None) -> list[int]:
+    """IP lengths of the protected data packets (ESP, or WireGuard transport data), optionally
+    only those sent by `src`."""
+    filt = {"ipsec": "esp", "wireguard": "wg.type == 4"}.get(protocol)
+    if filt is None:
+        raise ValueError(f"protected packets of {protocol!r}: ipsec or wireguard")
+    if src:
+        filt += f" && {'ipv6' if ':' in src else 'ip'}.src == {src}"
+    return [_ip_len(r) for r in _rows(pcap, filt, ["frame.len", "ip.len", "ipv6.plen"])]
+
+
+def udp_encapsulated(pcap: Path) -> bool:
+    """ESP inside UDP (NAT-T, or strongSwan's userspace ESP)?"""
+    return tshark.count(pcap, "esp && udp") > 0
+
+
+def measured_overheads(lengths: list[int], inner: list[int]) -> dict[int, int]:
+    """{inner length: measured overhead}: the distinct protected lengths, ascending, matched to
+    the known inner lengths, ascending (both overlays grow with the inner length, so the order
+    is the same); a count mismatch raises with both lists."""
+    seen = sorted(set(lengths))
+    want = sorted(set(inner))
+    if len(seen) != len(want):
+        raise ValueError(f"{len(seen)} distinct protected lengths {seen} for {len(want)} inner "
+                         f"lengths {want}: traffic other than the known payloads was captured")
+    return {i: s - i for i, s in zip(want, seen)}
