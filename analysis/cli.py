@@ -137,6 +137,16 @@ def cmd_crypto(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_wire_bytes(args: argparse.Namespace) -> int:
+    from analysis import wire_bytes
+    path = wire_bytes.write_results(Path(args.results), _out_dir(args))
+    if path is None:
+        print(f"error: no usable run with a capture below {args.results}", file=sys.stderr)
+        return 1
+    print(path)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m analysis", description=__doc__.splitlines()[0])
     p.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
@@ -175,6 +185,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("results", help="results root, campaign or run directory")
     s.add_argument("--out", help="output folder (default build/analysis/<results name>)")
     s.set_defaults(run=cmd_crypto)
+
+    s = sub.add_parser("wire-bytes", help="handshake bytes and per-packet overhead from the runs' captures")
+    s.add_argument("results", help="results root, campaign or run directory")
+    s.add_argument("--out", help="output folder (default build/analysis/<results name>)")
+    s.set_defaults(run=cmd_wire_bytes)
 
     s = sub.add_parser("list-figures", help="list the figures by name")
     s.set_defaults(run=cmd_list_figures)

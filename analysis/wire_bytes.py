@@ -146,3 +146,114 @@ def measured_overheads(lengths: list[int], inner: list[int]) -> dict[int, int]:
         raise ValueError(f"{len(seen)} distinct protected lengths {seen} for {len(want)} inner "
                          f"lengths {want}: traffic other than the known payloads was captured")
     return {i: s - i for i, s in zip(want, seen)}
+
+
+# ----------------------------------------------------------------------- a results tree
+
+# The unprotected packets whose lengths are the inner lengths, per experiment: the echo requests
+# as GTP-U on N3 (stack runs), as plain ICMP between the namespaces (run-overlay).
+BASELINE_PACKETS = {"n3": "gtp && icmp.type == 8", "overlay": "icmp.type == 8"}
+
+
+def tls_handshake(pcap: Path) -> Handshakes:
+    """TLS handshake records per TCP connection: every TLS record from the ClientHello up to and
+    including the client's first application_data record after the ServerHello (in TLS 1.3 that
+    record is the encrypted client Finished, possibly sharing a segment with the first request,
+    so this is an upper bound by at most one request segment). Counted per frame."""
+    names = ["tcp.stream", "frame.len", "ip.len", "ipv6.plen", "tls.handshake.type",
+             "tls.record.content_type", "tcp.srcport", "tcp.dstport"]
+    rows = _rows(pcap, "tls", names)
+    state: dict[str, str] = {}           # stream -> "hello" | "server" | "done"
+    client_port: dict[str, str] = {}
+    packets = frames = ips = 0
+    for r in rows:
+        s = r["tcp.stream"]
+        types = set(r["tls.handshake.type"].split(",")) - {""}
+        content = set(r["tls.record.content_type"].split(",")) - {""}
+        if "1" in types and s not in state:
+            state[s], client_port[s] = "hello", r["tcp.srcport"]
+        if state.get(s) not in ("hello", "server"):
+            continue
+        if "2" in types:
+            state[s] = "server"
+        packets += 1
+        frames += int(r["frame.len"])
+        ips += _ip_len(r)
+        if state[s] == "server" and "23" in content and r["tcp.srcport"] == client_port[s]:
+            state[s] = "done"
+    kind = "TLS handshake"
+    return Handshakes("tls", {kind: packets}, {kind: frames}, {kind: ips}, {})
+
+
+def _classes(lengths: list[int]) -> list[int]:
+    return sorted(set(lengths))
+
+
+def results_table(results: Path) -> "pd.DataFrame":
+    """One row per usable run with a capture: handshake packets/bytes, and for N3 runs the
+    distinct protected packet lengths with the measured overhead against the baseline run of
+    the same results tree (same sizes) and the analytic overhead."""
+    import pandas as pd
+
+    from analysis.results import discover
+    runs = [r for r in discover(results) if r.usable and r.files("pcap")]
+    base_len: dict[str, list[int]] = {}
+    for r in runs:
+        if r.protocol == "none" and r.experiment in BASELINE_PACKETS:
+            for f in r.files("pcap"):
+                lens = [_ip_len(x) for x in _rows(f.path, BASELINE_PACKETS[r.experiment],
+                                                  ["frame.len", "ip.len", "ipv6.plen"])]
+                if lens:
+                    base_len.setdefault(r.experiment, _classes(lens))
+    rows = []
+    for r in runs:
+        for f in r.files("pcap"):
+            row: dict[str, object] = {"experiment": r.experiment, "profile": r.profile,
+                                      "protocol": r.protocol, "run": r.run_id, "capture": f.path.name}
+            proto = r.protocol
+            try:
+                if proto in ("ipsec", "wireguard"):
+                    hs = handshakes(f.path, proto)
+                elif proto == "tls":
+                    hs = tls_handshake(f.path)
+                else:
+                    hs = None
+                if hs is not None:
+                    row.update(handshake_packets=hs.total_packets, handshake_frame_bytes=hs.total_frame_bytes,
+                               handshake_retransmitted=sum(hs.retransmitted.values()))
+                if proto in ("ipsec", "wireguard") and r.experiment in base_len:
+                    prot = _classes(protected_lengths(f.path, proto))
+                    inner = base_len[r.experiment]
+                    row["protected_lengths"] = " ".join(map(str, prot))
+                    row["inner_lengths"] = " ".join(map(str, inner))
+                    if len(prot) == len(inner):
+                        row["overhead_measured"] = " ".join(str(p - i) for p, i in zip(prot, inner))
+                        if proto == "ipsec":
+                            kw = (r.manifest.get("profile_params") or {}).get("esp_proposal", "")
+                            enc = udp_encapsulated(f.path)
+                            row["overhead_analytic"] = " ".join(
+                                str(esp_overhead(kw, i, udp_encap=enc)) for i in inner) if kw in ESP else ""
+                        else:
+                            row["overhead_analytic"] = " ".join(str(wireguard_overhead(i)) for i in inner)
+            except tshark.TsharkError as exc:
+                row["problem"] = str(exc)
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def write_results(results: Path, out: Path) -> Path | None:
+    """wire-bytes.csv and wire-bytes.md in out; None when no run has a capture."""
+    from analysis.markdown import table as md_table
+    t = results_table(results)
+    if t.empty:
+        return None
+    out.mkdir(parents=True, exist_ok=True)
+    t.to_csv(out / "wire-bytes.csv", index=False)
+    path = out / "wire-bytes.md"
+    path.write_text("# Bytes on the wire\n\nPer run and capture: handshake packets and frame bytes "
+                    "(IKE_SA_INIT + IKE_AUTH, WireGuard initiation/response/cookie, TLS records from "
+                    "ClientHello to the client's first application record), and on N3 the protected "
+                    "packet lengths with the overhead measured against the baseline's GTP-U packets "
+                    "beside the analytic one (docs/wire-bytes.md).\n\n" + md_table(t) + "\n",
+                    encoding="utf-8")
+    return path

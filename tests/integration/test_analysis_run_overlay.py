@@ -84,3 +84,17 @@ def test_ping_stats_cli_agrees_with_the_report(overlay_results):
     values = [float(line.split("time=")[1].split()[0]) for f in files for line in Path(f).read_text().splitlines()
               if "time=" in line]
     assert stats["n"] == len(values) and stats["mean_ms"] == pytest.approx(sum(values) / len(values))
+
+
+def test_wire_bytes_on_run_overlay_output(overlay_results, tmp_path):
+    """The WireGuard run's packets are exactly the analytic overhead above the baseline's."""
+    out = tmp_path / "wb"
+    proc = subprocess.run([os.environ.get("PYTHON", "python3"), "-m", "analysis", "wire-bytes",
+                           str(overlay_results), "--out", str(out)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr
+    table = pd.read_csv(out / "wire-bytes.csv")
+    wg = table[table["protocol"] == "wireguard"].iloc[0]
+    assert len(str(wg["inner_lengths"]).split()) == 2           # the two ICMP sizes
+    assert str(wg["overhead_measured"]) == str(wg["overhead_analytic"]), wg.to_dict()
+    assert "Bytes on the wire" in (out / "wire-bytes.md").read_text()
