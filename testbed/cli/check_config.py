@@ -6,7 +6,7 @@ import os
 import sys
 from pathlib import Path
 
-from testbed import keys, profiles, render
+from testbed import keys, nas, profiles, render
 from testbed.check import check_render, summary
 from testbed.cli import render as render_cli
 
@@ -36,7 +36,7 @@ def _dirs(args: argparse.Namespace) -> list[Path]:
 def run(args: argparse.Namespace) -> int:
     try:
         dirs = _dirs(args)
-    except profiles.ProfileError as exc:
+    except (profiles.ProfileError, nas.NasError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except (render.RenderError, keys.KeysError, ValueError, KeyError) as exc:

@@ -6,7 +6,7 @@ import os
 import sys
 from pathlib import Path
 
-from testbed import keys, profiles, render, stack
+from testbed import keys, nas, profiles, render, stack
 from testbed.render import layout
 
 
@@ -18,6 +18,9 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument("--state", type=Path, default=None, help="state dir (default: $STATE or .state)")
     parser.add_argument("--scp", action="store_true", default=os.environ.get("SCP", "") in ("1", "yes", "true"),
                         help="indirect communication through the SCP (default: $SCP, off)")
+    parser.add_argument("--nas", default=os.environ.get("NAS") or "",
+                        help="NAS security algorithms, e.g. nea2-nia2 (default: $NAS, or the stack's "
+                             "orders; docs/nas.md)")
     parser.add_argument("--quiet", action="store_true", help="print only the render dir")
 
 
@@ -27,19 +30,22 @@ def resolve(profile_id: str, plane: str | None) -> tuple[profiles.Profile, str]:
     return prof, plane or prof.planes[0]
 
 
-def render_profile(profile_id: str, plane: str | None, state: Path | None, scp: bool) -> render.Rendered:
+def render_profile(profile_id: str, plane: str | None, state: Path | None, scp: bool,
+                   nas_choice: str | None = None) -> render.Rendered:
     prof, pl = resolve(profile_id, plane)
+    nas_choice = os.environ.get("NAS", "") if nas_choice is None else nas_choice
+    values = nas.apply(stack.load(), nas_choice)        # NasError before anything is written
     state_dir = Path(state) if state is not None else keys.default_state_dir()
     root = keys.ensure(state_dir)
     out = layout.render_dir(state_dir, pl, prof.id)
     return render.render(prof, pl, out, subscribers=keys.subscribers(root), keys_dir=root,
-                         values=stack.load(), use_scp=scp or None)
+                         values=values, use_scp=scp or None)
 
 
 def run(args: argparse.Namespace) -> int:
     try:
-        r = render_profile(args.profile, args.plane, args.state, args.scp)
-    except profiles.ProfileError as exc:
+        r = render_profile(args.profile, args.plane, args.state, args.scp, args.nas)
+    except (profiles.ProfileError, nas.NasError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except (render.RenderError, keys.KeysError, ValueError, KeyError) as exc:
