@@ -9,7 +9,31 @@ readonly APT_PACKAGES=(
   libstrongswan-extra-plugins libcharon-extra-plugins
   wireguard-tools wireguard-go tshark iperf3 iputils-ping iproute2 nftables openssl
   procps util-linux kmod jq shellcheck git
+  d-itg iptables socat gcc libc6-dev libnetfilter-queue-dev
 )
+# Suricata 7 is in bookworm-backports (Debian 12) and in trixie's main suite (Debian 13+).
+readonly BACKPORTS_PACKAGES=(suricata)
+readonly BACKPORTS_LIST=/etc/apt/sources.list.d/testbed-backports.sources
+
+# Suricata: from the distribution where it has a candidate, else from <codename>-backports
+# (the source is added once, at backports' default priority, so nothing else is upgraded).
+install_backports() {
+  dpkg-query -W -f='${Status}' suricata 2>/dev/null | grep -q "install ok installed" && return 0
+  export DEBIAN_FRONTEND=noninteractive
+  local candidate
+  candidate="$(apt-cache policy suricata 2>/dev/null | awk '/Candidate:/ {print $2}')"
+  if [[ -z "$candidate" || "$candidate" == "(none)" ]]; then
+    local codename
+    codename="$(sed -n 's/^VERSION_CODENAME=//p' /etc/os-release)"
+    [[ -n "$codename" ]] || { echo "setup-host: cannot tell the Debian codename for backports" >&2; exit 1; }
+    printf 'Types: deb\nURIs: http://deb.debian.org/debian\nSuites: %s-backports\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+      "$codename" > "$BACKPORTS_LIST"
+    apt-get update -q
+    apt-get install -y -q --no-install-recommends -t "$codename-backports" "${BACKPORTS_PACKAGES[@]}"
+  else
+    apt-get install -y -q --no-install-recommends "${BACKPORTS_PACKAGES[@]}"
+  fi
+}
 
 main() {
   if [[ "$(id -u)" != 0 ]]; then
@@ -28,6 +52,7 @@ main() {
     apt-get update -q
     apt-get install -y -q --no-install-recommends "${missing[@]}"
   fi
+  install_backports
   local python="${PYTHON:-python3}"
   "$python" -m pip install -q -e ".[test,bench]"
 }

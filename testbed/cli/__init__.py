@@ -26,6 +26,7 @@ COMMANDS: dict[str, str] = {
     "channels-seen": "channels",
     "lab": "lab",
     "bench-crypto": "bench_crypto",
+    "secfn": "secfn",
 }
 
 

@@ -1,0 +1,62 @@
+"""UPF security functions (SECFN x IDS), orthogonal to PROFILE: the catalogue section of
+profiles.yaml as typed data, checked before anything starts (docs/secfn.md)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import yaml
+
+from testbed import ROOT
+
+CATALOGUE = ROOT / "profiles.yaml"
+
+
+class SecfnError(ValueError):
+    """An unknown function or engine, or an engine that cannot serve the function's mode."""
+
+
+@dataclass(frozen=True)
+class Secfn:
+    function: str               # none | nat | ids-nat | ips-nat
+    engine: str | None          # suricata | snort | passthrough (None without an engine)
+    nat: bool
+    mode: str | None            # passive | inline | None
+    queue_num: int
+    queue_maxlen: int
+    fail_open: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"function": self.function, "engine": self.engine, "nat": self.nat, "mode": self.mode,
+                "queue_num": self.queue_num, "queue_maxlen": self.queue_maxlen, "fail_open": self.fail_open}
+
+
+@lru_cache(maxsize=1)
+def catalogue() -> dict[str, Any]:
+    return yaml.safe_load(CATALOGUE.read_text(encoding="utf-8"))["secfn"]
+
+
+def resolve(function: str, engine: str | None = None, *, queue_maxlen: int | None = None,
+            fail_open: bool | None = None) -> Secfn:
+    """The checked combination; SecfnError lists the valid values."""
+    cat = catalogue()
+    funcs, engines = cat["functions"], cat["engines"]
+    if function not in funcs:
+        raise SecfnError(f"unknown SECFN {function!r}; valid: {', '.join(funcs)}")
+    mode = funcs[function]["engine_mode"]
+    if mode is None:
+        engine = None
+    else:
+        engine = engine or "suricata"
+        if engine not in engines:
+            raise SecfnError(f"unknown IDS {engine!r}; valid: {', '.join(engines)}")
+        if mode not in engines[engine]["modes"]:
+            able = [e for e, v in engines.items() if mode in v["modes"]]
+            raise SecfnError(f"IDS={engine} cannot run {function} ({mode}); valid for it: {', '.join(able)}")
+    q = cat["nfqueue"]
+    maxlen = int(q["queue_maxlen"] if queue_maxlen is None else queue_maxlen)
+    if maxlen <= 0:
+        raise SecfnError(f"QUEUE_MAXLEN must be a positive packet count, got {maxlen}")
+    return Secfn(function, engine, bool(funcs[function]["nat"]), mode, int(q["queue_num"]), maxlen,
+                 bool(q["fail_open"] if fail_open is None else fail_open))
