@@ -147,6 +147,16 @@ def cmd_wire_bytes(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_secfn(args: argparse.Namespace) -> int:
+    from analysis import secfn
+    path = secfn.write_report(Path(args.results), _out_dir(args))
+    if path is None:
+        print(f"error: no security-function run below {args.results} (make run-secfn-lab)", file=sys.stderr)
+        return 1
+    print(path)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m analysis", description=__doc__.splitlines()[0])
     p.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
@@ -190,6 +200,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("results", help="results root, campaign or run directory")
     s.add_argument("--out", help="output folder (default build/analysis/<results name>)")
     s.set_defaults(run=cmd_wire_bytes)
+
+    s = sub.add_parser("secfn", help="figure, knees and report section of the UPF security functions")
+    s.add_argument("results", help="results root, campaign or run directory")
+    s.add_argument("--out", help="output folder (default build/analysis/<results name>)")
+    s.set_defaults(run=cmd_secfn)
 
     s = sub.add_parser("list-figures", help="list the figures by name")
     s.set_defaults(run=cmd_list_figures)

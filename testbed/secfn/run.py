@@ -17,7 +17,7 @@ from typing import Any
 from testbed import manifest as mf
 from testbed.secfn import Secfn, ditg, lab, rules
 
-FIELDS = ("protocol", "rate", "run", "order", *ditg.FIELDS, "seen_source")
+FIELDS = ("protocol", "rate", "run", "order", *ditg.FIELDS, "seen_source", "sent_packets", "sent_rate")
 
 
 def _alerts(eve: Path) -> Counter[int]:
@@ -108,6 +108,8 @@ def run(results: Path, campaign: str, sf: Secfn, protocols: list[str], rates: li
                         problems.append(f"ITGSend {tag} exited {res.returncode}: {res.stderr.strip()[-200:]}")
                         continue
                     row = {"protocol": proto, "rate": rate, "run": i, "order": order, **ditg.decode(recv_log)}
+                    sent = ditg.decode(send_log)          # what the generator really sent
+                    row.update(sent_packets=sent["packets"], sent_rate=sent["packet_rate"])
                     rows.append(row)
             finally:
                 recv.terminate()
