@@ -60,10 +60,12 @@ one_rep() {
   local n="$1" rep="$2" tag
   tag="$(printf 'u%02d-r%02d' "$n" "$rep")"
   log "=== $n UE(s), repetition $rep/$REPS: fresh stack ($PROFILE on the SBI)"
+  # whole packets from before the first NF starts (the NF-to-NRF channels of the start-up)
+  stack_create "$tag-stack-up.log" --no-ue
+  capture_start "sbi-$tag" "sbi-$tag.pcap" iface=sbi purpose=validation -- \
+    dumpcap -q -i "$(bridge_of sbi)" -w "${RUN_DIR:-.}/sbi-$tag.pcap"
   stack_up "$tag-stack-up.log" --no-ue
   render_hashes "$RENDER" "$tag-rendered-configs.sha256"
-  capture_start "sbi-$tag" "sbi-$tag.pcap" iface=sbi purpose=validation -- \
-    dumpcap -q -i "$(bridge_of sbi)" -s 128 -w "${RUN_DIR:-.}/sbi-$tag.pcap"
   export UES="$n"
   run_cmd env UES="$n" "${DC[@]}" "${STACK_ALL_PROFILES[@]}" up -d --no-deps ue-scale \
     >>"$(out_path "$tag-stack.log")" 2>&1 || die "could not start ue-scale with $n UEs; see $tag-stack.log" 1

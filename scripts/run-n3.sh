@@ -43,12 +43,14 @@ main() {
   run_begin "$EXPERIMENT" "${images[@]}"
 
   log "stack up: profile $PROFILE on n3 (waits for UE 1's PDU session)"
+  # whole packets, from before the first NF starts (the overlay's own set-up is on it)
+  stack_create stack-up.log
+  capture_start n3 n3.pcap iface=n3 purpose=validation -- \
+    dumpcap -q -i "$(bridge_of n3)" -w "${RUN_DIR:-.}/n3.pcap"
   stack_up stack-up.log
   render_hashes "$RENDER" rendered-configs.sha256
   stack_overlay_state sa-before
   cleanup_push stack_logs containers.log
-  capture_start n3 n3.pcap iface=n3 purpose=validation -- \
-    dumpcap -q -i "$(bridge_of n3)" -s 256 -w "${RUN_DIR:-.}/n3.pcap"
 
   ping_series "UE 1"
   stack_overlay_state sa-after

@@ -64,12 +64,15 @@ iteration() {
   local it="$1" tag
   tag="$(printf 'it%02d' "$it")"
   log "=== iteration $it/$ITERATIONS: fresh core and gNB ($PROFILE on the SBI)"
-  stack_up "$tag-stack-up.log" --no-ue
-  render_hashes "$RENDER" "$tag-rendered-configs.sha256"
+  # whole packets, from before the first NF starts: the start-up NF-to-NRF channels are checked
+  # too, and a TLS record is never cut (a cut record cannot prove anything)
+  stack_create "$tag-stack-up.log" --no-ue
   capture_start "$tag-n2" "$tag-n2.pcap" iface=n2 purpose=timing "iteration=$it" -- \
     dumpcap -q -i "$(bridge_of n2)" -w "${RUN_DIR:-.}/$tag-n2.pcap"
   capture_start "$tag-sbi" "$tag-sbi.pcap" iface=sbi purpose=validation "iteration=$it" -- \
-    dumpcap -q -i "$(bridge_of sbi)" -s 512 -w "${RUN_DIR:-.}/$tag-sbi.pcap"
+    dumpcap -q -i "$(bridge_of sbi)" -w "${RUN_DIR:-.}/$tag-sbi.pcap"
+  stack_up "$tag-stack-up.log" --no-ue
+  render_hashes "$RENDER" "$tag-rendered-configs.sha256"
   local failed=0
   attach "$it" ue1 cold || failed=1
   if [[ "$MODE" != cold ]]; then

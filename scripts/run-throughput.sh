@@ -48,12 +48,15 @@ main() {
   mapfile -t images < <(docker_image_args)
   run_begin "$EXPERIMENT" "${images[@]}"
 
+  # whole packets from before the first NF starts; iperf3 fills a disk in seconds, so the
+  # validation capture stops after its first VALIDATION_PACKETS packets (whole, never cut)
+  stack_create stack-up.log
+  capture_start n3 n3.pcap iface=n3 purpose=validation -- \
+    dumpcap -q -i "$(bridge_of n3)" -c "${VALIDATION_PACKETS:-200000}" -w "${RUN_DIR:-.}/n3.pcap"
   stack_up stack-up.log
   render_hashes "$RENDER" rendered-configs.sha256
   stack_overlay_state sa-before
   cleanup_push stack_logs containers.log
-  capture_start n3 n3.pcap iface=n3 purpose=validation -- \
-    dumpcap -q -i "$(bridge_of n3)" -s 128 -w "${RUN_DIR:-.}/n3.pcap"
 
   local ue_ip="UE_IP"
   if [[ "$DRY_RUN" != 1 ]]; then

@@ -10,6 +10,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/compose.sh"
 usage() {
   cat <<USAGE
 usage: up.sh [--profile ID] [--plane n3|sbi] [--scp] [--ues N] [--timeout SECONDS] [--no-ue]
+             [--create-only | --start-created]
 
   --profile ID   security profile (default: \$PROFILE or baseline; \`make profiles\` lists them)
   --plane P      plane the overlay covers (default: \$PLANE or the profile's first plane)
@@ -17,6 +18,9 @@ usage: up.sh [--profile ID] [--plane n3|sbi] [--scp] [--ues N] [--timeout SECOND
   --ues N        also start the scaling UEs (N UEs in the ue-scale container)
   --timeout S    deadline for the whole bring-up (default: \$UP_TIMEOUT or 420)
   --no-ue        start the core and the gNB only (UE 1 stays down; the SBI driver starts it)
+  --create-only  create the networks and containers, start nothing (a driver then starts its
+                 captures on the bridges, so they hold every packet from the first NF's start)
+  --start-created  start a stack made by --create-only (the same arguments otherwise)
 Environment: OPEN5GS_IMAGE UERANSIM_IMAGE TOOLS_IMAGE MONGO_IMAGE MONGO_URI RUN_ID STATE
 Exit: 0 up, 1 failure (stack torn down), 2 usage error, 130 interrupted (stack torn down).
 USAGE
@@ -29,6 +33,7 @@ SCP_FLAG=()
 UES_N="${UES:-0}"
 TIMEOUT="${UP_TIMEOUT:-420}"
 WITH_UE=1
+PHASE=all          # all | create (networks + containers, nothing started) | start (after create)
 RENDER=""
 STARTED=0
 
@@ -41,6 +46,8 @@ parse_args() {
       --ues) UES_N="${2:?--ues needs a value}"; shift 2 ;;
       --timeout) TIMEOUT="${2:?--timeout needs a value}"; shift 2 ;;
       --no-ue) WITH_UE=0; shift ;;
+      --create-only) PHASE=create; shift ;;
+      --start-created) PHASE=start; shift ;;
       -h|--help) usage; exit 0 ;;
       *) echo "up.sh: unknown argument $1" >&2; usage >&2; exit 2 ;;
     esac
@@ -118,7 +125,8 @@ main() {
   scale_max="$(stack_env "$RENDER" SCALE_MAX)"
   ((UES_N <= scale_max)) \
     || stack_die "--ues $UES_N exceeds the $scale_max provisioned scaling subscribers (nf-configs/stack.yaml subscribers.scale.count)"
-  down_previous
+  # a stack created by --create-only (captures were started on its bridges since) is kept
+  [[ "$PHASE" == start ]] || down_previous
   export UES="$UES_N"
   local deadline=$(($(date +%s) + TIMEOUT))
   local services=() profiles=()
@@ -138,8 +146,16 @@ main() {
   mkdir -p "$(stack_state_dir)"
   printf '%s\n' "$RENDER" >"$(stack_current_file)"
   STARTED=1
-  stack_log "starting ${#targets[@]} services (deadline ${TIMEOUT}s): ${targets[*]}"
   stack_compose_argv "$RENDER"
+  if [[ "$PHASE" == create ]]; then
+    # networks (the bridges a capture listens on) and containers exist, nothing runs yet
+    timeout --foreground "$TIMEOUT" "${STACK_CMD[@]}" "${profiles[@]}" up --no-start --remove-orphans "${targets[@]}" \
+      || stack_die "\`docker compose up --no-start\` failed or passed the ${TIMEOUT}s deadline"
+    STARTED=0
+    stack_log "stack created, nothing started: profile $PROFILE_ID, render dir $RENDER"
+    return 0
+  fi
+  stack_log "starting ${#targets[@]} services (deadline ${TIMEOUT}s): ${targets[*]}"
   timeout --foreground "$TIMEOUT" "${STACK_CMD[@]}" "${profiles[@]}" up -d --remove-orphans "${targets[@]}" \
     || stack_die "\`docker compose up\` failed or passed the ${TIMEOUT}s deadline"
   local waits=(gnb)

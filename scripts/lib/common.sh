@@ -561,6 +561,7 @@ docker_driver_begin() {
 RENDER=""
 DC=()
 _STACK_CLEANUP=0
+_STACK_CREATED=0
 _DRY_RENDER=""
 
 # docker_begin: the compose wrapper, and the engine (not needed for DRY_RUN).
@@ -580,15 +581,32 @@ bridge_of() {
   printf '%s-%s\n' "${BRIDGE_PREFIX:-g5tb}" "$1"
 }
 
+# stack_create REL_LOG [up.sh args...]: the stack's networks and containers, nothing started
+# (up.sh --create-only), so that captures started next on its bridges see every packet from the
+# first NF's start (the NF-to-NRF channels of the start-up included). Then stack_up with the same
+# arguments starts it (it passes --start-created after a stack_create).
+stack_create() {
+  local rel="$1"
+  shift
+  _STACK_CREATED=1
+  stack_up "$rel" --create-only "$@"
+}
+
 # stack_up REL_LOG [up.sh args...]: fresh stack for PROFILE on PLANE (up.sh takes down any previous
-# one), output kept in RUN_DIR/REL_LOG; sets RENDER and DC (the exact docker compose argv).
+# one, unless stack_create made this one), output kept in RUN_DIR/REL_LOG; sets RENDER and DC (the
+# exact docker compose argv).
 stack_up() {
   local rel="$1"
   shift
   export RUN_ID="${RUN_DIR:+$(basename "$RUN_DIR")}"
   RUN_ID="${RUN_ID:-dry-run}"
   if [[ "$DRY_RUN" == 1 ]]; then
-    _record_command "$TESTBED_ROOT/scripts/up.sh" --profile "$PROFILE" --plane "$PLANE" --timeout "$UP_TIMEOUT" "$@"
+    local dry_phase=()
+    if [[ " $* " != *" --create-only "* && "${_STACK_CREATED:-0}" == 1 ]]; then
+      dry_phase=(--start-created)
+      _STACK_CREATED=0
+    fi
+    _record_command "$TESTBED_ROOT/scripts/up.sh" --profile "$PROFILE" --plane "$PLANE" --timeout "$UP_TIMEOUT" "$@" "${dry_phase[@]}"
     # render once per dry run (pure Python, no Docker) to show the exact compose command lines
     [[ -n "$_DRY_RENDER" ]] || _DRY_RENDER="$(stack_render "$PROFILE" "$PLANE" 2>/dev/null)" || _DRY_RENDER="none"
     RENDER="$_DRY_RENDER"
@@ -604,7 +622,12 @@ stack_up() {
     cleanup_push stack_teardown
     _STACK_CLEANUP=1
   fi
-  run_bg_wait "$TESTBED_ROOT/scripts/up.sh" --profile "$PROFILE" --plane "$PLANE" --timeout "$UP_TIMEOUT" "$@" \
+  local phase=()
+  if [[ " $* " != *" --create-only "* && "${_STACK_CREATED:-0}" == 1 ]]; then
+    phase=(--start-created)
+    _STACK_CREATED=0
+  fi
+  run_bg_wait "$TESTBED_ROOT/scripts/up.sh" --profile "$PROFILE" --plane "$PLANE" --timeout "$UP_TIMEOUT" "$@" "${phase[@]}" \
     >>"$RUN_DIR/$rel" 2>&1 || die "stack for $PROFILE ($PLANE) did not come up within ${UP_TIMEOUT}s; see $RUN_DIR/$rel (and make doctor)" 1
   RENDER="$(<"$(stack_current_file)")"
   stack_compose_argv "$RENDER"

@@ -236,8 +236,18 @@ def render(profile: Any, plane: str, values: dict[str, Any], keys_dir: Path, out
 class _Stream:
     syn: bool = False
     first_payload_tls: bool | None = None
+    first_payload_truncated: bool = False
     client_hello: bool = False
-    server_hellos: list[tuple[int, int]] = dataclasses.field(default_factory=list)   # (version, suite)
+    client_offers: list[tuple[tuple[int, ...], tuple[int, ...]]] = dataclasses.field(default_factory=list)
+    server_hellos: list[tuple[int, int]] = dataclasses.field(default_factory=list)   # (version, suite), final ones
+    retries: int = 0                                                                 # HelloRetryRequests
+
+
+# RFC 8446 4.1.3: a ServerHello whose random is SHA-256("HelloRetryRequest") is a HelloRetryRequest,
+# not the final ServerHello: its suite is the same, but the handshake goes on with a second ClientHello.
+HRR_RANDOM = "cf21ad74e59a6111be1d8c021e65b891c2a211167abb8c5e079e09e2c8a8339c"
+# Signalling values a client may list beside its real suites (RFC 5746, RFC 7507): not offers.
+SCSV = frozenset({0x00FF, 0x5600})
 
 
 def _tshark_fields(pcap: Path, decode_as: str, display_filter: str, fields: list[str]) -> list[list[str]]:
@@ -251,30 +261,41 @@ def _ints(field: str) -> list[int]:
     return [int(x, 0) for x in field.split(",") if x.strip()]
 
 
-def verify_capture(pcap: Path, profile: Any, plane: str, values: dict[str, Any] | None = None) -> Verdict:
+def verify_capture(pcap: Path, profile: Any, plane: str, values: dict[str, Any] | None = None,
+                   require_start: bool = True) -> Verdict:
     """Every TCP connection to the SBI port negotiated the profile's TLS version and suite,
-    and no HTTP/2 is readable in the clear on that port.
+    both ends offered nothing else, and no HTTP/2 is readable in the clear on that port.
 
-    Valid: TLS records seen, no cleartext HTTP/2 frame, every connection whose SYN is in the
-    capture starts with a ClientHello and gets a ServerHello, and every ServerHello carries the
-    profile's version and suite. A capture of warm connections only (no handshake) is valid
-    on the first two points; its details say that the version/suite was not verified."""
+    Only complete frames count: a frame cut by a snaplen (frame.cap_len < frame.len) is
+    "unknown", never plaintext and never protected, and is reported. Valid: TLS records seen;
+    no cleartext HTTP/2 in a complete frame; at least one connection seen from its SYN
+    (`require_start`: a capture that misses every connection start cannot prove the suite) and
+    every such connection starts with a ClientHello that offers only the profile's version and
+    suite, and gets a final ServerHello (a HelloRetryRequest is not one) with exactly them."""
     _check_plane(plane)
     s = settings(profile)
     v = values or stack.load()
     port = int(v["sbi_port"])
     rows = _tshark_fields(
         Path(pcap), f"tcp.port=={port},tls", f"tcp.port=={port}",
-        ["tcp.stream", "tcp.flags.syn", "tcp.flags.ack", "tcp.len", "tls.record.content_type",
-         "tls.record.opaque_type", "tls.handshake.type", "tls.handshake.ciphersuite",
-         "tls.handshake.version", "tls.handshake.extensions.supported_version"])
+        ["tcp.stream", "tcp.flags.syn", "tcp.flags.ack", "tcp.len", "frame.cap_len", "frame.len",
+         "tls.record.content_type", "tls.record.opaque_type", "tls.handshake.type",
+         "tls.handshake.ciphersuite", "tls.handshake.version", "tls.handshake.extensions.supported_version",
+         "tls.handshake.random"])
     streams: dict[int, _Stream] = {}
-    protected = 0
-    for stream_f, syn, ack, tcp_len, content, opaque, hs_type, suites, hs_version, sup in rows:
+    protected = truncated = 0
+    for (stream_f, syn, ack, tcp_len, cap_len, wire_len, content, opaque, hs_type, suites, hs_version,
+         sup, rnd) in (r + [""] * (13 - len(r)) for r in rows):
         st = streams.setdefault(int(stream_f), _Stream())
-        if syn == "1" and ack == "0":
+        if tshark.flag(syn) and not tshark.flag(ack):
             st.syn = True
         if int(tcp_len or 0) == 0:
+            continue
+        if int(cap_len or 0) < int(wire_len or 0):
+            truncated += 1                       # unknown: neither protected nor plaintext
+            if st.first_payload_tls is None:
+                st.first_payload_truncated = True
+                st.first_payload_tls = False
             continue
         is_tls = bool(content or opaque)         # TLS 1.3 protected records: opaque_type
         if is_tls:
@@ -284,14 +305,20 @@ def verify_capture(pcap: Path, profile: Any, plane: str, values: dict[str, Any] 
         types = _ints(hs_type)
         if 1 in types:
             st.client_hello = True
+            st.client_offers.append((tuple(x for x in _ints(suites) if x not in SCSV),
+                                     tuple(_ints(sup)) if sup else tuple(_ints(hs_version))))
         if 2 in types:
-            # ServerHello: one suite; the supported_versions extension carries 1.3
+            if rnd.split(",")[0].replace(":", "").lower() == HRR_RANDOM:
+                st.retries += 1
+                continue
+            # final ServerHello: one suite; the supported_versions extension carries 1.3
             suite = _ints(suites)[-1] if suites else -1
             version = max(_ints(sup)) if sup else (_ints(hs_version)[0] if hs_version else -1)
             st.server_hellos.append((version, suite))
-    # any HTTP/2 frame readable in the clear (also mid-stream, without the connection preface)
-    plain = _tshark_fields(Path(pcap), f"tcp.port=={port},http2", f"tcp.port=={port} && http2.type",
-                           ["frame.number"])
+    # any HTTP/2 frame readable in the clear (also mid-stream, without the connection preface),
+    # in complete frames only: a truncated TLS segment can look like anything
+    plain = _tshark_fields(Path(pcap), f"tcp.port=={port},http2",
+                           f"tcp.port=={port} && http2.type && frame.cap_len == frame.len", ["frame.number"])
     plaintext = len(plain)
 
     problems: list[str] = []
@@ -303,24 +330,36 @@ def verify_capture(pcap: Path, profile: Any, plane: str, values: dict[str, Any] 
     if wrong:
         problems.append(f"{len(wrong)} ServerHello(s) with another version/suite: "
                         + ", ".join(f"0x{a:04x}/0x{b:04x}" for a, b in sorted(set(wrong))))
+    offers = [o for st in streams.values() for o in st.client_offers]
+    loose = [o for o in offers if set(o[0]) != {s.suite_id} or (o[1] and set(o[1]) != {s.wire_version})]
+    if loose:
+        problems.append(f"{len(loose)} ClientHello(s) offering more than the profile (client not pinned): "
+                        + ", ".join(f"suites {[hex(x) for x in a]} versions {[hex(x) for x in b]}"
+                                    for a, b in sorted(set(loose))[:2]))
     starts = [i for i, st in streams.items() if st.syn and st.first_payload_tls is not None]
-    not_tls = [i for i in starts if not streams[i].first_payload_tls or not streams[i].client_hello]
+    if require_start and not starts:
+        problems.append("no connection seen from its SYN: the capture began after every connection "
+                        "was made, so the negotiated version and suite cannot be proven")
+    unknown_start = [i for i in starts if streams[i].first_payload_truncated]
+    if unknown_start:
+        problems.append(f"{len(unknown_start)} connection(s) whose first segment is truncated "
+                        "(capture snaplen): their handshake cannot be read")
+    not_tls = [i for i in starts if i not in unknown_start
+               and (not streams[i].first_payload_tls or not streams[i].client_hello)]
     if not_tls:
         problems.append(f"{len(not_tls)} connection(s) that do not start with a TLS ClientHello "
                         f"(tcp.stream {', '.join(map(str, not_tls[:5]))})")
     no_sh = [i for i in starts if streams[i].client_hello and not streams[i].server_hellos]
     if no_sh:
-        problems.append(f"{len(no_sh)} connection(s) without a ServerHello (tcp.stream "
+        problems.append(f"{len(no_sh)} connection(s) without a final ServerHello (tcp.stream "
                         f"{', '.join(map(str, no_sh[:5]))})")
     if plaintext:
         problems.append(f"{plaintext} packet(s) of cleartext HTTP/2 on port {port}")
+    retries = sum(st.retries for st in streams.values())
     details = (f"tcp.port=={port}: {len(streams)} connection(s), {len(starts)} seen from the SYN, "
-               f"{len(hellos)} ServerHello(s); want TLS {s.version} {s.cipher} "
-               f"(0x{s.wire_version:04x}/0x{s.suite_id:04x}); {protected} TLS record packet(s), "
-               f"{plaintext} cleartext HTTP/2 packet(s)")
-    if protected and not hellos:
-        details += ("; version/suite not verified: no handshake in the capture "
-                    "(every connection is older than it)")
+               f"{len(hellos)} final ServerHello(s), {retries} HelloRetryRequest(s); want TLS {s.version} "
+               f"{s.cipher} (0x{s.wire_version:04x}/0x{s.suite_id:04x}); {protected} TLS record packet(s), "
+               f"{plaintext} cleartext HTTP/2 packet(s), {truncated} truncated (unknown) packet(s)")
     if problems:
         details += "; INVALID: " + "; ".join(problems)
     return Verdict(valid=not problems, protected_packets=protected, plaintext_packets=plaintext,

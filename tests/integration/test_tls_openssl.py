@@ -175,6 +175,74 @@ def test_verify_capture_on_a_loopback_capture(profile_id: str, root: Path, loop_
     conf = tmp_path / "openssl.cnf"
     conf.write_text(tls.openssl_conf(s, prof.id), encoding="utf-8")
     pcap = tmp_path / "lo.pcapng"
+    cut = tmp_path / "lo-512.pcapng"           # the same traffic with the snaplen the drivers once used
+    caps = [subprocess.Popen(["ip", "netns", "exec", loop_ns, "dumpcap", "-q", "-i", "lo", *snap,
+                              "-f", f"tcp port {port}", "-w", str(path)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            for path, snap in ((pcap, []), (cut, ["-s", "512"]))]
+    try:
+        deadline = time.monotonic() + 10
+        while not all(p.exists() and p.stat().st_size > 0 for p in (pcap, cut)):
+            assert all(c.poll() is None for c in caps) and time.monotonic() < deadline, "dumpcap did not start"
+            time.sleep(0.05)
+        server = Server(root, s, conf, tmp_path, netns=loop_ns, port=port)
+        try:
+            for _ in range(2):
+                out = client(root, s, port, conf, netns=loop_ns, extra=["-alpn", "h2"])
+                assert OK_LINE in out, out[-2000:]
+            # the request goes out before the capture may have been live: count until both
+            # connections' ServerHellos and closes are in the files
+            for path in (pcap, cut):
+                wait_pcap(path, f"tcp.port=={port} && tcp.flags.fin==1", 4, 15)
+        finally:
+            server.stop()
+    finally:
+        for c in caps:
+            c.terminate()
+            c.wait(timeout=10)
+    verdict = tls.verify_capture(pcap, prof, "sbi", values)
+    assert verdict.valid, verdict.details
+    assert verdict.plaintext_packets == 0 and verdict.protected_packets >= 8, verdict.details
+    assert "2 connection(s), 2 seen from the SYN, 2 final ServerHello(s), 0 HelloRetryRequest(s)" in verdict.details
+    assert "0 truncated" in verdict.details
+
+    # the same exchange cut at 512 B: truncated frames are unknown, never cleartext HTTP/2
+    # (this was every real TLS run's verdict: "N packet(s) of cleartext HTTP/2", all cut frames)
+    truncated = tls.verify_capture(cut, prof, "sbi", values)
+    assert truncated.plaintext_packets == 0, truncated.details
+    assert "cleartext HTTP/2" not in truncated.details.split("INVALID")[-1], truncated.details
+    assert re.search(r"[1-9]\d* truncated \(unknown\)", truncated.details), truncated.details
+
+    other = "tls13-ecdsa-aes256gcm" if s.version == "1.2" else "tls12-rsa-chacha20"
+    wrong = tls.verify_capture(pcap, profiles.get(other), "sbi", values)
+    assert not wrong.valid and "another version/suite" in wrong.details, wrong.details
+    assert "client not pinned" in wrong.details, wrong.details
+
+    # only the encrypted records (as a capture that began after the connections): no connection
+    # start is seen, so the version and suite cannot be proven: invalid, never skipped
+    warm = tmp_path / "warm.pcapng"
+    subprocess.run(["tshark", "-r", str(pcap), "-d", f"tcp.port=={port},tls",
+                    "-Y", "tls.app_data && !tls.handshake.type", "-w", str(warm)],
+                   check=True, capture_output=True)
+    late = tls.verify_capture(warm, prof, "sbi", values)
+    assert not late.valid and late.protected_packets >= 4 and late.plaintext_packets == 0, late.details
+    assert "no connection seen from its SYN" in late.details and "0 seen from the SYN" in late.details
+    assert tls.verify_capture(warm, prof, "sbi", values, require_start=False).valid
+
+
+@pytest.mark.netns
+def test_hello_retry_request_is_not_the_final_server_hello(root: Path, loop_ns: str, tmp_path: Path) -> None:
+    """A client whose first key share is a group the server does not take gets a
+    HelloRetryRequest; the verdict skips it and judges the final ServerHello."""
+    values = stack.load()
+    port = int(values["sbi_port"])
+    prof = profiles.get("tls13-ecdsa-aes256gcm", "sbi")
+    s = tls.settings(prof)
+    conf = tmp_path / "openssl.cnf"
+    conf.write_text(tls.openssl_conf(s, prof.id), encoding="utf-8")
+    client_conf = tmp_path / "client.cnf"                     # same pins, but X25519 first in Groups
+    client_conf.write_text(conf.read_text().replace(f"Groups = {tls.GROUPS}", f"Groups = X25519:{tls.GROUPS}"))
+    pcap = tmp_path / "hrr.pcapng"
     cap = subprocess.Popen(["ip", "netns", "exec", loop_ns, "dumpcap", "-q", "-i", "lo", "-f", f"tcp port {port}",
                             "-w", str(pcap)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -184,32 +252,14 @@ def test_verify_capture_on_a_loopback_capture(profile_id: str, root: Path, loop_
             time.sleep(0.05)
         server = Server(root, s, conf, tmp_path, netns=loop_ns, port=port)
         try:
-            for _ in range(2):
-                out = client(root, s, port, conf, netns=loop_ns)
-                assert OK_LINE in out, out[-2000:]
-            # the request goes out before the capture may have been live: count until both
-            # connections' ServerHellos and closes are in the file
-            wait_pcap(pcap, f"tcp.port=={port} && tcp.flags.fin==1", 4, 15)
+            out = client(root, s, port, client_conf, netns=loop_ns)
+            assert OK_LINE in out, out[-2000:]
+            wait_pcap(pcap, f"tcp.port=={port} && tcp.flags.fin==1", 2, 15)
         finally:
             server.stop()
     finally:
         cap.terminate()
         cap.wait(timeout=10)
     verdict = tls.verify_capture(pcap, prof, "sbi", values)
+    assert "1 final ServerHello(s), 1 HelloRetryRequest(s)" in verdict.details, verdict.details
     assert verdict.valid, verdict.details
-    assert verdict.plaintext_packets == 0 and verdict.protected_packets >= 8, verdict.details
-    assert "2 connection(s), 2 seen from the SYN, 2 ServerHello(s)" in verdict.details
-
-    other = "tls13-ecdsa-aes256gcm" if s.version == "1.2" else "tls12-rsa-chacha20"
-    wrong = tls.verify_capture(pcap, profiles.get(other), "sbi", values)
-    assert not wrong.valid and "another version/suite" in wrong.details, wrong.details
-
-    # only the encrypted records (as a capture of warm connections sees them): still valid,
-    # but the verdict says that it could not check the version and suite
-    warm = tmp_path / "warm.pcapng"
-    subprocess.run(["tshark", "-r", str(pcap), "-d", f"tcp.port=={port},tls",
-                    "-Y", "tls.app_data && !tls.handshake.type", "-w", str(warm)],
-                   check=True, capture_output=True)
-    late = tls.verify_capture(warm, prof, "sbi", values)
-    assert late.valid and late.protected_packets >= 4 and late.plaintext_packets == 0, late.details
-    assert "version/suite not verified" in late.details and "0 seen from the SYN" in late.details

@@ -90,8 +90,11 @@ def test_run_n3_would_ping_the_host_from_ue1_through_its_pdu_session(tmp_path: P
     cmds = _commands(_run("run-n3.sh", tmp_path, DRY_RUN="1", PROFILE="aes256gcm", SETS="2",
                           SIZES="64 1024", PINGS="100", INTERVAL="0.1"))
     gateway = stack.load()["networks"]["n6"]["gateway"]
-    assert any(c.endswith("scripts/up.sh --profile aes256gcm --plane n3 --timeout 180") for c in cmds)
-    assert "dumpcap -q -i g5tb-n3 -s 256 -w ./n3.pcap" in cmds
+    ups = [c for c in cmds if "scripts/up.sh" in c]
+    # created first, the whole-packet capture started on its bridge, then started
+    assert ups[0].endswith("scripts/up.sh --profile aes256gcm --plane n3 --timeout 180 --create-only")
+    assert ups[1].endswith("scripts/up.sh --profile aes256gcm --plane n3 --timeout 180 --start-created")
+    assert cmds.index(ups[0]) < cmds.index("dumpcap -q -i g5tb-n3 -w ./n3.pcap") < cmds.index(ups[1])
     pings = [c for c in cmds if " exec -T ue1 env LC_ALL=C ping -D -n -I uesimtun0 " in c]
     assert len(pings) == 1 + 2 * 2                                   # warm-up + SETS x SIZES
     assert all(c.endswith(f" {gateway}") and "docker compose -p g5tb" in c for c in pings)
@@ -104,10 +107,13 @@ def test_run_sbi_would_attach_cold_then_warm_on_fresh_cores(tmp_path: Path) -> N
     cmds = _commands(_run("run-sbi.sh", tmp_path, DRY_RUN="1", PROFILE="aes256gcm-psk", ITERATIONS="2",
                           MODE="both"))
     ups = [c for c in cmds if "scripts/up.sh" in c]
-    assert ups == [ups[0]] * 2 and ups[0].endswith("--plane sbi --timeout 180 --no-ue")
+    assert len(ups) == 4 and all(u.endswith("--plane sbi --timeout 180 --create-only --no-ue") for u in ups[::2])
+    assert all(u.endswith("--plane sbi --timeout 180 --no-ue --start-created") for u in ups[1::2])
     assert sum("scripts/down.sh" in c for c in cmds) == 2
     assert "dumpcap -q -i g5tb-n2 -w ./it01-n2.pcap" in cmds
-    assert "dumpcap -q -i g5tb-sbi -s 512 -w ./it02-sbi.pcap" in cmds
+    assert "dumpcap -q -i g5tb-sbi -w ./it02-sbi.pcap" in cmds           # whole packets
+    pos = [i for i, c in enumerate(cmds) if "scripts/up.sh" in c]
+    assert pos[2] < cmds.index("dumpcap -q -i g5tb-sbi -w ./it02-sbi.pcap") < pos[3]
     starts = [c.split(" up -d --no-deps ")[1] for c in cmds if " up -d --no-deps " in c]
     assert starts == ["ue1", "ue2", "ue1", "ue2"]
     cold = _commands(_run("run-sbi.sh", tmp_path, DRY_RUN="1", PROFILE="baseline", ITERATIONS="1",
@@ -119,7 +125,7 @@ def test_run_cpu_would_scale_ues_per_count_and_repetition(tmp_path: Path) -> Non
     cmds = _commands(_run("run-cpu.sh", tmp_path, DRY_RUN="1", PROFILE="aes256gcm", UES="1 5", REPS="2"))
     scale = [c for c in cmds if "up -d --no-deps ue-scale" in c]
     assert [c.split()[1] for c in scale] == ["UES=1", "UES=1", "UES=5", "UES=5"]
-    assert sum("--no-ue" in c for c in cmds) == 4
+    assert sum("--no-ue" in c for c in cmds) == 8                      # create + start per boot
 
 
 def test_run_throughput_would_run_iperf3_from_ue1(tmp_path: Path) -> None:
