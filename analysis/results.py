@@ -123,8 +123,9 @@ def load_run(directory: Path) -> Run:
     if valid is False:
         details = (manifest.get("validity") or {}).get("details", "")
         run.problems.append(f"invalid (capture check failed{': ' + details if details else ''})")
-    elif valid is None and not run.is_baseline:
-        run.notes.append("validity not checked")
+    elif valid is not True:
+        # a number whose overlay was never proven is worse than no number: left out
+        run.problems.append("validity not checked (valid is null): left out")
     if manifest.get("experiment") not in EXPERIMENTS:
         run.notes.append(f"unknown experiment {manifest.get('experiment')!r}")
     missing = [str(f.path.relative_to(directory)) for f in run.files() if not f.path.is_file()]

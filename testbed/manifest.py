@@ -357,10 +357,11 @@ def set_datapath(run_dir: Path, ipsec: str | None = None, wireguard: str | None 
 
 
 def set_validity(run_dir: Path, valid: bool, protected: int, plaintext: int, details: str) -> None:
+    from testbed import tshark
     m = load(run_dir)
     m["valid"] = valid
     m["validity"] = {"protected_packets": protected, "plaintext_packets": plaintext,
-                     "details": details, "checked": utcnow()}
+                     "details": details, "checked": utcnow(), "tshark": tshark.version()}
     write(run_dir, m)
 
 
@@ -371,6 +372,12 @@ def finish(run_dir: Path, state: str, reason: str | None = None) -> dict[str, An
     m["state"] = state
     m["reason"] = reason
     m["finished"] = utcnow()
+    if m.get("valid") is None:
+        # never null: a run whose capture was not judged is not valid, and says why
+        m["valid"] = False
+        m["validity"] = {"protected_packets": 0, "plaintext_packets": 0, "checked": utcnow(),
+                         "details": f"not checked: the run ended {state}"
+                                    + (f" ({reason})" if reason else "") + " before its capture was judged"}
     write(run_dir, m)
     return m
 

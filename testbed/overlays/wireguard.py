@@ -192,16 +192,21 @@ def verify_capture(pcap: Path, profile: Any, plane: str, values: dict[str, Any] 
     """WireGuard present and no plaintext of the plane's traffic between the endpoints."""
     v = values or stack.load()
     flt = capture_filter(plane, v)
-    rows = tshark.run(pcap, ["-d", f"udp.port=={LISTEN_PORT},wg", "-Y", flt, "-T", "fields",
-                             "-e", "wg.type"]).splitlines()
-    protected = sum(1 for r in rows if r.strip())
-    plaintext = len(rows) - protected
-    valid = protected > 0 and plaintext == 0
+    rows = [r.split("\t") for r in tshark.run(
+        pcap, ["-d", f"udp.port=={LISTEN_PORT},wg", "-Y", flt, "-T", "fields", "-E", "separator=\t",
+               "-e", "wg.type", "-e", "udp.srcport", "-e", "udp.dstport"]).splitlines()]
+    port = str(LISTEN_PORT)
+    # protected only on WireGuard's own port: tshark's heuristic may call other UDP "wg"
+    protected = sum(1 for r in rows if r[0].strip() and port in r[1:3])
+    elsewhere = sum(1 for r in rows if r[0].strip() and port not in r[1:3])
+    plaintext = len(rows) - protected - elsewhere
+    valid = protected > 0 and plaintext == 0 and elsewhere == 0
     why = ""
     if not valid:
         why = " -> INVALID: " + "; ".join(
             s for s in ("no WireGuard packets between the endpoints" if protected == 0 else "",
-                        f"{plaintext} plaintext packets of the {plane} plane on the wire" if plaintext else "")
+                        f"{plaintext} plaintext packets of the {plane} plane on the wire" if plaintext else "",
+                        f"{elsewhere} WireGuard-like packets off port {port}" if elsewhere else "")
             if s)
     pid = getattr(profile, "id", profile)
     return Verdict(valid, protected, plaintext,
