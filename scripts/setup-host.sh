@@ -11,14 +11,19 @@ readonly APT_PACKAGES=(
   procps util-linux kmod jq shellcheck git
   d-itg iptables socat gcc libc6-dev libnetfilter-queue-dev
 )
-# Suricata 7 is in bookworm-backports (Debian 12) and in trixie's main suite (Debian 13+).
-readonly BACKPORTS_PACKAGES=(suricata)
+# Suricata 7 is in bookworm-backports (Debian 12) and in trixie's main suite (Debian 13+);
+# libcurl3-gnutls >= 8 is what the Open5GS image runs (7.88 breaks the SBI client, and ignores
+# the GnuTLS priority string that pins the client's TLS suite), for the host-built NF tests.
+readonly BACKPORTS_PACKAGES=(suricata libcurl3-gnutls)
 readonly BACKPORTS_LIST=/etc/apt/sources.list.d/testbed-backports.sources
 
 # Suricata: from the distribution where it has a candidate, else from <codename>-backports
 # (the source is added once, at backports' default priority, so nothing else is upgraded).
 install_backports() {
-  dpkg-query -W -f='${Status}' suricata 2>/dev/null | grep -q "install ok installed" && return 0
+  if dpkg-query -W -f='${Status}' suricata 2>/dev/null | grep -q "install ok installed" \
+     && dpkg --compare-versions "$(dpkg-query -W -f='${Version}' libcurl3-gnutls 2>/dev/null || echo 0)" ge 8; then
+    return 0
+  fi
   export DEBIAN_FRONTEND=noninteractive
   local candidate
   candidate="$(apt-cache policy suricata 2>/dev/null | awk '/Candidate:/ {print $2}')"

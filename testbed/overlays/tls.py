@@ -43,6 +43,12 @@ ENV_MAX_VERSION = "OGS_SBI_TLS_MAX_VERSION"
 ENV_CIPHERS = "OGS_SBI_TLS_CIPHERS"                # OpenSSL cipher list, TLS <= 1.2
 ENV_CIPHERSUITES = "OGS_SBI_TLS_CIPHERSUITES"      # TLS 1.3 suites (IANA names)
 ENV_GROUPS = "OGS_SBI_TLS_GROUPS"
+ENV_GNUTLS_PRIORITY = "OGS_SBI_TLS_GNUTLS_PRIORITY"  # the libcurl-gnutls client's whole priority string
+# GnuTLS names of the bulk ciphers in the OpenSSL/IANA names of the profiles (gnutls-cli --list)
+GNUTLS_CIPHERS = (("AES128-GCM", "AES-128-GCM"), ("AES256-GCM", "AES-256-GCM"),
+                  ("AES_128_GCM", "AES-128-GCM"), ("AES_256_GCM", "AES-256-GCM"),
+                  ("AES128-CCM", "AES-128-CCM"), ("AES256-CCM", "AES-256-CCM"),
+                  ("CHACHA20", "CHACHA20-POLY1305"))
 
 VERSIONS = {"1.2": ("TLSv1.2", 0x0303), "1.3": ("TLSv1.3", 0x0304)}   # profile -> (OpenSSL, wire)
 CERT_TYPES = ("ecdsa", "rsa")
@@ -85,6 +91,15 @@ class TlsSettings:
     @property
     def suite_id(self) -> int:
         return SUITE_IDS[self.cipher]
+
+    @property
+    def gnutls_priority(self) -> str:
+        """A GnuTLS priority string allowing exactly this version and suite (for the libcurl-gnutls
+        client: `gnutls-cli --priority <it> --list` prints the one suite)."""
+        bulk = next(g for o, g in GNUTLS_CIPHERS if o in self.cipher)
+        kx = "ECDHE-RSA" if self.cert == "rsa" else "ECDHE-ECDSA"
+        return (f"NONE:+VERS-TLS{self.version}:+{bulk}:+AEAD:+{kx}:+GROUP-SECP256R1:+SIGN-ALL:"
+                "+COMP-NULL:+CTYPE-X509")
 
 
 def settings(profile: Any) -> TlsSettings:
@@ -167,7 +182,8 @@ def nf_environment(node: str, profile: Any, values: dict[str, Any]) -> dict[str,
 
 
 def tls_environment(s: TlsSettings) -> dict[str, str]:
-    env = {ENV_MIN_VERSION: s.version, ENV_MAX_VERSION: s.version, ENV_GROUPS: GROUPS}
+    env = {ENV_MIN_VERSION: s.version, ENV_MAX_VERSION: s.version, ENV_GROUPS: GROUPS,
+           ENV_GNUTLS_PRIORITY: s.gnutls_priority}
     env[ENV_CIPHERSUITES if s.version == "1.3" else ENV_CIPHERS] = s.cipher
     return env
 
