@@ -171,12 +171,15 @@ def render(results: Path, runs: list[Run], ds: Datasets, tables: dict[str, pd.Da
     out = [f"# Results report: `{results}`\n",
            f"{len(runs)} runs found, **{len(used)} used** in the statistics, "
            f"**{len(excluded)} left out** (invalid or incomplete; listed below).\n",
-           "Statistics: mean, sample sd, 99 % confidence interval from the t distribution; "
-           "overheads are against the baseline (protocol `none`) of the same campaign, experiment, payload "
-           "size or role, with the 99 % Welch confidence interval of the difference. Samples of all "
-           "used runs of a profile in a campaign are pooled (campaigns never are); warm-up files, lost pings and duplicate replies are "
-           "left out; kernel and userspace datapaths are never pooled. `p_perm` (when computed): "
-           "two-sided permutation p-value of the difference against the baseline.\n"]
+           "Statistics: the independent replication is a stack boot, not a sample. Each boot's samples "
+           "are averaged; `mean`, `sd` and the 99 % t interval `ci` are over those boot means, with "
+           "`n_boots` boots and `n_samples` samples (with one boot there is no interval: n/a). Overheads "
+           "are against the baseline (protocol `none`) of the same campaign, experiment, payload size or "
+           "role, with the 99 % Welch interval of the difference of boot means (both sides' boot-to-boot "
+           "uncertainty). `pooled_mean`/`pooled_ci` treat every sample as independent, as the papers "
+           "did: descriptive only, for comparison. Campaigns, and kernel and userspace datapaths, are "
+           "never pooled; warm-up files, lost pings and duplicate replies are left out. `p_perm` (when "
+           "computed): two-sided permutation p-value of the samples against the baseline's.\n"]
     out.append("## Headline results beside the papers\n")
     out.append("Hosts differ from the papers' (compare overheads and orderings, not absolute times). "
                "Where several profiles match, *measured* is their mean, *ci99* is sqrt(sum h_i^2)/k, "

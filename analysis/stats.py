@@ -66,6 +66,25 @@ def summarize_groups(frame: pd.DataFrame, by: list[str], value: str,
     return out
 
 
+def summarize_boots(frame: pd.DataFrame, by: list[str], value: str, boot: str,
+                    confidence: float = CONFIDENCE) -> pd.DataFrame:
+    """Replication done right: a stack boot is the independent unit, not a sample.
+
+    Per group: the mean of each boot's samples, then n (= n_boots), mean, sd, ci (t, n_boots - 1
+    degrees of freedom), ci_low, ci_high over those boot means; n_samples; and the pooled
+    per-sample figures as descriptive columns (pooled_mean, pooled_sd, pooled_ci: what a tool
+    that treats every ping as independent would print, for comparison with the papers). With
+    one boot there is no interval over boots (NaN), never a pooled one in its place."""
+    clean = frame[np.isfinite(frame[value].astype(float))]
+    per_boot = clean.groupby(by + [boot], dropna=False, sort=True)[value].mean().rename(value).reset_index()
+    out = summarize_groups(per_boot, by, value, confidence)
+    pooled = summarize_groups(clean, by, value, confidence)[by + ["n", "mean", "sd", "ci"]]
+    pooled = pooled.rename(columns={"n": "n_samples", "mean": "pooled_mean", "sd": "pooled_sd", "ci": "pooled_ci"})
+    out = out.merge(pooled, on=by, how="left")
+    out.insert(out.columns.get_loc("n") + 1, "n_boots", out["n"])
+    return out
+
+
 def welch_diff(n1: float, mean1: float, sd1: float, n0: float, mean0: float, sd0: float,
                confidence: float = CONFIDENCE) -> tuple[float, float, float]:
     """(mean1 - mean0, half-width of its CI, Welch-Satterthwaite degrees of freedom)."""

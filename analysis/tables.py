@@ -1,6 +1,9 @@
 """Summary tables per experiment (statistics over the tidy frames of analysis.datasets).
 
-Every table has one row per group (campaigns are never pooled: each has its own baseline) with n, mean, sd, ci (99 % t half-width), ci_low, ci_high
+Every table has one row per group (campaigns are never pooled: each has its own baseline) with
+n = n_boots (independent stack boots), n_samples, and mean, sd, ci (99 % t half-width), ci_low,
+ci_high computed over the boots' means; pooled_mean/pooled_sd/pooled_ci treat every sample as
+independent and are kept only to set beside the papers' figures
 and, where a baseline (protocol ``none``) exists for the same experiment and group, the
 overhead against it with the Welch CI of the difference (``overhead``, ``overhead_ci``,
 ``overhead_pct``). Groups include ``datapath`` so kernel and userspace runs never mix.
@@ -11,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.datasets import Datasets, complete_attach, cpu_totals
-from analysis.stats import CONFIDENCE, add_overhead, permutation_test, summarize_groups
+from analysis.stats import CONFIDENCE, add_overhead, permutation_test, summarize_boots
 
 
 def _keyed(frame: pd.DataFrame, by: list[str]) -> pd.DataFrame:
@@ -43,13 +46,31 @@ def add_permutation_p(table: pd.DataFrame, samples: pd.DataFrame, by: list[str],
     return out
 
 
+BOOT = "boot"
+
+
+def _with_boot(frame: pd.DataFrame, per_file: bool) -> pd.DataFrame:
+    """The boot a sample belongs to: the run (run-n3, run-throughput, run-overlay: one boot per
+    run), or the run's capture/counter file where a run boots the stack once per file (run-sbi
+    iterations, run-cpu repetitions)."""
+    frame = frame.copy()
+    frame[BOOT] = frame["run"].astype(str)
+    if per_file and "file" in frame.columns:
+        frame[BOOT] = frame[BOOT] + "/" + frame["file"].astype(str)
+    return frame
+
+
 def _summary(frame: pd.DataFrame, by: list[str], value: str, match: list[str],
-             confidence: float) -> pd.DataFrame:
+             confidence: float, per_file: bool = False) -> pd.DataFrame:
+    """Intervals over boots (analysis/stats.py summarize_boots); the overhead is the Welch
+    difference of the profile's and the baseline's boot means, so both sides' boot-to-boot
+    uncertainty enters it."""
     if frame.empty:
-        return pd.DataFrame(columns=by + ["n", "mean", "sd", "ci", "ci_low", "ci_high", "baseline_mean",
+        return pd.DataFrame(columns=by + ["n", "n_boots", "n_samples", "mean", "sd", "ci", "ci_low", "ci_high",
+                                          "pooled_mean", "pooled_sd", "pooled_ci", "baseline_mean",
                                           "overhead", "overhead_ci", "overhead_pct"])
-    frame = _keyed(frame, by)
-    table = summarize_groups(frame, by, value, confidence)
+    frame = _with_boot(_keyed(frame, by), per_file)
+    table = summarize_boots(frame, by, value, BOOT, confidence)
     return add_overhead(table, table["protocol"] == "none", match, confidence)
 
 
@@ -81,7 +102,7 @@ def attach(ds: Datasets, confidence: float = CONFIDENCE, permutations: int = 0) 
     a = ds.attach
     by = ["campaign", "experiment", "profile", "protocol", "mode", "auth", "version", "cipher", "cert", "datapath", "role"]
     table = _summary(complete_attach(a) if not a.empty else a, by, "attach_ms", ["campaign", "experiment", "role"],
-                     confidence)
+                     confidence, per_file=True)
     if not a.empty and not table.empty:
         key = a[by].astype(object).where(a[by].notna(), "")
         bad = a.assign(**{c: key[c] for c in by}).assign(incomplete=a["status"] != "complete")
@@ -95,7 +116,7 @@ def cpu(ds: Datasets, confidence: float = CONFIDENCE) -> pd.DataFrame:
     """CPU seconds (all services) per profile, datapath and number of UEs."""
     totals = cpu_totals(ds.cpu)
     by = ["campaign", "experiment", "profile", "protocol", "datapath", "ues"]
-    return _summary(totals, by, "cpu_s", ["campaign", "experiment", "ues"], confidence)
+    return _summary(totals, by, "cpu_s", ["campaign", "experiment", "ues"], confidence, per_file=True)
 
 
 def cpu_slopes(ds: Datasets) -> pd.DataFrame:

@@ -59,3 +59,47 @@ def test_permutation_test_separates_real_difference_from_none(f1u):
     assert permutation_test(base[:2000], ipsec[:2000], 500, seed=1) < 0.01
     assert permutation_test(base[:2000], base[2000:4000], 500, seed=1) > 0.01
     assert permutation_test(base[:100], base[100:200], 200, seed=3) == permutation_test(base[:100], base[100:200], 200, seed=3)
+
+
+def test_intervals_over_boots_with_known_boot_effects() -> None:
+    """5 boots whose means differ by a boot effect (sd 1 ms) far larger than the in-boot noise
+    (sd 0.05 ms), 2,000 samples each: the interval over boots is t(4) x sd(boot means)/sqrt(5),
+    tens of times the pooled one that treats 10,000 samples as independent."""
+    import pandas as pd
+    from scipy import stats as st
+
+    from analysis.stats import summarize_boots
+
+    rng = np.random.default_rng(7)
+    offsets = rng.normal(0, 1.0, 5)
+    rows = [{"profile": "p", "boot": b, "rtt": 10 + offsets[b] + e}
+            for b in range(5) for e in rng.normal(0, 0.05, 2000)]
+    frame = pd.DataFrame(rows)
+    out = summarize_boots(frame, ["profile"], "rtt", "boot").iloc[0]
+    means = frame.groupby("boot")["rtt"].mean().to_numpy()
+    assert out["n_boots"] == out["n"] == 5 and out["n_samples"] == 10_000
+    assert out["mean"] == pytest.approx(means.mean())
+    assert out["sd"] == pytest.approx(means.std(ddof=1))
+    assert out["ci"] == pytest.approx(st.t.ppf(0.995, 4) * means.std(ddof=1) / np.sqrt(5))
+    pooled = frame["rtt"].to_numpy()
+    assert out["pooled_ci"] == pytest.approx(st.t.ppf(0.995, 9999) * pooled.std(ddof=1) / 100)
+    assert out["ci"] > 20 * out["pooled_ci"]
+
+
+def test_one_boot_has_no_interval_over_boots() -> None:
+    import pandas as pd
+
+    from analysis.stats import summarize_boots
+    frame = pd.DataFrame({"g": ["a"] * 4, "boot": ["r1"] * 4, "v": [1.0, 2.0, 3.0, 4.0]})
+    out = summarize_boots(frame, ["g"], "v", "boot").iloc[0]
+    assert out["n_boots"] == 1 and np.isnan(out["ci"]) and out["pooled_ci"] > 0
+
+
+def test_welch_overhead_combines_both_sides_against_a_hand_calculation() -> None:
+    from analysis.stats import welch_diff
+    d, h, dof = welch_diff(5, 12.0, 0.8, 4, 10.0, 0.5)
+    v1, v0 = 0.8 ** 2 / 5, 0.5 ** 2 / 4
+    hand_dof = (v1 + v0) ** 2 / (v1 ** 2 / 4 + v0 ** 2 / 3)
+    assert d == 2.0 and dof == pytest.approx(hand_dof)
+    from scipy import stats as st
+    assert h == pytest.approx(st.t.ppf(0.995, hand_dof) * np.sqrt(v1 + v0))

@@ -60,7 +60,8 @@ def test_make_figures_and_report_on_run_overlay_output(overlay_results, tmp_path
     assert set(rtt["experiment"]) == {"overlay"}
     assert sorted(zip(rtt["profile"], rtt["size"])) == [("baseline", 64), ("baseline", 1024),
                                                          ("wireguard", 64), ("wireguard", 1024)]
-    assert (rtt["n"] + rtt["lost"] == 2 * 20).all()           # SETS x PINGS; warm-up left out
+    assert (rtt["n_samples"] + rtt["lost"] == 2 * 20).all()   # SETS x PINGS; warm-up left out
+    assert (rtt["n_boots"] == 1).all() and rtt["ci"].isna().all()   # one boot: no interval over boots
     wg = rtt[rtt["profile"] == "wireguard"].iloc[0]
     assert wg["datapath"] in ("kernel", "userspace") and wg["overhead"] == pytest.approx(wg["mean"] - wg["baseline_mean"])
     head = pd.read_csv(out / "tables" / "headline.csv")
