@@ -5,7 +5,7 @@
         campaign campaign-n3 campaign-sbi campaign-overlay experiment-params
 
 # Every experiment parameter (and the campaign knobs), handed to the drivers through the environment.
-EXPERIMENT_VARS := CAMPAIGN SLOT UP_TIMEOUT SIZES SETS PINGS INTERVAL WARMUP PING_DEADLINE MODE \
+EXPERIMENT_VARS := CAMPAIGN SLOT UP_TIMEOUT BOOTS SIZES SETS PINGS INTERVAL WARMUP PING_DEADLINE MODE \
                    ITERATIONS ATTACH_TIMEOUT RETRIES WARM_GAP UES REPS TRANSPORTS DURATION \
                    UDP_BITRATE STREAMS SEED PROFILES DRY_RUN
 EXPERIMENT_ENV = $(foreach v,$(EXPERIMENT_VARS),$(v)="$($(v))")
@@ -17,8 +17,8 @@ DOCTOR_FIRST = $(if $(filter 1,$(DOCTOR)),$(if $(wildcard scripts/doctor.sh),bas
 CHECKS_FIRST = $(EXPERIMENT_ENV) $(PYTHON) -m testbed params $(1) --from-env $(if $(2),--profile "$(PROFILE)") \
                >/dev/null && $(DOCTOR_FIRST)
 
-run-n3: ## N3 ping RTT: stack up with PROFILE's N3 overlay, SETS x PINGS pings per size in SIZES from UE 1 to the host
-	@$(call CHECKS_FIRST,n3,profile) $(EXPERIMENT_ENV) bash scripts/run-n3.sh
+run-n3: ## N3 ping RTT: BOOTS stack boots with PROFILE's N3 overlay, SETS x PINGS pings per size in SIZES from UE 1 to the host
+	@$(call CHECKS_FIRST,n3,profile) $(EXPERIMENT_ENV) bash scripts/boots.sh n3 scripts/run-n3.sh
 
 run-sbi: ## SBI attach time, cold (UE 1) and warm (UE 2) in one pass: ITERATIONS fresh cores, captures on N2 and the SBI
 	@$(call CHECKS_FIRST,sbi,profile) $(EXPERIMENT_ENV) bash scripts/run-sbi.sh --mode both
@@ -33,10 +33,10 @@ run-cpu: ## CPU time per container (cgroup) from core boot to the last UE's PDU 
 	@$(call CHECKS_FIRST,cpu,profile) $(EXPERIMENT_ENV) bash scripts/run-cpu.sh
 
 run-throughput: ## iperf3 TCP and UDP from UE 1 through N3 to the host (throughput, jitter, loss), raw JSON kept
-	@$(call CHECKS_FIRST,throughput,profile) $(EXPERIMENT_ENV) bash scripts/run-throughput.sh
+	@$(call CHECKS_FIRST,throughput,profile) $(EXPERIMENT_ENV) bash scripts/boots.sh throughput scripts/run-throughput.sh
 
 run-overlay: ## the N3 ping measurement through PROFILE's overlay between two namespaces: no Docker, seconds (root)
-	@$(EXPERIMENT_ENV) bash scripts/run-overlay.sh
+	@$(EXPERIMENT_ENV) bash scripts/boots.sh overlay scripts/run-overlay.sh
 
 campaign: ## a campaign of EXPERIMENT=<n3|sbi|cpu|throughput|overlay> over every profile of its plane (resumable)
 	@test -n "$(EXPERIMENT)" || { echo "error: set EXPERIMENT=n3|sbi|cpu|throughput|overlay" >&2; exit 2; }

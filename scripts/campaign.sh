@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# campaign: every profile of an experiment's plane (the baseline included) x REPS repetitions,
+# campaign: every profile of an experiment's plane (the baseline included) x BOOTS blocks,
 # in a seeded shuffled order, one run directory per slot. Resumable: re-running skips slots that
 # have a complete, valid run and redoes the others in a new run directory (old ones are kept).
 # Progress with ETA on the terminal. Docs: docs/experiments.md.
@@ -10,7 +10,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
 EXPERIMENT=""
 CAMPAIGN="${CAMPAIGN:-}"
-REPS="${REPS:-}"
+BLOCKS="${BOOTS:-}"     # campaign blocks = boots per profile (REPS belongs to the drivers)
 SEED="${SEED:-}"
 PROFILES="${PROFILES:-}"
 CURRENT_PID=""
@@ -18,14 +18,15 @@ CURRENT_PID=""
 usage() {
   cat <<EOF
 Usage: $(basename "$0") EXPERIMENT [--campaign NAME] [--reps N] [--seed S] [--profiles "a b"] [--dry-run]
-       make campaign-n3 | campaign-sbi | campaign-overlay [CAMPAIGN=...] [REPS=...] [SEED=...] [PROFILES=...]
+       make campaign-n3 | campaign-sbi | campaign-overlay [CAMPAIGN=...] [BOOTS=...] [SEED=...] [PROFILES=...]
 
 EXPERIMENT: n3, sbi, cpu, throughput or overlay. Every other parameter of the experiment
 (SIZES, SETS, PINGS, ITERATIONS, ...) is taken from the environment / Make variables and passed
 to each run unchanged (see scripts/run-<experiment>.sh --help).
 
   CAMPAIGN   results/<campaign>/... [default: main]; the same name resumes
-  REPS       repetitions of every profile [default: 1]
+  BOOTS      blocks: every profile once per block, in a seeded random order per block, each run
+             one independent boot [default: the experiment's BOOTS, testbed/runparams.py]
   SEED       seed of the shuffled order, recorded in <campaign>/plans/ [default: 1]
   PROFILES   only these profiles [default: every profile of the plane]
   DRY_RUN=1  print the plan (with each slot's status) and start nothing
@@ -54,7 +55,7 @@ main() {
     case "$1" in
       -h | --help) usage; exit 0 ;;
       --campaign) CAMPAIGN="${2:?--campaign needs a value}"; shift 2 ;;
-      --reps) REPS="${2:?--reps needs a value}"; shift 2 ;;
+      --reps|--boots) BLOCKS="${2:?--boots needs a value}"; shift 2 ;;
       --seed) SEED="${2:?--seed needs a value}"; shift 2 ;;
       --profiles) PROFILES="${2:?--profiles needs a value}"; shift 2 ;;
       --dry-run) DRY_RUN=1; shift ;;
@@ -70,9 +71,9 @@ main() {
     *) die "unknown experiment '$EXPERIMENT'; valid: n3 sbi cpu throughput overlay" 2 ;;
   esac
   CAMPAIGN="${CAMPAIGN:-main}"
-  REPS="${REPS:-1}"
+  [[ -n "$BLOCKS" ]] || BLOCKS="$(tb params "$EXPERIMENT" --format json | "$PYTHON" -c 'import json, sys; print(json.load(sys.stdin)["boots"])')"
   SEED="${SEED:-1}"
-  [[ "$REPS" =~ ^[0-9]+$ && "$REPS" -ge 1 ]] || die "REPS='$REPS': must be a whole number >= 1" 2
+  [[ "$BLOCKS" =~ ^[0-9]+$ && "$BLOCKS" -ge 1 ]] || die "BOOTS='$BLOCKS': must be a whole number >= 1" 2
   [[ "$SEED" =~ ^[0-9]+$ ]] || die "SEED='$SEED': must be a whole number" 2
   local driver="$TESTBED_ROOT/scripts/run-$EXPERIMENT.sh"
   [[ -x "$driver" ]] || die "no driver for $EXPERIMENT ($driver)" 1
@@ -81,17 +82,17 @@ main() {
   local names=() name params=()
   mapfile -t names < <(tb params "$EXPERIMENT" --format help | awk '{print $1}')
   for name in "${names[@]}"; do
-    case "$name" in CAMPAIGN | SLOT) continue ;; esac
+    case "$name" in CAMPAIGN | SLOT | BOOT | BOOTS) continue ;; esac
     params+=("$name=${!name:-}")
   done
 
   local plan_args=("$EXPERIMENT" "${params[@]}" --results "$RESULTS" --campaign "$CAMPAIGN"
-    --reps "$REPS" --seed "$SEED" --profiles "$PROFILES")
+    --reps "$BLOCKS" --seed "$SEED" --profiles "$PROFILES")
   local plan
   if [[ "$DRY_RUN" == 1 ]]; then
     plan="$(tb campaign "${plan_args[@]}")" || exit 2
     printf 'campaign %s, experiment %s, seed %s, %s repetition(s); plan (slot profile rep status):\n' \
-      "$CAMPAIGN" "$EXPERIMENT" "$SEED" "$REPS"
+      "$CAMPAIGN" "$EXPERIMENT" "$SEED" "$BLOCKS"
     printf '%s\n' "$plan"
     printf '%s slots, %s to run\n' "$(grep -c . <<<"$plan")" "$(grep -cvE $'\tdone$' <<<"$plan" || true)"
     exit 0
@@ -116,7 +117,7 @@ main() {
     printf '\n=== [%d/%d] %s: profile %s, repetition %s (%s) | elapsed %s | ETA %s ===\n' \
       "$k" "$todo" "$CAMPAIGN" "$profile" "$rep" "$status" "$(hms $((SECONDS - started)))" "$eta" >&2
     rc=0
-    env PROFILE="$profile" CAMPAIGN="$CAMPAIGN" SLOT="$slot" RESULTS="$RESULTS" "$driver" &
+    env PROFILE="$profile" CAMPAIGN="$CAMPAIGN" SLOT="$slot" BOOT="$rep" BOOTS="$BLOCKS" RESULTS="$RESULTS" "$driver" &
     CURRENT_PID=$!
     wait "$CURRENT_PID" || rc=$?
     CURRENT_PID=""

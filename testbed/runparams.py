@@ -68,14 +68,26 @@ _COMMON = (
     Param("CAMPAIGN", "word", "adhoc", "campaign name: results/<campaign>/..."),
     Param("SLOT", "word", "", "campaign slot this run fills (set by campaign.sh)"),
     Param("UP_TIMEOUT", "int", "180", "seconds the stack/lab may take to come up", 5, 3600),
+    Param("BOOT", "int", "1", "which of the BOOTS independent boots this run is (set by make/campaign)",
+          1, 10_000),
 )
 
+
+def _boots(default: str) -> Param:
+    # the replication unit: each boot is a run of its own (its own stack/lab start); intervals are
+    # computed over boots (analysis/stats.py summarize_boots). Campaigns run boots in randomised
+    # blocks (testbed/campaign.py).
+    return Param("BOOTS", "int", default, "independent stack boots (runs) per make target / campaign block count",
+                 1, 10_000)
+
 SPECS: dict[str, tuple[Param, ...]] = {
-    # paper 4.1: 10 sets x 2,000 pings, 64 and 1,024 bytes; 0.2 s as in the group's follow-up scripts
-    "n3": _COMMON + _ping_params("10", "2000", "0.2", "20"),
+    # paper 4.1: 10 sets x 2,000 pings = 20,000 per size, 64 and 1,024 bytes; 0.2 s as in the group's
+    # follow-up scripts. Here as 5 boots x 2 sets x 2,000: the same total, intervals over boots.
+    "n3": _COMMON + (_boots("5"),) + _ping_params("2", "2000", "0.2", "20"),
     # the same measurement through the bare overlay between two namespaces: seconds, not hours
-    "overlay": _COMMON + _ping_params("5", "200", "0.005", "10"),
-    "sbi": _COMMON + (
+    "overlay": _COMMON + (_boots("5"),) + _ping_params("1", "200", "0.005", "10"),
+    # every iteration boots a fresh core: ITERATIONS are the boots (BOOTS = campaign blocks)
+    "sbi": _COMMON + (_boots("1"),) + (
         Param("MODE", "choice", "both", "cold: UE 1 only; warm and both: UE 1 then UE 2",
               choices=("cold", "warm", "both")),
         Param("ITERATIONS", "int", "20", "fresh cores (one cold + one warm attach each)", 1, 10_000),
@@ -83,14 +95,15 @@ SPECS: dict[str, tuple[Param, ...]] = {
         Param("RETRIES", "int", "3", "attempts per UE and iteration before the sample is failed", 1, 100),
         Param("WARM_GAP", "float", "2", "seconds between UE 1's PDU session and starting UE 2", 0.0, 100.0),
     ),
-    "cpu": _COMMON + (
+    # every repetition boots a fresh core: REPS are the boots (BOOTS = campaign blocks)
+    "cpu": _COMMON + (_boots("1"),) + (
         Param("UES", "ints", "1 5 10 20",
               f"numbers of UEs attached after boot (1..{_scale_ues()}: provisioned scaling subscribers)",
               1, _scale_ues()),
         Param("REPS", "int", "5", "repetitions per UE count (paper: 50)", 1, 1000),
         Param("ATTACH_TIMEOUT", "int", "120", "seconds until the last UE's PDU session", 1, 3600),
     ),
-    "throughput": _COMMON + (
+    "throughput": _COMMON + (_boots("5"),) + (
         Param("TRANSPORTS", "words", "tcp udp", "iperf3 transports", choices=("tcp", "udp")),
         Param("DURATION", "int", "10", "seconds per iperf3 test (iperf3 -t)", 1, 3600),
         Param("REPS", "int", "3", "iperf3 tests per transport", 1, 1000),

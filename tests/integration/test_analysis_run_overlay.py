@@ -17,7 +17,8 @@ from tests.conftest import ROOT, require_root, require_tools
 
 pytestmark = pytest.mark.netns
 
-SMALL = {"SETS": "2", "PINGS": "20", "INTERVAL": "0.01", "WARMUP": "3", "SIZES": "64 1024", "CAMPAIGN": "analysis"}
+SMALL = {"SETS": "2", "PINGS": "20", "INTERVAL": "0.01", "WARMUP": "3", "SIZES": "64 1024", "CAMPAIGN": "analysis",
+         "BOOTS": "1"}
 
 
 def _make(target: str, results: Path, out: Path | None = None, timeout: float = 300, **extra: str):

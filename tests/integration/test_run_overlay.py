@@ -23,7 +23,7 @@ pytestmark = pytest.mark.netns
 
 DRIVER = ROOT / "scripts" / "run-overlay.sh"
 CAMPAIGN = ROOT / "scripts" / "campaign.sh"
-SMALL = {"SETS": "2", "PINGS": "10", "INTERVAL": "0.01", "WARMUP": "3", "SIZES": "64 1024"}
+SMALL = {"SETS": "2", "PINGS": "10", "INTERVAL": "0.01", "WARMUP": "3", "SIZES": "64 1024", "BOOTS": "1"}
 
 
 def _lab_name() -> str:
@@ -32,7 +32,7 @@ def _lab_name() -> str:
 
 def _env(results: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
-           if k not in ("SIZES", "SETS", "PINGS", "INTERVAL", "WARMUP", "CAMPAIGN", "SLOT", "DRY_RUN")}
+           if k not in ("SIZES", "SETS", "PINGS", "INTERVAL", "WARMUP", "CAMPAIGN", "SLOT", "DRY_RUN", "BOOTS", "BOOT")}
     env.update(SMALL)
     env.update({"RESULTS": str(results), "LAB_NAME": _lab_name()})
     env.update(extra)
@@ -127,7 +127,7 @@ def test_analysis_reads_the_run(baseline_results: Path) -> None:
     rows = [dict(zip(header, r)) for r in body]
     rows = [r for r in rows if r["experiment"] == "overlay" and r["profile"] == "baseline"]
     assert [r["size"] for r in rows] == ["64", "1024"], res.stdout[:2000]
-    assert all(r["n"] == "20" for r in rows), "2 sets x 10 pings per size, warm-up left out"
+    assert all(r["n_samples"] == "20" and r["n_boots"] == "1" for r in rows), "2 sets x 10 pings, warm-up out"
 
 
 def test_ipsec_run_is_complete_and_valid(overlay_env: None, tmp_path: Path) -> None:
@@ -221,7 +221,7 @@ def test_invalid_run_is_marked_loudly(baseline_results: Path, tmp_path: Path) ->
 
 
 def test_campaign_resumes(overlay_env: None, tmp_path: Path) -> None:
-    env = _env(tmp_path, SETS="1", SIZES="64", PINGS="5", PROFILES="baseline", REPS="2",
+    env = _env(tmp_path, SETS="1", SIZES="64", PINGS="5", PROFILES="baseline", BOOTS="2",
                CAMPAIGN="ci", SEED="7")
     dry = subprocess.run(["bash", str(CAMPAIGN), "overlay"], env={**env, "DRY_RUN": "1"}, cwd=ROOT,
                          capture_output=True, text=True, check=False, timeout=60)
@@ -268,3 +268,12 @@ def test_profile_the_host_cannot_run_is_refused_before_anything_starts(overlay_e
     assert res.returncode == 1
     assert "cannot run on this host" in res.stderr and "kernel xfrm ESP" in res.stderr
     assert not (tmp_path / "adhoc").exists(), "refused before a run directory exists"
+
+
+def test_make_run_overlay_runs_one_run_per_boot(overlay_env: None, tmp_path: Path) -> None:
+    """BOOTS=2: two independent labs, two run directories, boot 1 and boot 2 in their manifests."""
+    res = _run("baseline", tmp_path, via_make=True, BOOTS="2", SETS="1", SIZES="64", PINGS="3")
+    assert res.returncode == 0, res.stderr[-3000:]
+    runs = sorted((tmp_path / "adhoc" / "overlay" / "baseline").iterdir())
+    params = [json.loads((r / "manifest.json").read_text())["parameters"] for r in runs]
+    assert sorted((p["boot"], p["boots"]) for p in params) == [(1, 2), (2, 2)]

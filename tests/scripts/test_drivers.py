@@ -146,12 +146,17 @@ def test_run_overlay_dry_run_needs_no_root_or_docker(tmp_path: Path) -> None:
 
 
 def test_campaign_dry_run_prints_the_plan(tmp_path: Path) -> None:
-    res = _run("campaign.sh", tmp_path, "n3", DRY_RUN="1", REPS="2", SEED="3")
+    res = _run("campaign.sh", tmp_path, "n3", DRY_RUN="1", BOOTS="2", SEED="3")
     assert res.returncode == 0, res.stderr
     lines = [line for line in res.stdout.splitlines() if line.startswith("n3.")]
     assert len(lines) == 16 and all(line.endswith("\ttodo") for line in lines)
     assert "16 slots, 16 to run" in res.stdout
-    again = _run("campaign.sh", tmp_path, "n3", DRY_RUN="1", REPS="2", SEED="3")
+    # randomised blocks: each block holds every profile once, in its own seeded order
+    blocks = [[ln.split("\t")[1] for ln in lines if ln.split("\t")[2] == b] for b in ("1", "2")]
+    assert sorted(blocks[0]) == sorted(blocks[1]) and len(set(blocks[0])) == 8 and blocks[0] != blocks[1]
+    default = _run("campaign.sh", tmp_path, "n3", DRY_RUN="1", SEED="3")
+    assert "40 slots, 40 to run" in default.stdout, "default: the experiment's BOOTS (5) blocks"
+    again = _run("campaign.sh", tmp_path, "n3", DRY_RUN="1", BOOTS="2", SEED="3")
     assert again.stdout == res.stdout, "seeded order"
     assert not (tmp_path / "results").exists()
 
@@ -159,7 +164,7 @@ def test_campaign_dry_run_prints_the_plan(tmp_path: Path) -> None:
 @pytest.mark.parametrize("args, env, message", [
     ((), {}, "Usage:"),
     (("nonsense",), {}, "unknown experiment 'nonsense'"),
-    (("n3",), {"REPS": "0"}, "REPS='0'"),
+    (("n3",), {"BOOTS": "0"}, "BOOTS='0'"),
     (("n3",), {"PROFILES": "baseline tls13-aes128gcm"}, "cannot run on the n3 plane"),
     (("sbi",), {"ITERATIONS": "x"}, "ITERATIONS='x'"),
 ])

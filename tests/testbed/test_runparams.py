@@ -12,7 +12,9 @@ from tests.conftest import ROOT
 
 def test_defaults_are_the_papers() -> None:
     n3 = runparams.validate("n3", {}, "aes256gcm")
-    assert (n3["sets"], n3["pings"], n3["sizes"]) == (10, 2000, [64, 1024])
+    # the paper's 20,000 pings per size as 5 independent boots x 2 sets x 2,000
+    assert (n3["boots"], n3["sets"], n3["pings"], n3["sizes"]) == (5, 2, 2000, [64, 1024])
+    assert n3["boots"] * n3["sets"] * n3["pings"] == 20_000
     sbi = runparams.validate("sbi", {}, "aes256gcm")
     assert (sbi["iterations"], sbi["mode"]) == (20, "both")
     assert runparams.validate("cpu", {}, "baseline")["ues"] == [1, 5, 10, 20]
@@ -60,7 +62,7 @@ def test_shell_output_round_trips() -> None:
     res = subprocess.run(["bash", "-c", 'eval "$(python3 -m testbed params n3 SIZES="64 512" --profile '
                           'aes128gcm)"; echo "$SIZES|$SETS|$PROFILE|$PROTOCOL|$PLANE"'],
                          cwd=ROOT, capture_output=True, text=True, check=False)
-    assert res.stdout.strip() == "64 512|10|aes128gcm|ipsec|n3", res.stderr
+    assert res.stdout.strip() == "64 512|2|aes128gcm|ipsec|n3", res.stderr
 
 
 def test_cli_exit_2_with_every_error() -> None:
