@@ -30,9 +30,9 @@ EOF
 
 # ping_cmd COUNT SIZE: UE 1 pings the host through its PDU session (uesimtun0).
 ping_cmd() {
-  local count="$1" size="$2"
-  dc_exec ue1 env LC_ALL=C ping -D -n -I uesimtun0 -c "$count" -i "$INTERVAL" -s "$size" \
-    -w "$(ping_deadline "$count")" "$TARGET"
+  local argv=()
+  mapfile -d '' -t argv < <(ping_argv "$1" "$2")
+  dc_exec ue1 "${argv[@]}" -I uesimtun0 "$TARGET"
 }
 
 main() {

@@ -118,10 +118,9 @@ overlay_state() {
 # ping_cmd COUNT SIZE: the ping, run directly in the gNB's namespace (its output streams into the
 # raw file, and a signal reaches ping itself).
 ping_cmd() {
-  local count="$1" size="$2" deadline
-  deadline="$(ping_deadline "$count")"
-  printf '%s\0' ip netns exec "$GNB_NS" env LC_ALL=C ping -D -n -c "$count" -i "$INTERVAL" \
-    -s "$size" -w "$deadline" "$TARGET"
+  printf '%s\0' ip netns exec "$GNB_NS"
+  ping_argv "$1" "$2"
+  printf '%s\0' "$TARGET"
 }
 
 main() {

@@ -40,8 +40,8 @@ class Param:
 
 
 def _ping_max_payload() -> int:
-    # ICMP payload + 8 (ICMP) + 20 (IPv4) must fit the UE's tunnel MTU
-    return int(stack.load()["ue_mtu"]) - 28
+    # the ICMP message (SIZES) + 20 (IPv4) must fit the UE's tunnel MTU
+    return int(stack.load()["ue_mtu"]) - 20
 
 
 def _scale_ues() -> int:
@@ -51,8 +51,10 @@ def _scale_ues() -> int:
 def _ping_params(sets: str, pings: str, interval: str, warmup: str) -> tuple[Param, ...]:
     maxp = _ping_max_payload()
     return (
-        Param("SIZES", "ints", "64 1024", f"ICMP payload sizes in bytes (16..{maxp}: fits the UE MTU)",
-              16, maxp),
+        Param("SIZES", "ints", "64 1024",
+              f"ICMP message sizes in bytes, as the papers' '64 bytes' = ping's default (ping -s SIZE-8; "
+              f"24..{maxp}: ping times replies from 16 B of data on, and the packet fits the UE MTU)",
+              24, maxp),
         Param("SETS", "int", sets, "sets of pings per payload size", 1, 1000),
         Param("PINGS", "int", pings, "pings per set", 1, 1_000_000),
         Param("INTERVAL", "float", interval, "seconds between pings (ping -i; below 0.2 needs root)",

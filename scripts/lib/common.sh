@@ -507,6 +507,29 @@ ping_deadline() {
   fi
 }
 
+# ping_argv COUNT SIZE: ping's options for one set: exactly COUNT requests (-c without -w: with a
+# deadline, iputils keeps sending past COUNT until COUNT replies arrive, so losses would be
+# counted over more than COUNT), ICMP message SIZE, 2 s per reply; the set's deadline is enforced
+# from outside by `timeout`, and a set cut short shows as fewer than COUNT transmitted.
+ping_argv() {
+  local count="$1" size="$2"
+  printf '%s\0' timeout --signal=INT "$(ping_deadline "$count")" env LC_ALL=C ping -D -n -c "$count" \
+    -i "$INTERVAL" -W 2 -s "$(ping_payload "$size")"
+}
+
+# ping_payload SIZE: ping's -s for an ICMP message of SIZE bytes. SIZES are ICMP message sizes as
+# the papers mean "64 bytes" (ping's default: 56 B of data + the 8 B ICMP header = 64 B).
+ping_payload() {
+  echo $(($1 - 8))
+}
+
+# ping_sent FILE: the requests ping says it transmitted ("N packets transmitted"), 0 if none.
+ping_sent() {
+  local n
+  n="$(sed -n 's/^\([0-9][0-9]*\) packets transmitted.*/\1/p' "$1" 2>/dev/null | tail -n 1)"
+  echo "${n:-0}"
+}
+
 # ping_series WHO: the warm-up (kept, not counted), then SETS x PINGS pings for every size in
 # SIZES, each set into its own raw file. The driver defines `ping_cmd COUNT SIZE` (NUL-separated
 # argv) and TARGET; WHO names the sender in error messages.
@@ -526,9 +549,17 @@ ping_series() {
       log "size $size B, set $set/$SETS: $PINGS pings every ${INTERVAL}s -> $rel"
       mapfile -d '' -t cmd < <(ping_cmd "$PINGS" "$size")
       rc=0
-      measure "$rel" ping "size=$size" "set=$set" warmup=false -- "${cmd[@]}" || rc=$?
-      [[ "$DRY_RUN" == 1 ]] || ping_rc_ok "$rc" "$RUN_DIR/$rel" \
+      measure "$rel" ping "size=$size" "set=$set" warmup=false "payload=$(ping_payload "$size")" \
+        "ip_len=$((size + 20))" -- "${cmd[@]}" || rc=$?
+      [[ "$DRY_RUN" == 1 ]] && continue
+      ping_rc_ok "$rc" "$RUN_DIR/$rel" \
         || die "ping set $set (size $size) from $who to $TARGET failed (exit $rc); see $RUN_DIR/$rel" 1
+      # exactly PINGS requests per set: a set that sent fewer (deadline, a signal caught by ping
+      # alone) is partial, and the run with it is not complete
+      local sent
+      sent="$(ping_sent "$RUN_DIR/$rel")"
+      ((sent == PINGS)) \
+        || die "ping set $set (size $size) is partial: $sent of $PINGS requests transmitted; see $RUN_DIR/$rel" 1
     done
   done
 }

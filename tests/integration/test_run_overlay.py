@@ -277,3 +277,54 @@ def test_make_run_overlay_runs_one_run_per_boot(overlay_env: None, tmp_path: Pat
     runs = sorted((tmp_path / "adhoc" / "overlay" / "baseline").iterdir())
     params = [json.loads((r / "manifest.json").read_text())["parameters"] for r in runs]
     assert sorted((p["boot"], p["boots"]) for p in params) == [(1, 2), (2, 2)]
+
+
+def test_ping_sends_exactly_count_requests_under_loss(overlay_env: None) -> None:
+    """Every third echo request is dropped: the driver's ping form (scripts/lib/common.sh ping_argv)
+    still transmits exactly -c requests, where the old `-c N -w D` form sends more (iputils keeps
+    sending until N replies), so loss was counted over N + k."""
+    require_tools("nft", "timeout")
+    ns = f"pingcount-{secrets.token_hex(3)}"
+    subprocess.run(["ip", "netns", "add", ns], check=True)
+    try:
+        run = lambda *a: subprocess.run(["ip", "netns", "exec", ns, *a], capture_output=True, text=True,  # noqa: E731
+                                        check=False, timeout=60)
+        run("ip", "link", "set", "lo", "up")
+        nft = ("add table ip t; add chain ip t o { type filter hook output priority 0; }; "
+               "add rule ip t o icmp type echo-request numgen inc mod 3 == 0 drop")
+        assert run("nft", nft).returncode == 0
+        lib = ROOT / "scripts" / "lib" / "common.sh"
+        script = (f'source "{lib}"; INTERVAL=0.01; PING_DEADLINE=0; '
+                  'mapfile -d "" -t a < <(ping_argv 21 64); ip netns exec ' + ns + ' "${a[@]}" 127.0.0.1')
+        ours = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=False, timeout=60)
+        assert "21 packets transmitted, 14 received" in ours.stdout, ours.stdout[-500:] + ours.stderr[-500:]
+        old = run("ping", "-n", "-c", "21", "-i", "0.01", "-w", "20", "127.0.0.1")
+        sent = int(old.stdout.split(" packets transmitted")[0].rsplit("\n", 1)[-1])
+        assert sent > 21, old.stdout[-300:]
+    finally:
+        subprocess.run(["ip", "netns", "delete", ns], check=False)
+
+
+def test_a_set_cut_short_by_a_signal_to_ping_is_partial(overlay_env: None, tmp_path: Path) -> None:
+    """SIGINT to ping alone (not the driver) ends a set early: the run is not complete and says
+    which set is partial (before: complete and valid with 206 of 600 requests)."""
+    env = _env(tmp_path, PROFILE="baseline", SETS="1", PINGS="600", INTERVAL="0.01", SIZES="64")
+    proc = subprocess.Popen(["bash", str(DRIVER)], env=env, cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            found = subprocess.run(["pgrep", "-f", "ping -D -n -c 600"], capture_output=True, text=True)
+            if found.stdout.strip():
+                time.sleep(1.5)
+                subprocess.run(["pkill", "-INT", "-f", "^ping -D -n -c 600"], check=False)
+                break
+            time.sleep(0.1)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode != 0, err[-2000:]
+    assert "partial" in err and "of 600 requests transmitted" in err, err[-2000:]
+    m = json.loads(next((tmp_path / "adhoc" / "overlay" / "baseline").iterdir()).joinpath("manifest.json").read_text())
+    assert m["state"] != "complete" and m["valid"] is not True, (m["state"], m["valid"])

@@ -95,10 +95,12 @@ def test_run_n3_would_ping_the_host_from_ue1_through_its_pdu_session(tmp_path: P
     assert ups[0].endswith("scripts/up.sh --profile aes256gcm --plane n3 --timeout 180 --create-only")
     assert ups[1].endswith("scripts/up.sh --profile aes256gcm --plane n3 --timeout 180 --start-created")
     assert cmds.index(ups[0]) < cmds.index("dumpcap -q -i g5tb-n3 -w ./n3.pcap") < cmds.index(ups[1])
-    pings = [c for c in cmds if " exec -T ue1 env LC_ALL=C ping -D -n -I uesimtun0 " in c]
+    pings = [c for c in cmds if " exec -T ue1 timeout --signal=INT " in c and " env LC_ALL=C ping -D -n -c " in c]
     assert len(pings) == 1 + 2 * 2                                   # warm-up + SETS x SIZES
+    # exactly -c requests (no -w: iputils would send past -c under loss); ICMP size 1024 = -s 1016
+    assert not any(" -w " in c for c in pings) and all(" -W 2 " in c and "-I uesimtun0" in c for c in pings)
     assert all(c.endswith(f" {gateway}") and "docker compose -p g5tb" in c for c in pings)
-    assert sum(" -c 100 -i 0.1 -s 1024 " in c for c in pings) == 2
+    assert sum(" -c 100 -i 0.1 -W 2 -s 1016 " in c for c in pings) == 2
     assert sum(" -c 20 " in c for c in pings) == 1, "default warm-up count"
     assert not (tmp_path / "results").exists(), "a dry run writes no results"
 
@@ -141,7 +143,8 @@ def test_run_overlay_dry_run_needs_no_root_or_docker(tmp_path: Path) -> None:
     cmds = _commands(_run("run-overlay.sh", tmp_path, DRY_RUN="1", PROFILE="wireguard", SETS="1",
                           SIZES="64", LAB_NAME="drivers-dry"))
     assert any("-m testbed lab --name drivers-dry --plane n3 --profile wireguard" in c for c in cmds)
-    assert any(c.startswith("ip netns exec drivers-dry-gnb env LC_ALL=C ping -D -n") for c in cmds)
+    assert any(c.startswith("ip netns exec drivers-dry-gnb timeout --signal=INT ") and " ping -D -n -c " in c
+               for c in cmds)
     assert "ip netns exec drivers-dry-hub dumpcap -q -i br-n3 -w ./n3.pcap" in cmds
 
 

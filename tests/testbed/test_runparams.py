@@ -28,7 +28,7 @@ def test_empty_means_default_and_values_are_typed() -> None:
 
 @pytest.mark.parametrize("experiment, raw, message", [
     ("n3", {"SIZES": "64 big"}, "SIZES='64 big': must be whole numbers"),
-    ("n3", {"SIZES": "8"}, "out of range (16..1372)"),
+    ("n3", {"SIZES": "8"}, "out of range (24..1380)"),
     ("n3", {"SIZES": "64 64"}, "repeats a value"),
     ("n3", {"INTERVAL": "fast"}, "INTERVAL='fast': must be a number"),
     ("sbi", {"ITERATIONS": "0"}, "ITERATIONS='0': out of range"),
