@@ -164,9 +164,30 @@ def cpu_totals(frame: pd.DataFrame, include_ran: bool = False) -> pd.DataFrame:
     keys = [c for c in RUN_COLUMNS + ["ues", "rep", "file"] if c in frame.columns]
     if frame.empty:
         return pd.DataFrame(columns=keys + ["cpu_s"])
+    frame = frame[~is_host_row(frame["service"])]
     if not include_ran:
         frame = frame[~is_ran_service(frame["service"])]
     return frame.groupby(keys, dropna=False, as_index=False)["cpu_s"].sum()
+
+
+def is_host_row(service: pd.Series) -> pd.Series:
+    """Host-wide rows of the accounting file (`host:<field>`, testbed/hostcpu.py), not a container."""
+    return service.astype(str).str.startswith("host:")
+
+
+def cpu_host(frame: pd.DataFrame) -> pd.DataFrame:
+    """Host-wide CPU seconds per accounting file: `cpu_s` = host:net (every CPU's user, nice,
+    system, irq, softirq and steal time over boot -> last PDU session, minus an idle window of
+    the same length), beside the window's busy and idle-busy seconds."""
+    keys = [c for c in RUN_COLUMNS + ["ues", "rep", "file"] if c in frame.columns]
+    host = frame[is_host_row(frame["service"])] if not frame.empty else frame
+    if host.empty:
+        return pd.DataFrame(columns=keys + ["cpu_s", "busy_s", "idle_busy_s", "softirq_s", "irq_s"])
+    wide = host.pivot_table(index=keys, columns="service", values="cpu_s", aggfunc="first",
+                            dropna=False).reset_index()
+    wide = wide.rename(columns={"host:net": "cpu_s", "host:busy": "busy_s", "host:idle-busy": "idle_busy_s",
+                                "host:softirq": "softirq_s", "host:irq": "irq_s"})
+    return wide[[c for c in keys + ["cpu_s", "busy_s", "idle_busy_s", "softirq_s", "irq_s"] if c in wide.columns]]
 
 
 def throughput(runs: list[Run], errors: list[str] | None = None) -> pd.DataFrame:

@@ -30,6 +30,7 @@ TABLE_TITLES = {
     "rtt": "Ping RTT (ms) per experiment, profile and payload size",
     "attach": "UE attach time (ms) per profile and role (cold/warm)",
     "cpu": "CPU time of the core (NFs, their overlay namespace holders, MongoDB; not the simulated RAN) (s) per profile and number of UEs",
+    "cpu_host": "Host-wide CPU time (s: every CPU's user, system, irq and softirq time, kernel threads included, minus an idle window of the same length) per profile and number of UEs",
     "cpu_slopes": "CPU time per additional UE (least squares)",
     "throughput": "Throughput (Mbit/s, receiver) per profile and transport",
 }

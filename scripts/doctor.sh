@@ -187,6 +187,26 @@ check_avx() {
   fi
 }
 
+# check_cpu_power: what moves timing and CPU figures between runs (recorded in every manifest too).
+check_cpu_power() {
+  local gov turbo smt
+  gov="$(cat /sys/devices/system/cpu/cpu0/cpufreq/scaling_governor 2>/dev/null || echo "not exposed")"
+  if [[ -r /sys/devices/system/cpu/intel_pstate/no_turbo ]]; then
+    turbo="$([[ "$(cat /sys/devices/system/cpu/intel_pstate/no_turbo)" == 0 ]] && echo on || echo off)"
+  elif [[ -r /sys/devices/system/cpu/cpufreq/boost ]]; then
+    turbo="$([[ "$(cat /sys/devices/system/cpu/cpufreq/boost)" == 1 ]] && echo on || echo off)"
+  else
+    turbo="not exposed"
+  fi
+  smt="$(cat /sys/devices/system/cpu/smt/active 2>/dev/null || echo "not exposed")"
+  report info "CPU power" "governor $gov, turbo/boost $turbo, SMT active $smt, CPUs allowed $(nproc)"
+  if [[ "$gov" != performance && "$gov" != "not exposed" ]]; then
+    report warn "CPU governor" "$gov: the clock follows the load, so latency and CPU time drift with it" \
+      "nothing fails; timings vary more between boots" \
+      "for measurements: sudo cpupower frequency-set -g performance (and consider turning turbo off)"
+  fi
+}
+
 check_disk() {
   local path="${DOCKER_ROOT:-}" avail_kib gib
   if [[ -z "$path" || ! -d "$path" ]]; then
@@ -244,6 +264,7 @@ main() {
   check_docker
   check_kernel
   check_avx
+  check_cpu_power
   check_disk
   check_images
   if ((FAILS)); then

@@ -43,17 +43,33 @@ cpu_usec() {
   docker exec "$cid" cat /sys/fs/cgroup/cpu.stat | awk '$1 == "usage_usec" {print $2}'
 }
 
-# cpu_table: service,cpu_usec for every running container of the stack.
+# host_snapshot FILE LABEL: one /proc/stat aggregate line with the time (testbed/hostcpu.py).
+host_snapshot() {
+  [[ "$DRY_RUN" == 1 ]] && { _record_command host_snapshot "$2"; return 0; }
+  printf '%s %s %s\n' "$2" "$(date +%s%N)" "$(head -n 1 /proc/stat)" >>"$1"
+}
+
+# cpu_table: service,cpu_usec for every running container, read at one instant: one `docker
+# inspect` for all of them, then every cgroup file in one pass (no per-service round trips
+# while the counters keep running).
 cpu_table() {
-  local svc cid usec
+  local ids=() line full svc f usec
   echo "service,cpu_usec"
-  while read -r svc; do
-    [[ -n "$svc" ]] || continue
-    cid="$("${DC[@]}" "${STACK_ALL_PROFILES[@]}" ps -q "$svc" 2>/dev/null | head -n 1)"
-    [[ -n "$cid" ]] || continue
-    usec="$(cpu_usec "$cid")" || { warn "no cpu.stat for $svc ($cid)"; continue; }
+  mapfile -t ids < <("${DC[@]}" "${STACK_ALL_PROFILES[@]}" ps -q --status running)
+  ((${#ids[@]})) || return 0
+  while read -r line; do
+    full="${line%% *}"
+    svc="${line#* }"
+    usec=""
+    for f in "/sys/fs/cgroup/system.slice/docker-$full.scope/cpu.stat" "/sys/fs/cgroup/docker/$full/cpu.stat"; do
+      if [[ -r "$f" ]]; then
+        usec="$(awk '$1 == "usage_usec" {print $2}' "$f")"
+        break
+      fi
+    done
+    [[ -n "$usec" ]] || usec="$(cpu_usec "$full")" || { warn "no cpu.stat for $svc ($full)"; continue; }
     echo "$svc,$usec"
-  done < <("${DC[@]}" "${STACK_ALL_PROFILES[@]}" ps --services --status running)
+  done < <(docker inspect -f '{{.Id}} {{index .Config.Labels "com.docker.compose.service"}}' "${ids[@]}")
 }
 
 one_rep() {
@@ -64,23 +80,44 @@ one_rep() {
   stack_create "$tag-stack-up.log" --no-ue
   capture_start "sbi-$tag" "sbi-$tag.pcap" iface=sbi purpose=validation -- \
     dumpcap -q -i "$(bridge_of sbi)" -w "${RUN_DIR:-.}/sbi-$tag.pcap"
+  local snaps="${RUN_DIR:-.}/hostcpu-$tag.txt"
+  host_snapshot "$snaps" boot-start
   stack_up "$tag-stack-up.log" --no-ue
   render_hashes "$RENDER" "$tag-rendered-configs.sha256"
-  export UES="$n"
+  # UES here is compose's interpolation for the ue-scale container only: never exported, so the
+  # next boot's up.sh does not inherit this count
   run_cmd env UES="$n" "${DC[@]}" "${STACK_ALL_PROFILES[@]}" up -d --no-deps ue-scale \
     >>"$(out_path "$tag-stack.log")" 2>&1 || die "could not start ue-scale with $n UEs; see $tag-stack.log" 1
   wait_for "$ATTACH_TIMEOUT" "$n UE PDU sessions ($tag)" ue_has_session ue-scale "$n" \
     || die "not all $n UEs got a PDU session within ${ATTACH_TIMEOUT}s ($tag): the CPU sample is not taken" 1
   if [[ "$DRY_RUN" == 1 ]]; then
     _record_command cat "/sys/fs/cgroup/.../cpu.stat" "(every running container)"
+    host_snapshot "$snaps" last-pdu
   else
+    host_snapshot "$snaps" last-pdu
     cpu_table >"$RUN_DIR/cpu-$tag.csv"
-    record_file "cpu-$tag.csv" cpu "ues=$n" "rep=$rep"
   fi
   capture_stop "sbi-$tag"
   stack_logs "$tag-containers.log"
   [[ "$DRY_RUN" == 1 ]] || datapath_from_log "$RUN_DIR/$tag-containers.log"
   stack_teardown
+  # an idle window of the measured window's length, measured the same way, stack down
+  local idle_s=$(( $(stack_window_s "$snaps") ))
+  host_snapshot "$snaps" idle-start
+  [[ "$DRY_RUN" == 1 ]] || sleep "$idle_s"      # pacing: the idle window itself
+  host_snapshot "$snaps" idle-end
+  if [[ "$DRY_RUN" != 1 ]]; then
+    "$PYTHON" -m testbed.hostcpu rows "$snaps" >>"$RUN_DIR/cpu-$tag.csv" \
+      || die "host CPU snapshots of $tag unreadable (see $snaps)" 1
+    record_file "cpu-$tag.csv" cpu "ues=$n" "rep=$rep"
+    record_file "hostcpu-$tag.txt" log "ues=$n" "rep=$rep"
+  fi
+}
+
+# stack_window_s SNAPSHOTS: whole seconds between boot-start and last-pdu (at least 1).
+stack_window_s() {
+  [[ "$DRY_RUN" == 1 ]] && { echo 1; return 0; }
+  awk '$1 == "boot-start" {a = $2} $1 == "last-pdu" {b = $2} END {s = int((b - a) / 1e9 + 0.5); print (s < 1 ? 1 : s)}' "$1"
 }
 
 main() {

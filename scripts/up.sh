@@ -30,7 +30,9 @@ PROFILE_ID="${PROFILE:-baseline}"
 PLANE_ID="${PLANE:-}"
 SCP_FLAG=()
 [[ "${SCP:-}" == 1 || "${SCP:-}" == yes || "${SCP:-}" == true ]] && SCP_FLAG=(--scp)
-UES_N="${UES:-0}"
+# --ues only: UES in the environment is the CPU experiment's list of counts (make run-cpu
+# UES="1 5 10 20"), never this script's number
+UES_N=0
 TIMEOUT="${UP_TIMEOUT:-420}"
 WITH_UE=1
 PHASE=all          # all | create (networks + containers, nothing started) | start (after create)

@@ -85,7 +85,31 @@ def host_facts() -> dict[str, Any]:
         pass
     return {"kernel": platform.release(), "cpu_model": cpu_model,
             "aes_ni": "aes" in flags.split(), "hostname": socket.gethostname(),
-            "nproc": os.cpu_count() or 0}
+            "nproc": os.cpu_count() or 0, **cpu_power_facts()}
+
+
+def _sysfs(path: str) -> str | None:
+    try:
+        return Path(path).read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+
+
+def cpu_power_facts() -> dict[str, Any]:
+    """What moves CPU and latency figures between runs: the frequency governor, turbo/boost,
+    SMT, and the CPUs this process may run on (a cpuset pins the stack). None where the host
+    does not say (VMs often have no cpufreq)."""
+    no_turbo = _sysfs("/sys/devices/system/cpu/intel_pstate/no_turbo")
+    boost = _sysfs("/sys/devices/system/cpu/cpufreq/boost")
+    turbo = (no_turbo == "0") if no_turbo is not None else ((boost == "1") if boost is not None else None)
+    smt = _sysfs("/sys/devices/system/cpu/smt/active")
+    try:
+        allowed = sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        allowed = []
+    return {"governor": _sysfs("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
+            "turbo": turbo, "smt": (smt == "1") if smt is not None else None,
+            "cpus_allowed": ",".join(map(str, allowed))}
 
 
 def git_commit() -> tuple[str | None, bool | None]:

@@ -659,7 +659,8 @@ stack_up() {
     _STACK_CREATED=0
   fi
   run_bg_wait "$TESTBED_ROOT/scripts/up.sh" --profile "$PROFILE" --plane "$PLANE" --timeout "$UP_TIMEOUT" "$@" "${phase[@]}" \
-    >>"$RUN_DIR/$rel" 2>&1 || die "stack for $PROFILE ($PLANE) did not come up within ${UP_TIMEOUT}s; see $RUN_DIR/$rel (and make doctor)" 1
+    >>"$RUN_DIR/$rel" 2>&1 \
+    || die "stack for $PROFILE ($PLANE) did not come up: $(tail -n 3 "$RUN_DIR/$rel" | tr '\n' ' ')(full log: $RUN_DIR/$rel; make doctor)" 1
   RENDER="$(<"$(stack_current_file)")"
   stack_compose_argv "$RENDER"
   DC=("${STACK_CMD[@]}")

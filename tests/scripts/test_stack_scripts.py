@@ -58,3 +58,18 @@ def test_up_without_docker_says_what_is_missing_and_starts_nothing(tmp_path) -> 
     assert res.returncode == 1
     assert missing in res.stderr and "make doctor" in res.stderr
     assert not (tmp_path / "stack.current").exists()
+
+
+def test_up_ignores_the_cpu_experiments_ues_list_in_the_environment(tmp_path) -> None:
+    """make run-cpu UES="1 5 10 20" exports UES: up.sh must not read it as its own --ues
+    (it used to stop with '--ues must be a number, got 1 5 10 20')."""
+    import os
+    import subprocess
+    from tests.conftest import ROOT
+    env = {**os.environ, "UES": "1 5 10 20", "STATE": str(tmp_path)}
+    res = subprocess.run(["bash", str(ROOT / "scripts" / "up.sh"), "--profile", "baseline"], env=env,
+                         capture_output=True, text=True, timeout=120, check=False)
+    assert "--ues must be a number" not in res.stderr, res.stderr[-500:]
+    bad = subprocess.run(["bash", str(ROOT / "scripts" / "up.sh"), "--ues", "1 5"], env=env,
+                         capture_output=True, text=True, timeout=60, check=False)
+    assert bad.returncode == 2 and "--ues must be a number, got 1 5" in bad.stderr

@@ -29,7 +29,8 @@ def test_create_writes_a_running_manifest_that_matches_the_schema(tmp_path: Path
     assert m["parameters"]["sets"] == 3 and m["parameters"]["sizes"] == [64, 1024]
     assert m["profile_params"]["esp_proposal"] == "aes256gcm16"
     assert m["datapath"] == {"ipsec": "libipsec", "wireguard": None, "userspace": True}
-    assert set(m["host"]) == {"kernel", "cpu_model", "aes_ni", "hostname", "nproc"}
+    assert set(m["host"]) == {"kernel", "cpu_model", "aes_ni", "hostname", "nproc", "governor", "turbo", "smt",
+                              "cpus_allowed"}
     assert m["versions"]["testbed_commit"] is None or len(m["versions"]["testbed_commit"]) == 40
     assert m["versions"]["open5gs"] == "v2.7.7"
 

@@ -1,0 +1,64 @@
+"""Host-wide CPU accounting (testbed/hostcpu.py) against a known busy loop in a namespace."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from testbed import hostcpu
+
+
+def _snap(path: Path, label: str) -> None:
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write(f"{label} {time.time_ns()} {Path('/proc/stat').read_text().splitlines()[0]}\n")
+
+
+def test_rows_from_constructed_snapshots(tmp_path: Path) -> None:
+    hz = hostcpu.HZ
+    f = tmp_path / "s.txt"
+    # 2 s window with 3 s of busy CPU (two CPUs), idle window of 1 s with 0.25 s busy
+    f.write_text(f"boot-start 0 cpu 0 0 0 0 0 0 0 0 0 0\n"
+                 f"last-pdu 2000000000 cpu {2 * hz} 0 {hz // 2} 0 0 0 {hz // 2} 0 0 0\n"
+                 f"idle-start 3000000000 cpu 0 0 0 0 0 0 0 0 0 0\n"
+                 f"idle-end 4000000000 cpu {hz // 4} 0 0 0 0 0 0 0 0 0\n")
+    rows = dict(hostcpu.rows(f))
+    assert rows["host:busy"] == 3_000_000 and rows["host:softirq"] == 500_000
+    assert rows["host:idle-busy"] == 500_000                  # 0.25 s per s, over the 2 s window
+    assert rows["host:net"] == 2_500_000 and rows["host:wall"] == 2_000_000
+
+
+def test_missing_snapshot_is_named(tmp_path: Path) -> None:
+    f = tmp_path / "s.txt"
+    f.write_text("boot-start 0 cpu 0 0 0 0 0 0 0 0\n")
+    with pytest.raises(hostcpu.HostCpuError, match="no 'last-pdu' snapshot"):
+        hostcpu.rows(f)
+
+
+def test_a_known_busy_loop_in_a_namespace_is_counted(tmp_path: Path) -> None:
+    """A process in its own network namespace burns 1.5 s of CPU; host-wide busy time over that
+    window, minus an idle window of the same length, is that 1.5 s (within scheduler noise)."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root (a network namespace for the busy loop)")
+    ns = f"hostcpu-{os.getpid()}"
+    subprocess.run(["ip", "netns", "add", ns], check=True)
+    try:
+        f = tmp_path / "s.txt"
+        _snap(f, "idle-start")
+        time.sleep(2.0)
+        _snap(f, "idle-end")
+        _snap(f, "boot-start")
+        burn = ("import resource\n"
+                "while resource.getrusage(resource.RUSAGE_SELF).ru_utime < 1.5:\n"
+                "    for _ in range(200_000): pass\n")
+        t0 = time.monotonic()
+        subprocess.run(["ip", "netns", "exec", ns, sys.executable, "-c", burn], check=True, timeout=60)
+        time.sleep(max(0.0, 2.0 - (time.monotonic() - t0)))    # same window length as the idle one
+        _snap(f, "last-pdu")
+        rows = dict(hostcpu.rows(f))
+        assert 1.0e6 < rows["host:net"] < 2.2e6, rows
+    finally:
+        subprocess.run(["ip", "netns", "delete", ns], check=False)
