@@ -380,6 +380,13 @@ def set_datapath(run_dir: Path, ipsec: str | None = None, wireguard: str | None 
     return dp
 
 
+def set_path_waits(run_dir: Path, waits: dict[str, Any]) -> None:
+    """The patched NFs' trap-path waits (testbed/validity.py path_waits)."""
+    m = load(run_dir)
+    m["path_waits"] = waits
+    write(run_dir, m)
+
+
 def set_validity(run_dir: Path, valid: bool, protected: int, plaintext: int, details: str) -> None:
     from testbed import tshark
     m = load(run_dir)

@@ -10,6 +10,7 @@ The verdict is written into the run's manifest (`valid`, `validity`).
 from __future__ import annotations
 
 import logging
+import re
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +95,42 @@ def check_capture(pcap: Path, m: dict[str, Any], values: dict[str, Any] | None =
     return combine(verdicts)
 
 
+# patches/open5gs/0002-sbi-trap-path-wait.patch: one line per wait
+PATH_WAIT = re.compile(r"path-wait: peer=(\S+) waited_us=(\d+) probes=(\d+) result=(ok|fallback)")
+
+
+def path_waits(run_dir: Path, m: dict[str, Any]) -> dict[str, Any] | None:
+    """The patched NFs' waits for the IPsec trap path, from the run's container logs: count,
+    fallbacks, mean and max wait (ms) and every line; None for profiles without the patched wait."""
+    prof = profiles.get(m["profile"])
+    if not prof.params.get("patched_wait"):
+        return None
+    waits: list[dict[str, Any]] = []
+    for f in m["files"]:
+        if f["kind"] == "log" and f["path"].endswith("containers.log") and (run_dir / f["path"]).is_file():
+            for line in (run_dir / f["path"]).read_text(encoding="utf-8", errors="replace").splitlines():
+                hit = PATH_WAIT.search(line)
+                if hit:
+                    waits.append({"file": f["path"], "peer": hit.group(1), "waited_ms": int(hit.group(2)) / 1000,
+                                  "probes": int(hit.group(3)), "result": hit.group(4)})
+    ok = [w["waited_ms"] for w in waits if w["result"] == "ok"]
+    return {"count": len(waits), "fallbacks": sum(w["result"] == "fallback" for w in waits),
+            "mean_ms": round(sum(ok) / len(ok), 3) if ok else None, "max_ms": max(ok) if ok else None,
+            "waits": waits}
+
+
+def trap_verdict(waits: dict[str, Any]) -> Verdict:
+    """A trap run is valid only if the NFs waited for the path and never fell back."""
+    if waits["count"] == 0:
+        return Verdict(False, 0, 0, "trap mode: no path-wait line in the NFs' logs (patched wait not in "
+                       "force: image without patches/open5gs/0002?) -> INVALID")
+    if waits["fallbacks"]:
+        return Verdict(False, 0, 0, f"trap mode: {waits['fallbacks']} of {waits['count']} path waits fell back "
+                       "(request sent without the SA) -> INVALID")
+    return Verdict(True, 0, 0, f"trap mode: {waits['count']} path waits, mean {waits['mean_ms']} ms, "
+                   f"max {waits['max_ms']} ms, no fallback")
+
+
 def check_run(run_dir: Path, record: bool = True) -> Verdict:
     """Check every validation capture of a run; write the verdict into its manifest."""
     run_dir = Path(run_dir)
@@ -108,6 +145,13 @@ def check_run(run_dir: Path, record: bool = True) -> Verdict:
                 v = Verdict(False, 0, 0, f"check failed: {exc} -> INVALID")
             verdicts.append(Verdict(v.valid, v.protected_packets, v.plaintext_packets,
                                     f"{f['path']}: {v.details}"))
+    if not verdicts:
+        verdicts.append(Verdict(False, 0, 0, "no validation capture recorded -> INVALID"))
+    waits = path_waits(run_dir, m)
+    if waits is not None:
+        verdicts.append(trap_verdict(waits))
+        if record:
+            manifest.set_path_waits(run_dir, waits)
     verdict = combine(verdicts)
     if record:
         manifest.set_validity(run_dir, verdict.valid, verdict.protected_packets,

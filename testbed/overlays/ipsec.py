@@ -342,7 +342,7 @@ def compose_env(profile: Profile, plane: str, values: dict[str, Any]) -> dict[st
 
 # Bounded wait of the trap-mode patch (patches/open5gs/0002-sbi-trap-path-wait.patch): long
 # enough for IKE_SA_INIT + IKE_AUTH with certificates on a loaded host, short enough that a
-# broken tunnel shows up as a logged "no path ... sending anyway" instead of a hang.
+# broken tunnel shows up as a logged "path-wait: ... result=fallback" (an invalid run) instead of a hang.
 TRAP_WAIT_MS = 2000
 
 

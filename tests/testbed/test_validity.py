@@ -52,3 +52,27 @@ def test_a_broken_capture_is_invalid_not_a_crash(tmp_path: Path) -> None:
     manifest.add_file(run, "n3.pcap", "pcap", {"iface": "n3", "purpose": "validation"})
     v = validity.check_run(run)
     assert not v.valid and "INVALID" in v.details
+
+
+def test_trap_runs_record_their_path_waits_and_a_fallback_is_invalid(tmp_path) -> None:
+    """IPsec trap mode: the patched NFs' path-wait lines (patches/open5gs/0002) go into the
+    manifest; one fallback (a request sent without the SA) makes the run invalid."""
+    from testbed import manifest, validity
+    run = manifest.create(tmp_path, "sbi", "aes128gcm-psk-trap", {"ITERATIONS": "1"})
+    log = run / "it01-containers.log"
+    log.write_text(
+        "ausf-1  | 11/24 20:00:00.000: [sbi] INFO: path-wait: peer=10.100.1.10:7777 waited_us=12345 probes=13 result=ok\n"
+        "amf-1   | 11/24 20:00:01.000: [sbi] INFO: path-wait: peer=10.100.1.12:7777 waited_us=2000 probes=3 result=ok\n")
+    manifest.add_file(run, log.name, "log", {})
+    waits = validity.path_waits(run, manifest.load(run))
+    assert waits["count"] == 2 and waits["fallbacks"] == 0 and waits["max_ms"] == 12.345
+    assert validity.trap_verdict(waits).valid
+    v = validity.check_run(run)                      # no capture: invalid whatever the waits say
+    assert not v.valid and "no validation capture" in v.details
+    assert manifest.load(run)["path_waits"]["count"] == 2
+    log.write_text(log.read_text() + "udm-1 | [sbi] WARNING: path-wait: peer=10.100.1.11:7777 waited_us=2000000 "
+                   "probes=2000 result=fallback limit_ms=2000 (no path: sending anyway)\n")
+    bad = validity.trap_verdict(validity.path_waits(run, manifest.load(run)))
+    assert not bad.valid and "1 of 3 path waits fell back" in bad.details
+    start = manifest.create(tmp_path, "sbi", "aes128gcm-psk", {"ITERATIONS": "1"})
+    assert validity.path_waits(start, manifest.load(start)) is None      # start mode: not applicable
