@@ -130,8 +130,18 @@ def attach(runs: list[Run], errors: list[str] | None = None, workers: int = 2) -
     return out
 
 
+def retried_cold(frame: pd.DataFrame) -> pd.Series:
+    """Cold registrations that were not the UE's first attempt in their capture (a retry or a
+    re-registration): the core had seen the UE already, so they are not cold samples."""
+    if "attempt" not in frame.columns or frame.empty:
+        return pd.Series(False, index=frame.index)
+    attempt = pd.to_numeric(frame["attempt"], errors="coerce")
+    return (frame["role"].astype(str) == "cold") & (attempt > 1)
+
+
 def complete_attach(frame: pd.DataFrame) -> pd.DataFrame:
-    return frame[frame["status"] == STATUS_COMPLETE]
+    """Complete registrations that count: retried or re-registered cold ones are left out."""
+    return frame[(frame["status"] == STATUS_COMPLETE) & ~retried_cold(frame)]
 
 
 def cpu(runs: list[Run], errors: list[str] | None = None) -> pd.DataFrame:

@@ -202,6 +202,12 @@ def render(results: Path, runs: list[Run], ds: Datasets, tables: dict[str, pd.Da
         flags.append(f"- {len(incomplete)} registration(s) without a complete attach time (left out of "
                      "the means; counted in the `incomplete` column): "
                      + ", ".join(sorted(set(incomplete["status"].astype(str)))))
+    if not ds.attach.empty:
+        from analysis.datasets import retried_cold
+        retried = int(retried_cold(ds.attach).sum())
+        if retried:
+            flags.append(f"- {retried} cold registration(s) left out of the cold statistics: not the "
+                         "UE's first attempt in its capture (a retry or a re-registration)")
     if not ds.ping.empty and ds.ping["lost"].any():
         flags.append(f"- {int(ds.ping['lost'].sum())} ping(s) lost (see `loss_pct`)")
     out.append("\n".join(flags) + "\n" if flags else "No flags: every run is complete and valid.\n")

@@ -10,7 +10,9 @@ Three modes (``mode``):
 - ``"nas"`` (NAS null ciphering, the Open5GS default): NAS is deciphered with
   ``nas-5gs.null_decipher``; start = InitialUEMessage whose NAS holds a Registration Request
   (0x41), end = first NGAP downlink message of that UE holding PDU Session Establishment
-  Accept (0xc2). Other initial messages (Service Request, Deregistration) are not registrations.
+  Accept (0xc2). Other initial messages (Service Request, Deregistration) are not registrations:
+  such a message closes the UE's open registration window (the registration stays without an
+  accept, and the accept that follows answers the other procedure: no row for it).
 - ``"ngap"`` (real NAS ciphering: only NGAP tells messages apart): start = every
   InitialUEMessage, end = the first PDUSessionResourceSetupRequest for that UE.
 - ``"auto"`` (default): per message, the NAS rule where tshark could decode the NAS and the
@@ -19,7 +21,9 @@ Three modes (``mode``):
 
 Several NGAP PDUs bundled in one SCTP packet are handled (``-E occurrence=a``). A registration
 whose end (or start) is not in the capture gives a row whose ``status`` says what is missing
-and whose ``attach_ms`` is empty.
+and whose ``attach_ms`` is empty. ``attempt`` numbers the registrations of one subscriber (SUCI
+MSIN, where NAS is readable) in the capture: attempt > 1 is a retry or a re-registration, left
+out of the cold statistics (analysis/datasets.py).
 """
 from __future__ import annotations
 
@@ -60,7 +64,7 @@ FILTERS = {"nas": FILTER_NAS, "ngap": FILTER_NGAP,
 MODES = tuple(FILTERS)
 
 COLUMNS = ["ue", "t_registration_request", "t_pdu_session_accept", "attach_ms", "status",
-           "gnb", "ran_ue_ngap_id", "amf_ue_ngap_id", "msin",
+           "gnb", "ran_ue_ngap_id", "amf_ue_ngap_id", "msin", "attempt",
            "frame_registration_request", "frame_pdu_session_accept",
            "ns_registration_request", "ns_pdu_session_accept"]
 CSV_COLUMNS = COLUMNS[:-2]
@@ -74,7 +78,7 @@ STATUS_NO_REQUEST = "missing_registration_request"
 class _Event:
     ns: int
     frame: int
-    kind: str            # "start" | "accept"
+    kind: str            # "start" | "other" (a non-registration initial message) | "accept"
     gnb: str
     ran: str
     amf: str
@@ -129,13 +133,13 @@ def _events(table: pd.DataFrame, mode: str) -> list[_Event]:
         nas_decoded = bool(mm or sm)
         use_nas = mode == "nas" or (mode == "auto" and nas_decoded)
         if rec["ngap.InitialUEMessage_element"]:
-            if use_nas and NAS_REGISTRATION_REQUEST not in mm:
-                log.debug("frame %s: InitialUEMessage without Registration Request (NAS %s)", frame, mm)
-            else:
-                for i, c in enumerate(codes):
-                    if c == INITIAL_UE_MESSAGE:
-                        events.append(_Event(int(t), int(frame), "start", src, rans[i], "",
-                                             msins[0] if len(msins) == 1 else ""))
+            # a Service Request (or any other initial message) is not a registration, but it
+            # closes the UE's open registration window: what follows belongs to that procedure
+            kind = "other" if use_nas and NAS_REGISTRATION_REQUEST not in mm else "start"
+            for i, c in enumerate(codes):
+                if c == INITIAL_UE_MESSAGE:
+                    events.append(_Event(int(t), int(frame), kind, src, rans[i], "",
+                                         msins[0] if len(msins) == 1 and kind == "start" else ""))
         accept_codes: set[int] = set()
         if rec["ngap.PDUSessionResourceSetupRequest_element"]:
             if not use_nas or NAS_PDU_SESSION_ESTABLISHMENT_ACCEPT in sm:
@@ -159,6 +163,12 @@ def _match(events: list[_Event]) -> pd.DataFrame:
     done: dict[tuple[str, str], str] = {}       # (gnb, ran) -> AMF id of the completed row
     for e in events:
         key = (e.gnb, e.ran)
+        if e.kind == "other":
+            # the open registration (if any) stays without its accept; a later accept on this
+            # key answers the other procedure and is not a registration's
+            open_.pop(key, None)
+            done[key] = ""
+            continue
         if e.kind == "start":
             open_[key] = len(rows)
             done.pop(key, None)
@@ -177,10 +187,21 @@ def _match(events: list[_Event]) -> pd.DataFrame:
                          "frame_registration_request": None, "ns_registration_request": None,
                          "frame_pdu_session_accept": e.frame, "ns_pdu_session_accept": e.ns})
             done[key] = e.amf
+    # attempt: the how-many-th registration of the same subscriber (SUCI MSIN) in this capture;
+    # attempt > 1 is a retry or a re-registration, never a cold sample
+    seen: dict[str, int] = {}
+    for r in rows:
+        if r["frame_registration_request"] is None:
+            r["attempt"] = None
+        elif r["msin"]:
+            seen[r["msin"]] = seen.get(r["msin"], 0) + 1
+            r["attempt"] = seen[r["msin"]]
+        else:
+            r["attempt"] = 1
     columns = ["gnb", "ran_ue_ngap_id", "amf_ue_ngap_id", "msin", "frame_registration_request",
-               "ns_registration_request", "frame_pdu_session_accept", "ns_pdu_session_accept"]
+               "ns_registration_request", "frame_pdu_session_accept", "ns_pdu_session_accept", "attempt"]
     # build column by column: a frame built from dicts would turn int64 ns with gaps into float
-    data = {c: pd.array([r[c] for r in rows], dtype="Int64" if c.startswith(("ns_", "frame_")) else str)
+    data = {c: pd.array([r[c] for r in rows], dtype="Int64" if c.startswith(("ns_", "frame_", "attempt")) else str)
             for c in columns}
     return pd.DataFrame(data, columns=columns)
 

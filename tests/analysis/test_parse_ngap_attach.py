@@ -7,6 +7,7 @@ import io
 import subprocess
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from analysis.parse.ngap_attach import (CSV_COLUMNS, STATUS_COMPLETE, STATUS_NO_ACCEPT, STATUS_NO_REQUEST,
@@ -77,7 +78,8 @@ def test_ciphered_nas_view_falls_back_to_ngap(shared, f1c_merged):
         blind = table.assign(**{c: "" for c in FIELDS if c.startswith("nas_5gs.")})
         auto = attach_times_from_table(blind, mode="auto")
         ngap = attach_times(capture, mode="ngap")
-        assert auto.drop(columns=["msin"]).equals(ngap.drop(columns=["msin"]))
+        # msin (and so the attempt number per subscriber) is only readable where NAS is not ciphered
+        assert auto.drop(columns=["msin", "attempt"]).equals(ngap.drop(columns=["msin", "attempt"]))
         assert (auto["status"] == STATUS_COMPLETE).sum() >= 1
 
 
@@ -125,3 +127,47 @@ def test_csv_has_the_promised_columns(shared):
 
 def test_capture_without_ngap_gives_no_rows(shared):
     assert attach_times(shared / "roastedbeans-open5gs-roaming" / "n32_interfaces.pcap").empty
+
+
+def _table(rows: list[dict]) -> "pd.DataFrame":
+    import pandas as pd
+    from analysis.parse.ngap_attach import FIELDS
+    return pd.DataFrame([{f: str(r.get(f, "")) for f in FIELDS} for r in rows], columns=FIELDS, dtype=str)
+
+
+def _initial(frame: int, t: float, ran: str, nas: str, msin: str = "") -> dict:
+    return {"frame.number": frame, "frame.time_epoch": f"{t:.9f}", "ip.src": "10.0.0.1", "ip.dst": "10.0.0.2",
+            "sctp.srcport": "38412", "sctp.dstport": "38412", "ngap.procedureCode": "15",
+            "ngap.RAN_UE_NGAP_ID": ran, "ngap.InitialUEMessage_element": "1",
+            "nas_5gs.mm.message_type": nas, "nas_5gs.mm.suci.msin": msin}
+
+
+def _accept(frame: int, t: float, ran: str, amf: str) -> dict:
+    return {"frame.number": frame, "frame.time_epoch": f"{t:.9f}", "ip.src": "10.0.0.2", "ip.dst": "10.0.0.1",
+            "sctp.srcport": "38412", "sctp.dstport": "38412", "ngap.procedureCode": "29",
+            "ngap.RAN_UE_NGAP_ID": ran, "ngap.AMF_UE_NGAP_ID": amf,
+            "ngap.PDUSessionResourceSetupRequest_element": "1", "nas_5gs.sm.message_type": "0xc2"}
+
+
+def test_a_service_request_closes_the_registration_window_and_is_no_row() -> None:
+    """UE 1 registers but gets no accept; then a Service Request (0x4c) on the same RAN id is
+    answered with a PDU session: not a registration, no orphan row, and the failed registration
+    does not borrow that accept."""
+    from analysis.parse.ngap_attach import attach_times_from_table
+    table = _table([_initial(1, 10.0, "1", "0x41", "0000000001"),
+                    _initial(2, 20.0, "1", "0x4c"),
+                    _accept(3, 20.5, "1", "7")])
+    out = attach_times_from_table(table, mode="auto")
+    assert len(out) == 1, out
+    row = out.iloc[0]
+    assert row["status"] == STATUS_NO_ACCEPT and row["frame_registration_request"] == 1 and row["attempt"] == 1
+
+
+def test_re_registrations_carry_their_attempt_number() -> None:
+    from analysis.parse.ngap_attach import attach_times_from_table
+    table = _table([_initial(1, 10.0, "1", "0x41", "0000000001"), _accept(2, 10.2, "1", "7"),
+                    _initial(3, 30.0, "2", "0x41", "0000000001"), _accept(4, 30.1, "2", "8"),
+                    _initial(5, 31.0, "3", "0x41", "0000000002"), _accept(6, 31.1, "3", "9")])
+    out = attach_times_from_table(table, mode="auto")
+    assert list(out["attempt"]) == [1, 2, 1] and (out["status"] == STATUS_COMPLETE).all()
+    assert list(out["attach_ms"].round(3)) == [200.0, 100.0, 100.0]
