@@ -85,6 +85,36 @@ def _timed(fn: Any, repeat: int = 1) -> tuple[float, Any]:
     return best, result
 
 
+def cli_ratio(capture: Path, repeat: int = 5) -> dict[str, Any]:
+    """`python -m analysis attach-times` against one bare `tshark -T fields` pass with the same
+    fields, filter and preferences (the floor: the analysis can not be faster than tshark)."""
+    import sys
+
+    from analysis.parse.ngap_attach import FIELDS, FILTERS, PREFS_NAS
+    bare = [_need("tshark"), "-r", str(capture), "-n", "-T", "fields"]
+    for k, v in {**PREFS_NAS, **REPLAY_PREFS}.items():
+        bare += ["-o", f"{k}:{v}"]
+    bare += ["-Y", FILTERS["auto"]] + [a for f in FIELDS for a in ("-e", f)]
+    cli = [sys.executable, "-m", "analysis", "attach-times", str(capture)]
+    t_bare, _ = _timed(lambda: subprocess.run(bare, capture_output=True, check=True), repeat)
+    t_cli, _ = _timed(lambda: subprocess.run(cli, capture_output=True, check=True), repeat)
+    return {"bare_tshark_seconds": round(t_bare, 3), "attach_times_cli_seconds": round(t_cli, 3),
+            "cli_over_bare_tshark": round(t_cli / t_bare, 2), "cli_ratio_target": 1.2}
+
+
+def parallel_ratio(capture: Path, copies: int = 8) -> dict[str, Any]:
+    """Attach times of `copies` captures one after another vs all at once on every core (what
+    the results-tree analysis does): tshark's start-up dominates small captures."""
+    import os
+    from concurrent.futures import ThreadPoolExecutor
+    caps = [capture] * copies
+    t_serial, _ = _timed(lambda: [attach_times(c, prefs=REPLAY_PREFS) for c in caps])
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        t_par, _ = _timed(lambda: list(pool.map(lambda c: attach_times(c, prefs=REPLAY_PREFS), caps)))
+    return {"parallel_files": copies, "serial_seconds": round(t_serial, 3), "parallel_seconds": round(t_par, 3),
+            "serial_over_parallel": round(t_serial / t_par, 2), "cores": os.cpu_count()}
+
+
 def run_benchmark(workdir: Path, copies: int = 4, ping_lines: int = 1_000_000, pyshark: bool = True,
                   source: Path = DEFAULT_CAPTURE, ping_values: Path = DEFAULT_PING_VALUES) -> dict[str, Any]:
     workdir.mkdir(parents=True, exist_ok=True)
@@ -110,6 +140,8 @@ def run_benchmark(workdir: Path, copies: int = 4, ping_lines: int = 1_000_000, p
                        "speedup": round(t_py / t_tshark, 1), "same_attach_times": bool(same),
                        "required_speedup": REQUIRED_SPEEDUP})
         result["ok"] = bool(same and t_py / t_tshark >= REQUIRED_SPEEDUP and len(complete) == copies)
+    result.update(cli_ratio(capture))
+    result.update(parallel_ratio(capture, copies=8))
     text = build_ping_text(ping_values, ping_lines)
     t_ping, pframe = _timed(lambda: parse_ping_text(text), repeat=3)
     result.update({"ping_lines": ping_lines, "ping_seconds": round(t_ping, 3),

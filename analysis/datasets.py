@@ -8,6 +8,7 @@ Warm-up ping files (attr ``warmup: true``) are left out and logged.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -99,11 +100,12 @@ def _role_of(run: Run, f: RawFile, frame: pd.DataFrame) -> pd.Series:
     return roles
 
 
-def attach(runs: list[Run], errors: list[str] | None = None, workers: int = 2) -> pd.DataFrame:
+def attach(runs: list[Run], errors: list[str] | None = None, workers: int = 0) -> pd.DataFrame:
     """One row per registration in the N2 timing captures (+ failed attempts from manifests)."""
     jobs = [(run, f) for run in runs if run.usable for f in run.files("pcap")
             if f.attrs.get("iface", "n2") == "n2" and f.attrs.get("purpose", "timing") == "timing"]
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+    # one tshark per capture, as many at once as there are cores (0 = os.cpu_count())
+    with ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
         frames = list(pool.map(lambda job: _parse(job[1], attach_times, errors), jobs))
     parts = []
     for (run, f), frame in zip(jobs, frames):

@@ -28,13 +28,15 @@ out of the cold statistics (analysis/datasets.py).
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import pandas as pd
+from analysis.parse.tshark import epoch_ns_text, tshark_fields, tshark_records
 
-from analysis.parse.tshark import epoch_ns, tshark_fields
+if TYPE_CHECKING:      # pandas only where a frame is asked for: `attach-times` runs without it
+    import pandas as pd
 
 log = logging.getLogger(__name__)
 
@@ -116,11 +118,11 @@ def _align_ids(codes: list[int], ids: list[str], frame: str) -> list[str]:
     return out
 
 
-def _events(table: pd.DataFrame, mode: str) -> list[_Event]:
-    ns = epoch_ns(table["frame.time_epoch"]).to_numpy(dtype=np.int64) if len(table) else []
+def _events(records: Iterable[Sequence[str]], mode: str) -> list[_Event]:
     events: list[_Event] = []
-    for row, t in zip(table.itertuples(index=False, name=None), ns):
+    for row in records:
         rec = dict(zip(FIELDS, row))
+        t = epoch_ns_text(rec["frame.time_epoch"])
         frame = rec["frame.number"]
         codes = [int(c) for c in _split(rec["ngap.procedureCode"])]
         rans = _align_ids(codes, _split(rec["ngap.RAN_UE_NGAP_ID"]), frame)
@@ -157,7 +159,7 @@ def _events(table: pd.DataFrame, mode: str) -> list[_Event]:
     return events
 
 
-def _match(events: list[_Event]) -> pd.DataFrame:
+def _match(events: list[_Event]) -> list[dict[str, Any]]:
     rows: list[dict] = []
     open_: dict[tuple[str, str], int] = {}      # (gnb, ran) -> index of the open row
     done: dict[tuple[str, str], str] = {}       # (gnb, ran) -> AMF id of the completed row
@@ -198,27 +200,46 @@ def _match(events: list[_Event]) -> pd.DataFrame:
             r["attempt"] = seen[r["msin"]]
         else:
             r["attempt"] = 1
-    columns = ["gnb", "ran_ue_ngap_id", "amf_ue_ngap_id", "msin", "frame_registration_request",
-               "ns_registration_request", "frame_pdu_session_accept", "ns_pdu_session_accept", "attempt"]
-    # build column by column: a frame built from dicts would turn int64 ns with gaps into float
-    data = {c: pd.array([r[c] for r in rows], dtype="Int64" if c.startswith(("ns_", "frame_", "attempt")) else str)
-            for c in columns}
-    return pd.DataFrame(data, columns=columns)
+    for r in rows:
+        r["ue"] = f"{r['gnb']}/ran-ue-{r['ran_ue_ngap_id']}"
+        start, end = r["ns_registration_request"], r["ns_pdu_session_accept"]
+        r["status"] = (STATUS_NO_REQUEST if start is None else STATUS_NO_ACCEPT if end is None
+                       else STATUS_COMPLETE)
+    return rows
+
+
+def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    import pandas as pd
+    ints = ("ns_registration_request", "ns_pdu_session_accept", "frame_registration_request",
+            "frame_pdu_session_accept", "attempt")
+    # column by column: a frame built from dicts would turn int64 ns with gaps into float
+    out = pd.DataFrame({c: pd.array([r[c] for r in rows], dtype="Int64" if c in ints else str)
+                        for c in ("ue", "status", "gnb", "ran_ue_ngap_id", "amf_ue_ngap_id", "msin", *ints)})
+    out["t_registration_request"] = out["ns_registration_request"].astype("Float64") / 1e9
+    out["t_pdu_session_accept"] = out["ns_pdu_session_accept"].astype("Float64") / 1e9
+    out["attach_ms"] = (out["ns_pdu_session_accept"] - out["ns_registration_request"]).astype("Float64") / 1e6
+    return out[COLUMNS]
+
+
+def _check_mode(mode: str) -> None:
+    if mode not in FILTERS:
+        raise ValueError(f"unknown mode {mode!r}; valid: {', '.join(MODES)}")
 
 
 def attach_times_from_table(table: pd.DataFrame, mode: str = "auto") -> pd.DataFrame:
     """Attach-time frame from a tshark field table with the columns ``FIELDS``."""
-    if mode not in FILTERS:
-        raise ValueError(f"unknown mode {mode!r}; valid: {', '.join(MODES)}")
-    out = _match(_events(table, mode))
-    out["ue"] = out["gnb"] + "/ran-ue-" + out["ran_ue_ngap_id"].astype(str)
-    out["t_registration_request"] = out["ns_registration_request"].astype("Float64") / 1e9
-    out["t_pdu_session_accept"] = out["ns_pdu_session_accept"].astype("Float64") / 1e9
-    out["attach_ms"] = (out["ns_pdu_session_accept"] - out["ns_registration_request"]).astype("Float64") / 1e6
-    status = np.where(out["ns_registration_request"].isna(), STATUS_NO_REQUEST,
-                      np.where(out["ns_pdu_session_accept"].isna(), STATUS_NO_ACCEPT, STATUS_COMPLETE))
-    out["status"] = pd.Series(status, index=out.index, dtype=str)
-    return out[COLUMNS]
+    _check_mode(mode)
+    return _frame(_match(_events(table[FIELDS].itertuples(index=False, name=None), mode)))
+
+
+def attach_rows(capture: Path | str, mode: str = "auto",
+                prefs: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """The registrations of one N2 capture as plain rows, from one tshark pass and no pandas
+    (`python -m analysis attach-times` stays within a few percent of tshark's own time)."""
+    _check_mode(mode)
+    records = tshark_records(capture, FIELDS, FILTERS[mode],
+                             prefs={**(PREFS_NAS if mode != "ngap" else {}), **(prefs or {})})
+    return _match(_events(records, mode))
 
 
 def attach_times(capture: Path | str, mode: str = "auto",
@@ -227,28 +248,38 @@ def attach_times(capture: Path | str, mode: str = "auto",
 
     ``prefs``: extra Wireshark preferences (e.g. the benchmark's ``sctp.tsn_analysis: FALSE``
     for a capture made of replayed copies of one SCTP association)."""
-    if mode not in FILTERS:
-        raise ValueError(f"unknown mode {mode!r}; valid: {', '.join(MODES)}")
-    table = tshark_fields(capture, FIELDS, FILTERS[mode],
-                          prefs={**(PREFS_NAS if mode != "ngap" else {}), **(prefs or {})})
-    frame = attach_times_from_table(table, mode=mode)
+    frame = _frame(attach_rows(capture, mode, prefs))
     log.info("%s: %d registrations, %d complete", capture, len(frame),
              int((frame["status"] == STATUS_COMPLETE).sum()))
     return frame
 
 
+def _missing(v: object) -> bool:
+    return v is None or (isinstance(v, float) and v != v) or type(v).__name__ == "NAType"
+
+
 def _fmt_ns(ns: object) -> str:
-    if ns is None or ns is pd.NA or (isinstance(ns, float) and np.isnan(ns)):
+    if _missing(ns):
         return ""
     v = int(ns)  # type: ignore[arg-type]
     return f"{v // 1_000_000_000}.{v % 1_000_000_000:09d}"
 
 
-def to_csv(frame: pd.DataFrame) -> str:
+def rows_csv(rows: Iterable[dict[str, Any]]) -> str:
     """CSV text: epoch seconds with all nine digits, attach_ms with six, empty where missing."""
-    out = frame.copy()
-    out["t_registration_request"] = [_fmt_ns(v) for v in frame["ns_registration_request"]]
-    out["t_pdu_session_accept"] = [_fmt_ns(v) for v in frame["ns_pdu_session_accept"]]
-    ms = frame["ns_pdu_session_accept"] - frame["ns_registration_request"]
-    out["attach_ms"] = ["" if v is pd.NA else f"{int(v) / 1e6:.6f}" for v in ms]
-    return out[CSV_COLUMNS].to_csv(index=False, lineterminator="\n")
+    import csv
+    import io
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(CSV_COLUMNS)
+    for r in rows:
+        a, b = r["ns_registration_request"], r["ns_pdu_session_accept"]
+        cells = {**r, "t_registration_request": _fmt_ns(a), "t_pdu_session_accept": _fmt_ns(b),
+                 "attach_ms": "" if _missing(a) or _missing(b) else f"{(int(b) - int(a)) / 1e6:.6f}"}
+        w.writerow(["" if _missing(cells[c]) else cells[c] for c in CSV_COLUMNS])
+    return buf.getvalue()
+
+
+def to_csv(frame: pd.DataFrame) -> str:
+    """The CSV of ``rows_csv`` from an attach-time frame."""
+    return rows_csv(frame.to_dict("records"))
