@@ -29,14 +29,21 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 PARAM_COLUMNS = ["mode", "auth", "version", "cipher", "cert"]
-RUN_COLUMNS = ["campaign", "experiment", "profile", "protocol", "plane", "datapath", "run"] + PARAM_COLUMNS
+# measurement parameters that change what a number means: runs that differ in one are never
+# pooled (and a profile is only compared with a baseline measured the same way)
+MEASUREMENT_COLUMNS = ["host", "interval", "count"]
+RUN_COLUMNS = (["campaign", "experiment", "profile", "protocol", "plane", "datapath", "run"] + PARAM_COLUMNS
+               + MEASUREMENT_COLUMNS)
 
 
 def run_columns(run: Run) -> dict[str, object]:
     params = run.get("profile_params") or {}
+    measured = run.get("parameters") or {}
+    host = run.get("host") or {}
     return {"campaign": run.campaign, "experiment": run.experiment, "profile": run.profile,
             "protocol": run.protocol, "plane": run.get("plane"), "datapath": run.datapath,
-            "run": run.run_id, **{c: params.get(c) for c in PARAM_COLUMNS}}
+            "run": run.run_id, **{c: params.get(c) for c in PARAM_COLUMNS},
+            "host": host.get("hostname"), "interval": measured.get("interval"), "count": measured.get("pings")}
 
 
 def _with_run(frame: pd.DataFrame, run: Run, **extra: object) -> pd.DataFrame:

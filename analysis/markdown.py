@@ -16,12 +16,21 @@ def fmt(value: object, digits: int = 3) -> str:
     return str(value).replace("|", "\\|").replace("\n", " ")
 
 
+def fmt_p(value: object) -> str:
+    """A p-value: small ones as `< 0.001`, never as 0.000."""
+    if isinstance(value, float) and not math.isnan(value) and value < 0.001:
+        return "< 0.001"
+    return fmt(value, 3)
+
+
 def table(frame: pd.DataFrame, digits: int = 3) -> str:
     """A pipe table; floats with ``digits`` decimals, NaN empty."""
     if frame.empty:
         return "_(no rows)_\n"
     cols = [str(c) for c in frame.columns]
     lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
+    pcols = {i for i, c in enumerate(cols) if c == "p_perm" or c.startswith("p_")}
     for row in frame.itertuples(index=False, name=None):
-        lines.append("| " + " | ".join(fmt(v, digits) for v in row) + " |")
+        lines.append("| " + " | ".join(fmt_p(v) if i in pcols else fmt(v, digits)
+                                        for i, v in enumerate(row)) + " |")
     return "\n".join(lines) + "\n"

@@ -78,18 +78,21 @@ def rtt(ds: Datasets, confidence: float = CONFIDENCE, permutations: int = 0) -> 
     """Ping RTT (ms) per experiment, profile, datapath and payload size; losses counted."""
     p = ds.ping
     if p.empty:
-        return _summary(p, ["campaign", "experiment", "profile", "protocol", "datapath", "size"], "rtt_ms",
-                        ["campaign", "experiment", "size"], confidence)
+        return _summary(p, ["campaign", "experiment", "profile", "protocol", "datapath", "host", "interval",
+                            "count", "size"], "rtt_ms", ["campaign", "experiment", "host", "interval", "count", "size"],
+                        confidence)
     samples = p[~p["dup"].astype(bool)]
-    by = ["campaign", "experiment", "profile", "protocol", "datapath", "size"]
-    table = _summary(samples, by, "rtt_ms", ["campaign", "experiment", "size"], confidence)
+    by = ["campaign", "experiment", "profile", "protocol", "datapath", "host", "interval", "count", "size"]
+    table = _summary(samples, by, "rtt_ms", ["campaign", "experiment", "host", "interval", "count", "size"],
+                     confidence)
     key = samples[by].astype(object).where(samples[by].notna(), "")
     lost = (samples.assign(**{c: key[c] for c in by}).groupby(by)["lost"]
             .agg(lost="sum", sent="count").reset_index())
     table = table.merge(lost, on=by, how="left")
     table["loss_pct"] = 100.0 * table["lost"] / table["sent"]
     table["runs"] = table.merge(_runs_per_group(samples, by), on=by, how="left")["runs"].to_numpy()
-    return add_permutation_p(table, samples, by, "rtt_ms", ["campaign", "experiment", "size"], permutations)
+    return add_permutation_p(table, samples, by, "rtt_ms", ["campaign", "experiment", "host", "interval", "count",
+                                                            "size"], permutations)
 
 
 def _runs_per_group(frame: pd.DataFrame, by: list[str]) -> pd.DataFrame:
@@ -100,15 +103,17 @@ def _runs_per_group(frame: pd.DataFrame, by: list[str]) -> pd.DataFrame:
 def attach(ds: Datasets, confidence: float = CONFIDENCE, permutations: int = 0) -> pd.DataFrame:
     """Attach time (ms) per profile, datapath and role (cold/warm); incomplete ones counted."""
     a = ds.attach
-    by = ["campaign", "experiment", "profile", "protocol", "mode", "auth", "version", "cipher", "cert", "datapath", "role"]
-    table = _summary(complete_attach(a) if not a.empty else a, by, "attach_ms", ["campaign", "experiment", "role"],
+    by = ["campaign", "experiment", "profile", "protocol", "mode", "auth", "version", "cipher", "cert", "datapath",
+          "host", "role"]
+    table = _summary(complete_attach(a) if not a.empty else a, by, "attach_ms", ["campaign", "experiment", "host", "role"],
                      confidence, per_file=True)
     if not a.empty and not table.empty:
         key = a[by].astype(object).where(a[by].notna(), "")
         bad = a.assign(**{c: key[c] for c in by}).assign(incomplete=a["status"] != "complete")
         counts = bad.groupby(by)["incomplete"].sum().rename("incomplete").reset_index()
         table = table.merge(counts, on=by, how="left")
-        table = add_permutation_p(table, complete_attach(a), by, "attach_ms", ["campaign", "experiment", "role"], permutations)
+        table = add_permutation_p(table, complete_attach(a), by, "attach_ms", ["campaign", "experiment", "host", "role"],
+                                  permutations)
     return table
 
 

@@ -103,3 +103,27 @@ def test_welch_overhead_combines_both_sides_against_a_hand_calculation() -> None
     assert d == 2.0 and dof == pytest.approx(hand_dof)
     from scipy import stats as st
     assert h == pytest.approx(st.t.ppf(0.995, hand_dof) * np.sqrt(v1 + v0))
+
+
+def test_runs_measured_differently_are_never_pooled() -> None:
+    """A baseline pinged with INTERVAL=0 beside one with INTERVAL=0.01 (once pooled into one row,
+    moving a 64 B overhead from 246 to 251 us unflagged): separate rows, and a profile's
+    overhead is taken against the baseline measured like it."""
+    import pandas as pd
+
+    from analysis.datasets import Datasets
+    from analysis.tables import rtt
+    rows = []
+    for run, profile, protocol, interval, base in (("b1", "baseline", "none", 0.01, 1.0),
+                                                  ("b2", "baseline", "none", 0.0, 0.5),
+                                                  ("w1", "wireguard", "wireguard", 0.01, 1.3)):
+        for i in range(50):
+            rows.append({"campaign": "c", "experiment": "overlay", "profile": profile, "protocol": protocol,
+                         "plane": "n3", "datapath": "kernel", "run": run, "host": "h", "interval": interval,
+                         "count": 50, "mode": None, "auth": None, "version": None, "cipher": None, "cert": None,
+                         "size": 64, "rtt_ms": base + 0.001 * i, "lost": False, "dup": False})
+    t = rtt(Datasets(runs=[], ping=pd.DataFrame(rows)))
+    base = t[t["profile"] == "baseline"]
+    assert len(base) == 2 and sorted(base["interval"].astype(float)) == [0.0, 0.01]
+    wg = t[t["profile"] == "wireguard"].iloc[0]
+    assert wg["baseline_mean"] == pytest.approx(1.0245) and wg["overhead"] == pytest.approx(0.3)

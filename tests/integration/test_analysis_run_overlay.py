@@ -66,9 +66,10 @@ def test_make_figures_and_report_on_run_overlay_output(overlay_results, tmp_path
     wg = rtt[rtt["profile"] == "wireguard"].iloc[0]
     assert wg["datapath"] in ("kernel", "userspace") and wg["overhead"] == pytest.approx(wg["mean"] - wg["baseline_mean"])
     head = pd.read_csv(out / "tables" / "headline.csv")
-    row = head[(head["result"] == "n3-wireguard-64") & (head["experiment"] == "overlay")].iloc[0]
-    assert row["paper"] == "260 us" and row["profiles"] == "wireguard"
-    assert row["measured"] == pytest.approx(1000 * rtt[(rtt["profile"] == "wireguard") & (rtt["size"] == 64)]["overhead"].iloc[0])
+    # two namespaces are not the paper's 5G stack: never set beside its N3 figure
+    assert (head["experiment"].fillna("") != "overlay").all()
+    row = head[head["result"] == "n3-wireguard-64"].iloc[0]
+    assert row["paper"] == "260 us" and row["profiles"] == "not measured"
     runs = pd.read_csv(out / "tables" / "runs.csv")
     assert set(runs["state"]) == {"complete"} and runs["valid"].all()
     assert runs["commit"].notna().all()
