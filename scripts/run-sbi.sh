@@ -40,14 +40,18 @@ attach() {
   for ((attempt = 1; attempt <= RETRIES; attempt++)); do
     log "iteration $it: $ue ($role) attach, attempt $attempt/$RETRIES (deadline ${ATTACH_TIMEOUT}s)"
     start=$SECONDS
-    if run_cmd "${DC[@]}" "${STACK_ALL_PROFILES[@]}" up -d --no-deps "$ue" >>"$(out_path "$tag-stack.log")" 2>&1 \
-      && wait_for "$ATTACH_TIMEOUT" "$ue PDU session (iteration $it)" ue_has_session "$ue"; then
+    # no probe inside the measured window: the UE's healthcheck is deferred past it, and the
+    # driver blocks on the UE's own log line instead of polling `docker exec`
+    if run_cmd env UE_HEALTH_START_INTERVAL=3600s "${DC[@]}" "${STACK_ALL_PROFILES[@]}" up -d --no-deps "$ue" \
+         >>"$(out_path "$tag-stack.log")" 2>&1 \
+      && wait_ue_session "$ue" "$ATTACH_TIMEOUT"; then
       [[ "$DRY_RUN" == 1 ]] || tbm add-ue "$RUN_DIR" --attr "name=$ue" --attr "imsi=$imsi" \
         --attr "role=$role" --attr "iteration=$it" --attr "attempt=$attempt" --attr attached=true
       log "iteration $it: $ue has its PDU session after ~$((SECONDS - start))s (exact time: from the N2 capture)"
       return 0
     fi
-    reason="no PDU session within ${ATTACH_TIMEOUT}s; last log line: $("${DC[@]}" "${STACK_ALL_PROFILES[@]}" logs --no-color --tail 1 "$ue" 2>&1 | tail -n 1 || true)"
+    # the UE's last log line, without terminal escapes (UERANSIM colours its log)
+    reason="no PDU session within ${ATTACH_TIMEOUT}s; last log line: $("${DC[@]}" "${STACK_ALL_PROFILES[@]}" logs --no-color --tail 1 "$ue" 2>&1 | tail -n 1 | sed 's/\x1b\[[0-9;]*[A-Za-z]//g' | tr -cd '[:print:]\t' || true)"
     warn "iteration $it: $ue attempt $attempt failed: $reason"
     final=false
     ((attempt < RETRIES)) || final=true

@@ -711,6 +711,28 @@ dc_exec() {
   printf '%s\0' "${DC[@]}" "${STACK_ALL_PROFILES[@]}" exec -T "$svc" "$@"
 }
 
+# wait_ue_session SERVICE DEADLINE_S: block until the UE logs its PDU session's TUN interface
+# (UERANSIM: "... TUN interface[uesimtun0, <addr>] is up."), reading one `docker compose logs
+# --follow` stream: no exec, no polling while the attach is being measured. 1 on the deadline.
+wait_ue_session() {
+  local svc="$1" deadline_s="$2" line rc=1
+  if [[ "$DRY_RUN" == 1 ]]; then
+    _record_command timeout "$deadline_s" "${DC[@]}" "${STACK_ALL_PROFILES[@]}" logs --follow --no-color "$svc"
+    return 0
+  fi
+  coproc UE_LOGS { exec timeout "$deadline_s" "${DC[@]}" "${STACK_ALL_PROFILES[@]}" logs --follow --no-color "$svc" 2>&1; }
+  local pid="$UE_LOGS_PID"
+  while IFS= read -r -u "${UE_LOGS[0]}" line; do
+    if [[ "$line" == *"TUN interface[uesimtun"*"] is up"* ]]; then
+      rc=0
+      break
+    fi
+  done
+  kill "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  return "$rc"
+}
+
 # ue_has_session SERVICE [N]: at least N (default 1) uesimtun interfaces with an address.
 ue_has_session() {
   local svc="$1" n="${2:-1}" count

@@ -73,3 +73,32 @@ def test_up_ignores_the_cpu_experiments_ues_list_in_the_environment(tmp_path) ->
     bad = subprocess.run(["bash", str(ROOT / "scripts" / "up.sh"), "--ues", "1 5"], env=env,
                          capture_output=True, text=True, timeout=60, check=False)
     assert bad.returncode == 2 and "--ues must be a number, got 1 5" in bad.stderr
+
+
+def test_wait_ue_session_blocks_on_the_log_stream_without_polling(tmp_path) -> None:
+    """scripts/lib/common.sh wait_ue_session reads one `compose logs --follow` stream (here a
+    stand-in for the compose command that prints UERANSIM's line, then idles): it returns as the
+    line arrives, runs the compose command exactly once, and gives up at its deadline."""
+    import subprocess
+    import time
+    from tests.conftest import ROOT
+    calls = tmp_path / "calls"
+    fake = tmp_path / "compose"
+    fake.write_text("#!/usr/bin/env bash\necho call >> " + str(calls) + "\n"
+                    "sleep 0.3; echo '[app] [info] Connection setup for PDU session[1] is successful, "
+                    "TUN interface[uesimtun0, 10.45.0.2] is up.'\n"
+                    "[[ \"$WITH_LINE\" == 1 ]] || exit 0\nsleep 30\n")
+    fake.chmod(0o755)
+    script = (f'source "{ROOT}/scripts/lib/common.sh"; DRY_RUN=0; DC=("{fake}"); STACK_ALL_PROFILES=(); '
+              'wait_ue_session ue1 "$DEADLINE"')
+    t0 = time.monotonic()
+    ok = subprocess.run(["bash", "-c", script], env={"PATH": "/usr/bin:/bin", "WITH_LINE": "1", "DEADLINE": "20"},
+                        capture_output=True, text=True, timeout=60)
+    took = time.monotonic() - t0
+    assert ok.returncode == 0 and took < 5, (ok.returncode, took, ok.stderr[-500:])
+    assert calls.read_text().count("call") == 1
+    fake.write_text("#!/usr/bin/env bash\necho '[nas] [info] still trying'\nsleep 30\n")
+    t0 = time.monotonic()
+    late = subprocess.run(["bash", "-c", script], env={"PATH": "/usr/bin:/bin", "DEADLINE": "2"},
+                          capture_output=True, text=True, timeout=60)
+    assert late.returncode == 1 and 1.5 < time.monotonic() - t0 < 10, late.stderr[-500:]
