@@ -78,6 +78,9 @@ iteration() {
   stack_up "$tag-stack-up.log" --no-ue
   render_hashes "$RENDER" "$tag-rendered-configs.sha256"
   local failed=0
+  # WireGuard: no session may exist when the cold UE starts (whatever time passed since the
+  # holders' start-up handshakes): forget them all; validity checks the capture for new ones
+  stack_wg_holders "$tag-wg-reset" bash /opt/testbed/wireguard/reset-sessions.sh
   attach "$it" ue1 cold || failed=1
   if [[ "$MODE" != cold ]]; then
     if ((failed)); then
@@ -87,6 +90,8 @@ iteration() {
     else
       # pacing only (the warm UE must come within the 118 s idle limit; checked by params)
       [[ "$DRY_RUN" == 1 ]] || sleep "$WARM_GAP"
+      # the warm UE needs every session younger than WireGuard's 120 s rekey time: recorded
+      stack_wg_holders "$tag-wg-before-warm" sh -c 'date +%s; wg show all latest-handshakes'
       attach "$it" ue2 warm || true
     fi
   fi

@@ -382,8 +382,18 @@ def set_datapath(run_dir: Path, ipsec: str | None = None, wireguard: str | None 
 
 def set_path_waits(run_dir: Path, waits: dict[str, Any]) -> None:
     """The patched NFs' trap-path waits (testbed/validity.py path_waits)."""
+    set_field(run_dir, "path_waits", waits)
+
+
+SET_FIELDS = ("path_waits", "wireguard_sessions")
+
+
+def set_field(run_dir: Path, key: str, value: Any) -> None:
+    """One of the validity step's records (SET_FIELDS) into the manifest."""
+    if key not in SET_FIELDS:
+        raise ManifestError(f"{key!r} is not a manifest record; valid: {', '.join(SET_FIELDS)}")
     m = load(run_dir)
-    m["path_waits"] = waits
+    m[key] = value
     write(run_dir, m)
 
 

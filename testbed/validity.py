@@ -131,6 +131,66 @@ def trap_verdict(waits: dict[str, Any]) -> Verdict:
                    f"max {waits['max_ms']} ms, no fallback")
 
 
+WG_REKEY_AFTER_S = 120      # WireGuard's REKEY_AFTER_TIME: a session older than this is not warm
+
+
+def _wg_port() -> int:
+    from testbed.overlays import wireguard
+    return int(wireguard.LISTEN_PORT)
+
+
+def _wg_files(m: dict[str, Any], marker: str) -> dict[str, list[str]]:
+    """{iteration tag: [file, ...]} of the run-sbi WireGuard holder records with `marker`."""
+    out: dict[str, list[str]] = {}
+    for f in m["files"]:
+        if f["kind"] == "log" and f"-{marker}-" in f["path"]:
+            out.setdefault(f["path"].split("-", 1)[0], []).append(f["path"])
+    return out
+
+
+def _stamped(path: Path) -> tuple[int, list[int]]:
+    """(unix time of the record, every peer's latest handshake) of a holder record."""
+    lines = [ln.split() for ln in path.read_text(encoding="utf-8", errors="replace").splitlines() if ln.strip()]
+    return int(lines[0][0]), [int(ln[-1]) for ln in lines[1:]]
+
+
+def wireguard_sessions(run_dir: Path, m: dict[str, Any]) -> tuple[dict[str, Any], Verdict] | None:
+    """run-sbi with WireGuard: cold = every session forgotten right before UE 1 and new
+    handshakes in that iteration's SBI capture after that instant; warm = every session younger
+    than 120 s when UE 2 starts. None for other runs."""
+    if m.get("experiment") != "sbi" or m.get("protocol") != "wireguard":
+        return None
+    resets, warms = _wg_files(m, "wg-reset"), _wg_files(m, "wg-before-warm")
+    problems, iters = [], {}
+    for tag, files in sorted(resets.items()):
+        stamps = [_stamped(run_dir / f) for f in files]
+        reset_at = max(t for t, _ in stamps)
+        if any(h != 0 for _, hs in stamps for h in hs) or not any(hs for _, hs in stamps):
+            problems.append(f"{tag}: sessions left after the reset")
+        pcap = run_dir / f"{tag}-sbi.pcap"
+        times = [float(r[0]) for r in tshark.fields(pcap, "wg.type == 1", ["frame.time_epoch"],
+                                                     extra=["-d", f"udp.port=={_wg_port()},wg"])] if pcap.is_file() else []
+        new = [t for t in times if t >= reset_at]
+        if not new:
+            problems.append(f"{tag}: no WireGuard handshake after the reset in {pcap.name}: the cold UE's "
+                            "attach did not include them")
+        ages = []
+        for f in warms.get(tag, []):
+            at, hs = _stamped(run_dir / f)
+            ages += [at - h if h else None for h in hs]
+        if any(a is None or a >= WG_REKEY_AFTER_S for a in ages):
+            problems.append(f"{tag}: a session was missing or older than {WG_REKEY_AFTER_S} s when the warm UE started")
+        iters[tag] = {"reset_at": reset_at, "handshakes_after_reset": len(new),
+                      "warm_max_age_s": max((a for a in ages if a is not None), default=None)}
+    if not resets:
+        problems.append("no session reset recorded before the cold UE (wg-reset records missing)")
+    summary = {"iterations": iters, "problems": problems}
+    if problems:
+        return summary, Verdict(False, 0, 0, "wireguard cold/warm: " + "; ".join(problems) + " -> INVALID")
+    return summary, Verdict(True, 0, 0, f"wireguard cold/warm: {len(iters)} iteration(s), handshakes after "
+                            "each reset, warm sessions younger than 120 s")
+
+
 def check_run(run_dir: Path, record: bool = True) -> Verdict:
     """Check every validation capture of a run; write the verdict into its manifest."""
     run_dir = Path(run_dir)
@@ -147,6 +207,11 @@ def check_run(run_dir: Path, record: bool = True) -> Verdict:
                                     f"{f['path']}: {v.details}"))
     if not verdicts:
         verdicts.append(Verdict(False, 0, 0, "no validation capture recorded -> INVALID"))
+    sessions = wireguard_sessions(run_dir, m)
+    if sessions is not None:
+        verdicts.append(sessions[1])
+        if record:
+            manifest.set_field(run_dir, "wireguard_sessions", sessions[0])
     waits = path_waits(run_dir, m)
     if waits is not None:
         verdicts.append(trap_verdict(waits))

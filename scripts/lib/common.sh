@@ -683,6 +683,22 @@ print("\n".join(overlays.get(sys.argv[1]).endpoints(sys.argv[2], stack.load())))
   done
 }
 
+# stack_wg_holders TAG CMD...: run CMD in every WireGuard endpoint's holder (<node>-net), output
+# kept as TAG-<node>.txt and recorded (run-sbi: session reset before the cold UE, handshake ages
+# before the warm one). Nothing for other protocols.
+stack_wg_holders() {
+  local tag="$1" node nodes=()
+  shift
+  [[ "$PROTOCOL" == wireguard ]] || return 0
+  mapfile -t nodes < <("$PYTHON" -c 'import sys; from testbed import overlays, stack
+print("\n".join(overlays.get("wireguard").endpoints(sys.argv[1], stack.load())))' "$PLANE")
+  for node in "${nodes[@]}"; do
+    run_cmd "${DC[@]}" exec -T "$node-net" "$@" >"$(out_path "$tag-$node.txt")" 2>&1 \
+      || die "WireGuard holder $node: \`$*\` failed ($tag); see $tag-$node.txt" 1
+    [[ "$DRY_RUN" == 1 ]] || record_file "$tag-$node.txt" log
+  done
+}
+
 # stack_logs REL: every container's log (timestamps) into RUN_DIR/REL; the overlay's datapath line
 # is taken from it.
 stack_logs() {

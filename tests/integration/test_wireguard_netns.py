@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from testbed import ROOT, datapath, netns, profiles, stack
+from testbed import ROOT, datapath, netns, profiles, stack, tshark
 from testbed.overlays import wireguard
 from tests.conftest import require_root, require_tools
 
@@ -233,3 +233,25 @@ def test_strict_rp_filter_is_relaxed_so_tunnelled_packets_pass(make_lab, tmp_pat
             _, err = p.communicate(timeout=15)
             assert p.returncode == 0, err
             assert "rp_filter=2 (loose)" in err
+
+
+def test_reset_sessions_makes_the_next_attach_cold(make_lab, tmp_path: Path) -> None:
+    """wireguard/reset-sessions.sh (run-sbi, before the cold UE): after it every peer's latest
+    handshake is 0 with the configuration kept, and the next packet starts a new handshake that
+    the capture shows after the reset."""
+    values = stack.load()
+    lab = make_lab("n3", "wireguard")
+    upf = stack.address("upf", "n3", values)
+    script = str(ROOT / "wireguard" / "reset-sessions.sh")
+    cap = lab.capture(tmp_path / "reset.pcap")
+    outs = [lab.exec(node, ["bash", script], check=True).stdout for node in ("gnb", "upf")]
+    for out in outs:
+        lines = out.strip().splitlines()
+        reset_at = int(lines[0])
+        assert lines[1:] and all(line.split()[-1] == "0" for line in lines[1:]), out
+    lab.exec("gnb", ["ping", "-c", "2", "-i", "0.2", "-W", "2", upf], check=True)
+    pcap = _settle_and_stop(cap)
+    times = tshark.fields(pcap, "wg.type == 1", ["frame.time_epoch"], extra=["-d", f"udp.port=={wireguard.LISTEN_PORT},wg"])
+    assert times and float(times[0][0]) >= reset_at, (times, reset_at)
+    after = lab.exec("gnb", ["wg", "show", "all", "latest-handshakes"], check=True).stdout
+    assert all(line.split()[-1] != "0" for line in after.strip().splitlines()), after

@@ -76,3 +76,24 @@ def test_trap_runs_record_their_path_waits_and_a_fallback_is_invalid(tmp_path) -
     assert not bad.valid and "1 of 3 path waits fell back" in bad.details
     start = manifest.create(tmp_path, "sbi", "aes128gcm-psk", {"ITERATIONS": "1"})
     assert validity.path_waits(start, manifest.load(start)) is None      # start mode: not applicable
+
+
+def test_wireguard_cold_and_warm_are_proven_from_the_records(tmp_path) -> None:
+    """run-sbi with WireGuard: the holders' reset records (every peer 0), no capture with a
+    handshake after the reset -> invalid; warm ages over 120 s -> invalid."""
+    from testbed import manifest, validity
+    run = manifest.create(tmp_path, "sbi", "wireguard", {"ITERATIONS": "1"})
+    for node in ("amf", "nrf"):
+        p = run / f"it01-wg-reset-{node}.txt"
+        p.write_text("1000\nwg0\tKEY1=\t0\nwg0\tKEY2=\t0\n")
+        manifest.add_file(run, p.name, "log", {})
+        w = run / f"it01-wg-before-warm-{node}.txt"
+        w.write_text("1100\nwg0\tKEY1=\t1050\nwg0\tKEY2=\t900\n")      # 50 s and 200 s old
+        manifest.add_file(run, w.name, "log", {})
+    summary, verdict = validity.wireguard_sessions(run, manifest.load(run))
+    assert not verdict.valid
+    assert any("no WireGuard handshake after the reset" in p for p in summary["problems"])
+    assert any("older than 120 s" in p for p in summary["problems"])
+    assert summary["iterations"]["it01"]["warm_max_age_s"] == 200
+    other = manifest.create(tmp_path, "sbi", "aes128gcm-psk", {"ITERATIONS": "1"})
+    assert validity.wireguard_sessions(other, manifest.load(other)) is None

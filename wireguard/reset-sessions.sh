@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# reset-sessions.sh: forget every WireGuard session in this network namespace and keep the
+# configuration (each interface's peers are removed and set again from its own `wg showconf`), so
+# the next packet to a peer starts a fresh handshake. run-sbi calls it in every holder right before
+# the cold UE: a WireGuard "cold" attach then includes its handshakes whatever time passed since
+# the holders started (REKEY/REJECT_AFTER_TIME would otherwise decide). Prints the time (unix s)
+# and `wg show all latest-handshakes` after the reset (every peer 0). Docs: docs/overlays/wireguard.md.
+set -euo pipefail
+
+main() {
+    local ifc conf peer
+    command -v wg >/dev/null || { echo "reset-sessions.sh: wg not found" >&2; exit 1; }
+    for ifc in $(wg show interfaces); do
+        conf="$(mktemp)"
+        wg showconf "$ifc" >"$conf"
+        for peer in $(wg show "$ifc" peers); do
+            wg set "$ifc" peer "$peer" remove
+        done
+        wg setconf "$ifc" "$conf"
+        rm -f "$conf"
+    done
+    date +%s
+    wg show all latest-handshakes
+}
+
+main "$@"
