@@ -210,6 +210,10 @@ def render(results: Path, runs: list[Run], ds: Datasets, tables: dict[str, pd.Da
         if retried:
             flags.append(f"- {retried} cold registration(s) left out of the cold statistics: not the "
                          "UE's first attempt in its capture (a retry or a re-registration)")
+    for r in used:
+        for e in r.get("events") or []:
+            if isinstance(e, dict) and e.get("level") == "warning" and str(e.get("message", "")).startswith("loss:"):
+                flags.append(f"- LOSS `{r.directory}`: {e['message'][6:]}")
     if not ds.ping.empty and ds.ping["lost"].any():
         flags.append(f"- {int(ds.ping['lost'].sum())} ping(s) lost (see `loss_pct`)")
     out.append("\n".join(flags) + "\n" if flags else "No flags: every run is complete and valid.\n")

@@ -115,6 +115,44 @@ overlay_state() {
   done
 }
 
+# overlay_daemons NS...: "ns comm" of every overlay daemon (charon, wireguard-go) in the namespaces.
+overlay_daemons() {
+  local ns pids
+  for ns in "$@"; do
+    pids="$(ip netns pids "$ns" 2>/dev/null | tr '\n' ',' | sed 's/,$//')"
+    [[ -n "$pids" ]] || continue
+    ps -o comm= -p "$pids" 2>/dev/null | grep -xE 'charon|wireguard-go' | sed "s/^/$ns /" || true
+  done | sort -u
+}
+
+# overlay_watch NS...: every second, are the overlay daemons that ran at the start still there?
+# One `ip netns pids` + `ps` per namespace: nothing enters the measured path. On a loss it writes
+# OVERLAY_DIED (time and reason) and interrupts the pings, so the set ends within about a second
+# and the run stops as invalid instead of pinging into a dead tunnel until its deadline.
+overlay_watch() {
+  local before now gone
+  before="$(overlay_daemons "$@")"
+  [[ -n "$before" ]] || return 0
+  while sleep 1; do
+    now="$(overlay_daemons "$@")"
+    gone="$(comm -23 <(echo "$before") <(echo "$now"))"
+    if [[ -n "$gone" ]]; then
+      printf '%s overlay daemon gone: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$(echo "$gone" | tr '\n' ' ')" \
+        >"$OVERLAY_DIED"
+      ip netns pids "$GNB_NS" 2>/dev/null | xargs -r ps -o pid=,comm= -p 2>/dev/null \
+        | awk '$2 == "ping" {print $1}' | xargs -r kill -INT 2>/dev/null || true
+      return 0
+    fi
+  done
+}
+
+stop_watch() {
+  [[ -n "${WATCH_PID:-}" ]] || return 0
+  kill "$WATCH_PID" 2>/dev/null || true
+  wait "$WATCH_PID" 2>/dev/null || true
+  WATCH_PID=""
+}
+
 # ping_cmd COUNT SIZE: the ping, run directly in the gNB's namespace (its output streams into the
 # raw file, and a signal reaches ping itself).
 ping_cmd() {
@@ -151,7 +189,14 @@ main() {
   capture_start n3 n3.pcap iface=n3 purpose=validation -- \
     ip netns exec "${names[1]}" dumpcap -q -i "${names[2]}" -w "${RUN_DIR:-.}/n3.pcap"
 
+  if [[ "$DRY_RUN" != 1 && "$PROTOCOL" != none ]]; then
+    OVERLAY_DIED="$RUN_DIR/overlay-died.txt"
+    overlay_watch "$GNB_NS" "${GNB_NS%-gnb}-upf" &
+    WATCH_PID=$!
+    cleanup_push stop_watch
+  fi
   ping_series "gnb"
+  stop_watch
   overlay_state sa-after
   keep_lab_logs
   run_end

@@ -530,6 +530,19 @@ ping_sent() {
   echo "${n:-0}"
 }
 
+# flag_loss FILE SET SIZE: a set that lost more than LOSS_MAX % (default 1) of its requests is
+# flagged in the manifest (a warning event the report lists): the number may hide a sick overlay.
+flag_loss() {
+  local pct
+  pct="$(sed -n 's/.* received, \([0-9.]*\)% packet loss.*/\1/p' "$1" | tail -n 1)"
+  [[ -n "$pct" ]] || return 0
+  if awk -v p="$pct" -v m="${LOSS_MAX:-1}" 'BEGIN { exit !(p > m) }'; then
+    warn "set $2 (size $3) lost $pct % of its requests (more than LOSS_MAX=${LOSS_MAX:-1} %)"
+    tbm event "$RUN_DIR" --level warning --message "loss: set $2 size $3 lost $pct % (> ${LOSS_MAX:-1} %)" \
+      || warn "could not record the loss flag"
+  fi
+}
+
 # ping_series WHO: the warm-up (kept, not counted), then SETS x PINGS pings for every size in
 # SIZES, each set into its own raw file. The driver defines `ping_cmd COUNT SIZE` (NUL-separated
 # argv) and TARGET; WHO names the sender in error messages.
@@ -552,6 +565,9 @@ ping_series() {
       measure "$rel" ping "size=$size" "set=$set" warmup=false "payload=$(ping_payload "$size")" \
         "ip_len=$((size + 20))" -- "${cmd[@]}" || rc=$?
       [[ "$DRY_RUN" == 1 ]] && continue
+      # a watcher (run-overlay) that saw the overlay die says so, with the time
+      [[ -z "${OVERLAY_DIED:-}" || ! -s "$OVERLAY_DIED" ]] \
+        || die "the overlay died during set $set (size $size): $(<"$OVERLAY_DIED"); the run is invalid" 1
       ping_rc_ok "$rc" "$RUN_DIR/$rel" \
         || die "ping set $set (size $size) from $who to $TARGET failed (exit $rc); see $RUN_DIR/$rel" 1
       # exactly PINGS requests per set: a set that sent fewer (deadline, a signal caught by ping
@@ -560,6 +576,7 @@ ping_series() {
       sent="$(ping_sent "$RUN_DIR/$rel")"
       ((sent == PINGS)) \
         || die "ping set $set (size $size) is partial: $sent of $PINGS requests transmitted; see $RUN_DIR/$rel" 1
+      flag_loss "$RUN_DIR/$rel" "$set" "$size"
     done
   done
 }

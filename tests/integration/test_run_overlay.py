@@ -328,3 +328,41 @@ def test_a_set_cut_short_by_a_signal_to_ping_is_partial(overlay_env: None, tmp_p
     assert "partial" in err and "of 600 requests transmitted" in err, err[-2000:]
     m = json.loads(next((tmp_path / "adhoc" / "overlay" / "baseline").iterdir()).joinpath("manifest.json").read_text())
     assert m["state"] != "complete" and m["valid"] is not True, (m["state"], m["valid"])
+
+
+def test_an_overlay_that_dies_mid_set_stops_the_run_within_seconds(overlay_env: None, tmp_path: Path) -> None:
+    """Kill the gNB's wireguard-go in the middle of a 600-ping set: the watcher sees the daemon
+    gone, the set ends at once, and the run is invalid with the time and the reason (before:
+    the set ran to its deadline and the run stopped minutes later)."""
+    require_tools("wg", "wireguard-go")
+    env = _env(tmp_path, PROFILE="wireguard", SETS="1", PINGS="600", INTERVAL="0.02", SIZES="64",
+               WIREGUARD_DATAPATH="wireguard-go")
+    proc = subprocess.Popen(["bash", str(DRIVER)], env=env, cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    killed_at = None
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and killed_at is None:
+            if subprocess.run(["pgrep", "-f", "ping -D -n -c 600"], capture_output=True).stdout.strip():
+                time.sleep(1.5)
+                ns = f"{env['LAB_NAME']}-gnb"
+                pids = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout.split()
+                for pid in pids:
+                    comm = Path(f"/proc/{pid}/comm").read_text().strip() if Path(f"/proc/{pid}/comm").exists() else ""
+                    if comm == "wireguard-go":
+                        subprocess.run(["kill", "-KILL", pid], check=False)
+                        killed_at = time.monotonic()
+            time.sleep(0.1)
+        out, err = proc.communicate(timeout=120)
+        ended = time.monotonic()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    if killed_at is None:
+        pytest.skip("no wireguard-go process in the lab (kernel WireGuard here): nothing to kill")
+    assert proc.returncode != 0 and ended - killed_at < 10, (proc.returncode, ended - killed_at, err[-1500:])
+    assert "the overlay died during set 1" in err and "wireguard-go" in err, err[-1500:]
+    run = next((tmp_path / "adhoc" / "overlay" / "wireguard").iterdir())
+    m = json.loads((run / "manifest.json").read_text())
+    assert m["state"] != "complete" and m["valid"] is False
+    assert "overlay daemon gone" in (run / "overlay-died.txt").read_text()
