@@ -191,6 +191,29 @@ def wireguard_sessions(run_dir: Path, m: dict[str, Any]) -> tuple[dict[str, Any]
                             "each reset, warm sessions younger than 120 s")
 
 
+def negotiated_sas_verdict(run_dir: Path, m: dict[str, Any]) -> Verdict | None:
+    """IPsec: the proposals the daemons negotiated (their `swanctl --list-sas`, recorded by the
+    drivers as *sa-before*/*sa-after* logs) must be exactly the profile's; None for other runs."""
+    prof = profiles.get(m["profile"])
+    if prof.protocol != "ipsec":
+        return None
+    from testbed.overlays import ipsec
+    records = [f["path"] for f in m["files"] if f["kind"] == "log" and "sa-" in f["path"]
+               and (run_dir / f["path"]).is_file()]
+    problems = []
+    for rel in records:
+        text = (run_dir / rel).read_text(encoding="utf-8", errors="replace")
+        if "sa-before" in rel and prof.params.get("mode") != "start":
+            continue                  # trap modes: no SA exists before the first packet
+        problems += [f"{rel}: {p}" for p in ipsec.check_sas(text, prof)]
+    if not records:
+        problems.append("no swanctl --list-sas record of the negotiated SAs")
+    if problems:
+        return Verdict(False, 0, 0, "negotiated SAs: " + "; ".join(problems[:4]) + " -> INVALID")
+    return Verdict(True, 0, 0, f"negotiated SAs: {len(records)} record(s), exactly IKE {ipsec.expected_ike(prof)}, "
+                   f"ESP {ipsec.expected_esp(prof)}")
+
+
 def check_run(run_dir: Path, record: bool = True) -> Verdict:
     """Check every validation capture of a run; write the verdict into its manifest."""
     run_dir = Path(run_dir)
@@ -207,6 +230,9 @@ def check_run(run_dir: Path, record: bool = True) -> Verdict:
                                     f"{f['path']}: {v.details}"))
     if not verdicts:
         verdicts.append(Verdict(False, 0, 0, "no validation capture recorded -> INVALID"))
+    sas = negotiated_sas_verdict(run_dir, m)
+    if sas is not None:
+        verdicts.append(sas)
     sessions = wireguard_sessions(run_dir, m)
     if sessions is not None:
         verdicts.append(sessions[1])

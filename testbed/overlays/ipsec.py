@@ -17,6 +17,8 @@ NF may send first (NF->NRF registration, NRF->NF notify).
 """
 from __future__ import annotations
 
+import re
+
 import ipaddress
 import logging
 import os
@@ -428,3 +430,43 @@ def verify_capture(pcap: Path, profile: Profile, plane: str, values: dict[str, A
     details = (f"ESP {protected} (ip.proto 50: {esp_raw}, ESP-in-UDP/4500: {esp_udp}) and plaintext "
                f"{plaintext} ({plain_filter}) between {', '.join(addrs)} [profile {profile.id}]{why}")
     return Verdict(valid, protected, plaintext, details)
+
+
+# --- negotiated proposals (from the daemon, not the config) -----------------------------------
+
+# swanctl --list-sas prints the negotiated IKE algorithms as <ENCR>/<PRF>/<DH>; the catalogue's
+# IKE proposal keyword in the same words (strongSwan's proposal keywords).
+IKE_WORDS = {"aes128gcm16": "AES_GCM_16-128", "aes256gcm16": "AES_GCM_16-256", "prfsha256": "PRF_HMAC_SHA2_256",
+             "prfsha384": "PRF_HMAC_SHA2_384", "ecp256": "ECP_256", "ecp384": "ECP_384", "curve25519": "CURVE_25519"}
+_ESP_LINE = re.compile(r"^\s+\S+: #\d+, reqid \d+, INSTALLED, TUNNEL(?:-in-UDP)?, ESP:(\S+)", re.M)
+_IKE_LINE = re.compile(r"^\s+([A-Z0-9_-]+(?:/[A-Z0-9_-]+)+)\s*$", re.M)
+
+
+def expected_esp(profile: Any) -> str:
+    """The ESP algorithms as swanctl prints an installed CHILD_SA (ESP:<enc>[/<integ>])."""
+    enc, integ = profile.params["esp_encryption"] or "NULL", profile.params["esp_integrity"]
+    return enc + (f"/{integ}" if integ else "")
+
+
+def expected_ike(profile: Any) -> str:
+    return "/".join(IKE_WORDS.get(w, w.upper()) for w in str(profile.params["ike_proposal"]).split("-"))
+
+
+def check_sas(text: str, profile: Any) -> list[str]:
+    """What is wrong with the SAs a daemon reports against the profile ([] = exactly the
+    profile's IKE and ESP proposals on every installed CHILD_SA, and at least one of those)."""
+    problems = []
+    esp = _ESP_LINE.findall(text)
+    if not esp:
+        problems.append("no INSTALLED CHILD_SA")
+    want = expected_esp(profile)
+    wrong = sorted({e for e in esp if e != want})
+    if wrong:
+        problems.append(f"ESP {', '.join(wrong)} negotiated, profile wants {want}")
+    ike = [i for i in _IKE_LINE.findall(text) if "PRF_" in i or "ECP_" in i or "MODP_" in i]
+    want_ike = expected_ike(profile)
+    wrong_ike = sorted({i for i in ike if i != want_ike})
+    if wrong_ike:
+        problems.append(f"IKE {', '.join(wrong_ike)} negotiated, profile wants {want_ike}")
+    return problems
+

@@ -90,6 +90,11 @@ def _negotiate_ping_capture(lab: netns.Lab, a: str, b: str, tmp_path: Path) -> N
         ike = re.search(r"^  (\S+/PRF\S+)$", sas, flags=re.M)
         assert ike and ike.group(1) == "AES_GCM_16-128/PRF_HMAC_SHA2_256/ECP_256", sas
         assert sas.count("INSTALLED") == 1, "exactly one CHILD_SA per pair (one side initiates)"
+        # the validity step's own reading of the daemon's SAs (testbed/validity.py) agrees, and
+        # refuses them for any other ESP proposal
+        assert ipsec.check_sas(sas, prof) == [], sas
+        other = next(p for p in START_PROFILES if p.params["esp_proposal"] != prof.params["esp_proposal"])
+        assert any("negotiated, profile wants" in p for p in ipsec.check_sas(sas, other)), sas
     kind = _datapath_line(lab, a)
     pcap = tmp_path / f"{lab.name}.pcap"
     with lab.capture(pcap):
