@@ -116,6 +116,9 @@ down_previous() {
 
 main() {
   parse_args "$@"
+  # the user's input first (an unknown profile lists the valid ones), the host after it
+  (cd "$STACK_REPO" && "$PYTHON" -m testbed check-profile "$PROFILE_ID" ${PLANE_ID:+--plane "$PLANE_ID"} >/dev/null) \
+    || exit 2
   stack_require_compose
   check_sctp
   RENDER="$(stack_render "$PROFILE_ID" "$PLANE_ID" "${SCP_FLAG[@]}")" || exit $?

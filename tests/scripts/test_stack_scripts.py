@@ -102,3 +102,23 @@ def test_wait_ue_session_blocks_on_the_log_stream_without_polling(tmp_path) -> N
     late = subprocess.run(["bash", "-c", script], env={"PATH": "/usr/bin:/bin", "DEADLINE": "2"},
                           capture_output=True, text=True, timeout=60)
     assert late.returncode == 1 and 1.5 < time.monotonic() - t0 < 10, late.stderr[-500:]
+
+
+def test_make_up_checks_the_profile_before_the_host(tmp_path) -> None:
+    """An unknown profile is a usage error listing the valid ones, even on a host without Docker
+    (it used to say "docker compose not available")."""
+    import subprocess
+    from tests.conftest import ROOT
+    res = subprocess.run(["make", "--no-print-directory", "up", "PROFILE=no-such-profile", f"STATE={tmp_path}"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    assert res.returncode != 0 and "unknown PROFILE 'no-such-profile'" in res.stderr, res.stderr[-500:]
+    assert "aes256gcm" in res.stderr and "docker compose" not in res.stderr
+
+
+def test_make_help_is_plain_text_when_piped_and_lookalike_variables_warn() -> None:
+    import subprocess
+    from tests.conftest import ROOT
+    res = subprocess.run(["make", "--no-print-directory", "help", "PING=10"], cwd=ROOT, capture_output=True,
+                         text=True, timeout=60, check=False)
+    assert res.returncode == 0 and "\x1b[" not in res.stdout and "run-n3" in res.stdout
+    assert "PING is not a variable of this Makefile: did you mean PINGS?" in res.stderr
