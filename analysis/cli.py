@@ -138,32 +138,18 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0 if result.get("ok", True) else 1
 
 
-def cmd_crypto(args: argparse.Namespace) -> int:
-    from analysis import crypto
-    path = crypto.write_report(Path(args.results), _out_dir(args))
+# Report sections of their own: command -> (module, what to run first when there is no data).
+SECTIONS = {"crypto": ("crypto", "make bench-crypto"),
+            "wire-bytes": ("wire_bytes", "an experiment with captures"),
+            "secfn": ("secfn", "make run-secfn-lab")}
+
+
+def cmd_section(args: argparse.Namespace) -> int:
+    import importlib
+    module, first = SECTIONS[args.command]
+    path = importlib.import_module(f"analysis.{module}").write_report(Path(args.results), _out_dir(args))
     if path is None:
-        print(f"error: no complete, valid crypto run below {args.results} (make bench-crypto)",
-              file=sys.stderr)
-        return 1
-    print(path)
-    return 0
-
-
-def cmd_wire_bytes(args: argparse.Namespace) -> int:
-    from analysis import wire_bytes
-    path = wire_bytes.write_results(Path(args.results), _out_dir(args))
-    if path is None:
-        print(f"error: no usable run with a capture below {args.results}", file=sys.stderr)
-        return 1
-    print(path)
-    return 0
-
-
-def cmd_secfn(args: argparse.Namespace) -> int:
-    from analysis import secfn
-    path = secfn.write_report(Path(args.results), _out_dir(args))
-    if path is None:
-        print(f"error: no security-function run below {args.results} (make run-secfn-lab)", file=sys.stderr)
+        print(f"error: no usable run for `{args.command}` below {args.results} (run {first})", file=sys.stderr)
         return 1
     print(path)
     return 0
@@ -203,20 +189,13 @@ def build_parser() -> argparse.ArgumentParser:
                            help="add permutation-test p-values with N random relabellings (default 0: off)")
         s.set_defaults(run=fn)
 
-    s = sub.add_parser("crypto", help="table, figure and report section of the cipher benchmark")
-    s.add_argument("results", help="results root, campaign or run directory")
-    s.add_argument("--out", help="output folder (default build/analysis/<results name>)")
-    s.set_defaults(run=cmd_crypto)
-
-    s = sub.add_parser("wire-bytes", help="handshake bytes and per-packet overhead from the runs' captures")
-    s.add_argument("results", help="results root, campaign or run directory")
-    s.add_argument("--out", help="output folder (default build/analysis/<results name>)")
-    s.set_defaults(run=cmd_wire_bytes)
-
-    s = sub.add_parser("secfn", help="figure, knees and report section of the UPF security functions")
-    s.add_argument("results", help="results root, campaign or run directory")
-    s.add_argument("--out", help="output folder (default build/analysis/<results name>)")
-    s.set_defaults(run=cmd_secfn)
+    for name, help_ in (("crypto", "table, figure and report section of the cipher benchmark"),
+                        ("wire-bytes", "handshake bytes and per-packet overhead from the runs' captures"),
+                        ("secfn", "figure, knees and report section of the UPF security functions")):
+        s = sub.add_parser(name, help=help_)
+        s.add_argument("results", help="results root, campaign or run directory")
+        s.add_argument("--out", help="output folder (default build/analysis/<results name>)")
+        s.set_defaults(run=cmd_section)
 
     s = sub.add_parser("list-figures", help="list the figures by name")
     s.set_defaults(run=cmd_list_figures)

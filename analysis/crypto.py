@@ -228,12 +228,8 @@ def markdown_section(results: Path, out: Path) -> str:
 
 
 def write_report(results: Path, out: Path) -> Path | None:
-    text = markdown_section(results, out)
-    if not text:
-        return None
-    path = out / "crypto.md"
-    path.write_text("# Cipher benchmark\n\n" + text + "\n", encoding="utf-8")
-    return path
+    from analysis.markdown import write_page
+    return write_page(out, "crypto", "Cipher benchmark", markdown_section(results, out))
 
 
 def read_seed_csv(path: Path) -> pd.DataFrame:

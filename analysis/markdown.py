@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pandas as pd
 
@@ -14,6 +15,16 @@ def fmt(value: object, digits: int = 3) -> str:
             return ""
         return f"{value:.{digits}f}"
     return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def write_page(out: Path, name: str, title: str, text: str) -> Path | None:
+    """out/<name>.md with a title over ``text``; None (nothing written) when ``text`` is empty."""
+    if not text:
+        return None
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"{name}.md"
+    path.write_text(f"# {title}\n\n{text}\n", encoding="utf-8")
+    return path
 
 
 def fmt_p(value: object) -> str:

@@ -215,9 +215,5 @@ def markdown_section(results: Path, out: Path) -> str:
 
 
 def write_report(results: Path, out: Path) -> Path | None:
-    text = markdown_section(results, out)
-    if not text:
-        return None
-    path = out / "secfn.md"
-    path.write_text("# UPF security functions\n\n" + text + "\n", encoding="utf-8")
-    return path
+    from analysis.markdown import write_page
+    return write_page(out, "secfn", "UPF security functions", markdown_section(results, out))

@@ -241,19 +241,18 @@ def results_table(results: Path) -> "pd.DataFrame":
     return pd.DataFrame(rows)
 
 
-def write_results(results: Path, out: Path) -> Path | None:
+def write_report(results: Path, out: Path) -> Path | None:
     """wire-bytes.csv and wire-bytes.md in out; None when no run has a capture."""
     from analysis.markdown import table as md_table
+    from analysis.markdown import write_page
     t = results_table(results)
     if t.empty:
         return None
     out.mkdir(parents=True, exist_ok=True)
     t.to_csv(out / "wire-bytes.csv", index=False)
-    path = out / "wire-bytes.md"
-    path.write_text("# Bytes on the wire\n\nPer run and capture: handshake packets and frame bytes "
-                    "(IKE_SA_INIT + IKE_AUTH, WireGuard initiation/response/cookie, TLS records from "
-                    "ClientHello to the client's first application record), and on N3 the protected "
-                    "packet lengths with the overhead measured against the baseline's GTP-U packets "
-                    "beside the analytic one (docs/wire-bytes.md).\n\n" + md_table(t) + "\n",
-                    encoding="utf-8")
-    return path
+    return write_page(out, "wire-bytes", "Bytes on the wire",
+                      "Per run and capture: handshake packets and frame bytes (IKE_SA_INIT + IKE_AUTH, "
+                      "WireGuard initiation/response/cookie, TLS records from ClientHello to the client's "
+                      "first application record), and on N3 the protected packet lengths with the overhead "
+                      "measured against the baseline's GTP-U packets beside the analytic one "
+                      "(docs/wire-bytes.md).\n\n" + md_table(t))
