@@ -5,7 +5,15 @@ Transcribed from ``/work/shared/design/REFERENCE.md`` (the project's digest of t
 paper's own words, and ``match``: which of our summary-table rows measure the same thing
 (columns of ``analysis.tables``; a tuple value matches any of its items; ``cipher_contains``
 matches a substring of the cipher). N3 figures also match the ``overlay`` experiment, the
-same ping through the same overlay between two network namespaces (``make run-overlay``).
+same ping through the same overlay between two network namespaces (``make run-overlay``); the
+report never sets those beside the papers' figures (analysis/report.py).
+
+Like for like: each reference matches only the profiles of the paper's own configurations
+(the 2025 paper's four TLS profiles, the 2024 paper's fourteen suites, the IPsec modes the paper
+ran: start and trap), and ``aggregate`` says whether the paper's number is a mean over them or
+its slowest (max) or fastest (min) configuration. ``tls12-aes128gcm`` and
+``tls12-ecdsa-aes128gcm`` (and the other three pairs) are the same settings under each paper's
+name: each paper's rows use its own.
 Hosts differ from the papers' (i7-13700, kernel 6.5, AES-NI), so compare overheads and
 orderings, not absolute times.
 """
@@ -17,6 +25,12 @@ from typing import Any
 WISEC2025 = "Michaelides et al., WiSec 2025"
 WISEC2024 = "Zeidler et al., WiSec 2024"
 N3 = ("n3", "overlay")
+TLS2025 = ("tls12-aes128gcm", "tls12-aes256gcm", "tls13-aes128gcm", "tls13-aes256gcm")
+TLS2024 = ("tls12-ecdsa-aes128ccm", "tls12-ecdsa-aes128gcm", "tls12-ecdsa-aes256ccm", "tls12-ecdsa-aes256gcm",
+           "tls12-ecdsa-chacha20", "tls12-rsa-aes128gcm", "tls12-rsa-aes256gcm", "tls12-rsa-chacha20",
+           "tls13-ecdsa-aes128gcm", "tls13-ecdsa-aes256gcm", "tls13-ecdsa-chacha20", "tls13-rsa-aes128gcm",
+           "tls13-rsa-aes256gcm", "tls13-rsa-chacha20")
+PAPER_MODES = ("start", "trap")          # the IPsec modes the 2025 paper ran
 THROUGHPUT_SRC = "IPsec throughput over 1 Gbit/s (iperf3, strongSwan 5.3.5, ESP tunnel)"
 
 
@@ -33,6 +47,8 @@ class Reference:
     match: dict[str, Any] = field(default_factory=dict)
     scale: float = 1.0          # measured * scale is in ``unit`` (ms -> us: 1000)
     range: tuple[float, float] | None = None   # when the paper gives a range instead of one value
+    aggregate: str = "mean"     # the paper's number over its configurations: mean | max (slowest) | min (fastest)
+    paper_ci: str = "not printed"   # the paper's own interval, where it prints one
 
     def paper_value(self) -> str:
         if self.range is not None:
@@ -60,17 +76,19 @@ REFERENCES: tuple[Reference, ...] = (
               "implied baseline attach time roughly 200-250 ms on their host",
               {"experiment": "sbi", "protocol": "none"}, range=(200, 250)),
     Reference("sbi-warm-tls", WISEC2025, "Sec. 4, SBI warm", "attach", "overhead", 0.8, "ms",
-              "warm: TLS +0.8 ms (~0.4 %)", {"experiment": "sbi", "protocol": "tls", "role": "warm"}),
+              "warm: TLS +0.8 ms (~0.4 %)", {"experiment": "sbi", "profile": TLS2025, "role": "warm"}),
     Reference("sbi-warm-ipsec", WISEC2025, "Sec. 4, SBI warm", "attach", "overhead", 1.2, "ms",
-              "warm: IPsec +1.2 ms (~0.55 %) on average", {"experiment": "sbi", "protocol": "ipsec", "role": "warm"}),
+              "warm: IPsec +1.2 ms (~0.55 %) on average", {"experiment": "sbi", "protocol": "ipsec", "mode": PAPER_MODES, "role": "warm"}),
     Reference("sbi-warm-wireguard", WISEC2025, "Sec. 4, SBI warm", "attach", "overhead", 2.4, "ms",
               "warm: WireGuard about twice the IPsec overhead (2 x 1.2 ms), ~1 % slower than the best IPsec",
               {"experiment": "sbi", "protocol": "wireguard", "role": "warm"}),
     Reference("sbi-cold-tls", WISEC2025, "Sec. 4, SBI cold", "attach", "overhead", 23, "ms",
-              "cold: slowest TLS configuration ~23 ms overhead", {"experiment": "sbi", "protocol": "tls", "role": "cold"}),
+              "cold: slowest TLS configuration ~23 ms overhead", {"experiment": "sbi", "profile": TLS2025, "role": "cold"},
+              aggregate="max"),
     Reference("sbi-cold-ipsec-psk-trap", WISEC2025, "Sec. 4, SBI cold", "attach", "overhead", 24, "ms",
               "cold: fastest IPsec PSK trap configuration ~24 ms overhead (PSK faster than certificates)",
-              {"experiment": "sbi", "protocol": "ipsec", "auth": "psk", "mode": "trap", "role": "cold"}),
+              {"experiment": "sbi", "protocol": "ipsec", "auth": "psk", "mode": "trap", "role": "cold"},
+              aggregate="min"),
     Reference("sbi-cold-ipsec-start", WISEC2025, "Sec. 4, SBI cold", "attach", "overhead", 1, "ms",
               "cold: IPsec start mode about +-1 ms (~0.4 %), 22 ms faster than TLS",
               {"experiment": "sbi", "protocol": "ipsec", "mode": "start", "role": "cold"}),
@@ -82,37 +100,37 @@ REFERENCES: tuple[Reference, ...] = (
               {}),
     # --- TLS suites (Zeidler et al. 2024), overhead = TLS/noTLS - 1 ---
     Reference("tls-cold-range", WISEC2024, "Sec. 5, cold", "attach", "overhead_pct", None, "%",
-              "cold: 28.01 % to 34.63 % over the 14 suites", {"experiment": "sbi", "protocol": "tls", "role": "cold"},
+              "cold: 28.01 % to 34.63 % over the 14 suites", {"experiment": "sbi", "profile": TLS2024, "role": "cold"},
               range=(28.01, 34.63)),
     Reference("tls-warm-range", WISEC2024, "Sec. 5, warm", "attach", "overhead_pct", None, "%",
-              "warm: 0.64 % to 0.83 %", {"experiment": "sbi", "protocol": "tls", "role": "warm"},
+              "warm: 0.64 % to 0.83 %", {"experiment": "sbi", "profile": TLS2024, "role": "warm"},
               range=(0.64, 0.83)),
     Reference("tls12-cold", WISEC2024, "Sec. 5", "attach", "overhead_pct", 29.06, "%", "TLS 1.2: 29.06 % cold",
-              {"experiment": "sbi", "protocol": "tls", "version": "1.2", "role": "cold"}),
+              {"experiment": "sbi", "profile": TLS2024, "version": "1.2", "role": "cold"}),
     Reference("tls12-warm", WISEC2024, "Sec. 5", "attach", "overhead_pct", 0.64, "%", "TLS 1.2: 0.64 % warm",
-              {"experiment": "sbi", "protocol": "tls", "version": "1.2", "role": "warm"}),
+              {"experiment": "sbi", "profile": TLS2024, "version": "1.2", "role": "warm"}),
     Reference("tls13-cold", WISEC2024, "Sec. 5", "attach", "overhead_pct", 33.58, "%", "TLS 1.3: 33.58 % cold",
-              {"experiment": "sbi", "protocol": "tls", "version": "1.3", "role": "cold"}),
+              {"experiment": "sbi", "profile": TLS2024, "version": "1.3", "role": "cold"}),
     Reference("tls13-warm", WISEC2024, "Sec. 5", "attach", "overhead_pct", 0.83, "%", "TLS 1.3: 0.83 % warm",
-              {"experiment": "sbi", "protocol": "tls", "version": "1.3", "role": "warm"}),
+              {"experiment": "sbi", "profile": TLS2024, "version": "1.3", "role": "warm"}),
     Reference("tls-ecdsa-cold", WISEC2024, "Sec. 5", "attach", "overhead_pct", 28.01, "%", "ECDSA: 28.01 % cold",
-              {"experiment": "sbi", "protocol": "tls", "cert": "ecdsa", "role": "cold"}),
+              {"experiment": "sbi", "profile": TLS2024, "cert": "ecdsa", "role": "cold"}),
     Reference("tls-ecdsa-warm", WISEC2024, "Sec. 5", "attach", "overhead_pct", 0.70, "%", "ECDSA: 0.70 % warm",
-              {"experiment": "sbi", "protocol": "tls", "cert": "ecdsa", "role": "warm"}),
+              {"experiment": "sbi", "profile": TLS2024, "cert": "ecdsa", "role": "warm"}),
     Reference("tls-rsa-cold", WISEC2024, "Sec. 5", "attach", "overhead_pct", 34.63, "%", "RSA-2048: 34.63 % cold",
-              {"experiment": "sbi", "protocol": "tls", "cert": "rsa", "role": "cold"}),
+              {"experiment": "sbi", "profile": TLS2024, "cert": "rsa", "role": "cold"}),
     Reference("tls-rsa-warm", WISEC2024, "Sec. 5", "attach", "overhead_pct", 0.78, "%", "RSA-2048: 0.78 % warm",
-              {"experiment": "sbi", "protocol": "tls", "cert": "rsa", "role": "warm"}),
+              {"experiment": "sbi", "profile": TLS2024, "cert": "rsa", "role": "warm"}),
     Reference("tls-gcm-cold", WISEC2024, "Sec. 5", "attach", "overhead_pct", 31.27, "%", "AES-GCM: 31.27 % cold",
-              {"experiment": "sbi", "protocol": "tls", "cipher_contains": "GCM", "role": "cold"}),
+              {"experiment": "sbi", "profile": TLS2024, "cipher_contains": "GCM", "role": "cold"}),
     Reference("tls-gcm-warm", WISEC2024, "Sec. 5", "attach", "overhead_pct", 0.74, "%", "AES-GCM: 0.74 % warm",
-              {"experiment": "sbi", "protocol": "tls", "cipher_contains": "GCM", "role": "warm"}),
+              {"experiment": "sbi", "profile": TLS2024, "cipher_contains": "GCM", "role": "warm"}),
     Reference("tls-chacha-cold", WISEC2024, "Sec. 5", "attach", "overhead_pct", 31.41, "%",
               "ChaCha20-Poly1305: 31.41 % cold",
-              {"experiment": "sbi", "protocol": "tls", "cipher_contains": "CHACHA20", "role": "cold"}),
+              {"experiment": "sbi", "profile": TLS2024, "cipher_contains": "CHACHA20", "role": "cold"}),
     Reference("tls-chacha-warm", WISEC2024, "Sec. 5", "attach", "overhead_pct", 0.75, "%",
               "ChaCha20-Poly1305: 0.75 % warm",
-              {"experiment": "sbi", "protocol": "tls", "cipher_contains": "CHACHA20", "role": "warm"}),
+              {"experiment": "sbi", "profile": TLS2024, "cipher_contains": "CHACHA20", "role": "warm"}),
     # --- throughput (REFERENCE.md, other source) ---
     Reference("tp-baseline-tcp", THROUGHPUT_SRC, "IPv4 TCP", "throughput", "mean", 935, "Mbit/s",
               "no IPsec 935 Mbit/s (TCP)", {"protocol": "none", "transport": "tcp"}),

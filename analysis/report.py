@@ -101,8 +101,14 @@ def headline(ref: Reference, t: pd.DataFrame, experiment: str = "") -> Headline 
         h = t[CI_COLUMN[ref.quantity]].astype(float).to_numpy() * ref.scale
     else:
         h = np.full(len(vals), np.nan)
-    ci = float(math.sqrt(np.nansum(h ** 2)) / len(h)) if np.isfinite(h).any() else float("nan")
-    return Headline(ref, float(vals.mean()), ci, float(vals.min()), float(vals.max()),
+    if ref.aggregate in ("max", "min"):
+        # the paper's slowest/fastest configuration: that profile's value and its own interval
+        i = int(np.argmax(vals) if ref.aggregate == "max" else np.argmin(vals))
+        value, ci = float(vals[i]), float(h[i])
+    else:
+        value = float(vals.mean())
+        ci = float(math.sqrt(np.nansum(h ** 2)) / len(h)) if np.isfinite(h).any() else float("nan")
+    return Headline(ref, value, ci, float(vals.min()), float(vals.max()),
                     sorted(t["profile"].astype(str).unique()) if "profile" in t else [], experiment)
 
 
@@ -121,7 +127,8 @@ def headline_frame(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
                             if h else "",
                 "measured": h.measured if h else float("nan"), "ci99": h.ci if h else float("nan"),
                 "range": (f"{h.low:.3f} to {h.high:.3f}" if h and len(h.profiles) > 1 else ""),
-                "unit": ref.unit, "paper": ref.paper_value(),
+                "unit": ref.unit, "paper": ref.paper_value(), "paper_ci": ref.paper_ci,
+                "aggregate": ref.aggregate,
                 "profiles": (", ".join(h.profiles) if h and len(h.profiles) <= 4
                              else f"{len(h.profiles)} profiles" if h else "not measured"),
                 "source": f"{ref.source}, {ref.section}", "paper_says": ref.text,
@@ -188,8 +195,11 @@ def render(results: Path, runs: list[Run], ds: Datasets, tables: dict[str, pd.Da
                "Where several profiles match, *measured* is their mean, *ci99* is sqrt(sum h_i^2)/k, "
                "and *range* their spread; percentages divide by the baseline mean.\n")
     measured = head[head["profiles"] != "not measured"]
-    out.append(md.table(measured[["result", "experiment", "datapath", "measured", "ci99", "range", "unit",
-                                  "paper", "profiles", "source"]]))
+    out.append("Each paper value is matched only to the profiles of that paper's own configurations "
+               "(`analysis/reference.py`); *aggregate* says whether the paper reports the mean over them or "
+               "its slowest (max) / fastest (min) configuration, and *measured* is the same over ours.\n")
+    out.append(md.table(measured[["result", "experiment", "datapath", "aggregate", "measured", "ci99", "range",
+                                  "unit", "paper", "paper_ci", "profiles", "source"]]))
     missing = head.loc[head["profiles"] == "not measured", "result"].tolist()
     if missing:
         out.append(f"\nNot measured in these results (no matching runs): {', '.join(missing)}. "
