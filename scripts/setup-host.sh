@@ -25,19 +25,31 @@ install_backports() {
     return 0
   fi
   export DEBIAN_FRONTEND=noninteractive
-  local candidate
-  candidate="$(apt-cache policy suricata 2>/dev/null | awk '/Candidate:/ {print $2}')"
-  if [[ -z "$candidate" || "$candidate" == "(none)" ]]; then
-    local codename
-    codename="$(sed -n 's/^VERSION_CODENAME=//p' /etc/os-release)"
-    [[ -n "$codename" ]] || { echo "setup-host: cannot tell the Debian codename for backports" >&2; exit 1; }
-    printf 'Types: deb\nURIs: http://deb.debian.org/debian\nSuites: %s-backports\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
-      "$codename" > "$BACKPORTS_LIST"
-    apt-get update -q
-    apt-get install -y -q --no-install-recommends -t "$codename-backports" "${BACKPORTS_PACKAGES[@]}"
+  local codename
+  codename="$(sed -n 's/^VERSION_CODENAME=//p' /etc/os-release)"
+  if [[ "$codename" == bookworm ]]; then
+    # Debian 12: both come from bookworm-backports (the source is added once, at backports'
+    # default priority, so nothing else is upgraded)
+    if [[ ! -f "$BACKPORTS_LIST" ]]; then
+      printf 'Types: deb\nURIs: http://deb.debian.org/debian\nSuites: bookworm-backports\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+        >"$BACKPORTS_LIST"
+    fi
+    apt_retry update -q
+    apt_retry install -y -q --no-install-recommends -t bookworm-backports "${BACKPORTS_PACKAGES[@]}"
   else
-    apt-get install -y -q --no-install-recommends "${BACKPORTS_PACKAGES[@]}"
+    apt_retry install -y -q --no-install-recommends "${BACKPORTS_PACKAGES[@]}"
   fi
+}
+
+# apt_retry ARGS...: apt-get, once more after `apt-get update` when it fails (a stale or cleaned
+# package cache is the usual cause), then a hint.
+apt_retry() {
+  apt-get "$@" && return 0
+  echo "setup-host: apt-get $1 failed; refreshing the package lists and trying once more" >&2
+  apt-get update -q || true
+  apt-get "$@" && return 0
+  echo "setup-host: apt-get $* failed twice: check the network/proxy and /etc/apt/sources.list.d, then run \`sudo make setup\` again" >&2
+  return 1
 }
 
 main() {
@@ -54,8 +66,8 @@ main() {
     echo "setup-host: installing ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive
     echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
-    apt-get update -q
-    apt-get install -y -q --no-install-recommends "${missing[@]}"
+    apt_retry update -q
+    apt_retry install -y -q --no-install-recommends "${missing[@]}"
   fi
   install_backports
   local python="${PYTHON:-python3}"
