@@ -103,8 +103,21 @@ def _bars(ax: plt.Axes, table: pd.DataFrame, value: str, err: str, group: str, s
             tick.set_fontweight("bold")
     ax.grid(axis="y", alpha=0.3)
     if len(groups) > 1:
-        ax.legend(fontsize=8, title=group, title_fontsize=8)
+        # the groups differ by hatch, not colour (colour is the protocol): the legend says so
+        from matplotlib.patches import Patch
+        handles = [Patch(facecolor="white", edgecolor="black", hatch=hatches[gi % len(hatches)], label=group_fmt(g))
+                   for gi, g in enumerate(groups)]
+        ax.legend(handles=handles, fontsize=8, title=group, title_fontsize=8)
+    _mark_userspace(ax, t)
     return keys
+
+
+def _mark_userspace(ax: plt.Axes, table: pd.DataFrame) -> None:
+    """Every panel that holds a userspace datapath says so on the panel itself."""
+    if "datapath" in table and (table["datapath"].astype(str) == "userspace").any():
+        ax.text(0.99, 0.98, "userspace datapath (kernel-libipsec / wireguard-go): NOT comparable with the papers",
+                transform=ax.transAxes, ha="right", va="top", fontsize=7, color="#b00000",
+                bbox={"facecolor": "white", "alpha": 0.8, "edgecolor": "#b00000", "linewidth": 0.5})
 
 
 def _baseline_lines(ax: plt.Axes, table: pd.DataFrame, value: str, group: str | None,
