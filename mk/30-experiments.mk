@@ -5,7 +5,7 @@
         campaign campaign-n3 campaign-sbi campaign-overlay experiment-params
 
 # Every experiment parameter (and the campaign knobs), handed to the drivers through the environment.
-EXPERIMENT_VARS := CAMPAIGN SLOT UP_TIMEOUT BOOTS SIZES SETS PINGS INTERVAL WARMUP PING_DEADLINE MODE \
+EXPERIMENT_VARS := CAMPAIGN SLOT UP_TIMEOUT BOOTS CPUSET_STACK CPUSET_TOOLS SIZES SETS PINGS INTERVAL WARMUP PING_DEADLINE MODE \
                    ITERATIONS ATTACH_TIMEOUT RETRIES WARM_GAP UES REPS TRANSPORTS DURATION \
                    UDP_BITRATE STREAMS SEED PROFILES DRY_RUN
 EXPERIMENT_ENV = $(foreach v,$(EXPERIMENT_VARS),$(v)="$($(v))")

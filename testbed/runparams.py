@@ -72,7 +72,21 @@ _COMMON = (
     Param("UP_TIMEOUT", "int", "180", "seconds the stack/lab may take to come up", 5, 3600),
     Param("BOOT", "int", "1", "which of the BOOTS independent boots this run is (set by make/campaign)",
           1, 10_000),
+    Param("CPUSET_STACK", "cpus", "", "CPUs the stack's containers are pinned to, e.g. 1-3 (empty: not pinned)"),
+    Param("CPUSET_TOOLS", "cpus", "", "CPUs the measuring tools (captures) are pinned to, e.g. 0; disjoint from CPUSET_STACK"),
 )
+
+
+def cpu_list(text: str) -> set[int]:
+    """'0,2-3' -> {0, 2, 3}; ValueError for anything else."""
+    out: set[int] = set()
+    for part in text.split(","):
+        lo, _, hi = part.strip().partition("-")
+        a, b = int(lo), int(hi or lo)
+        if a < 0 or b < a:
+            raise ValueError(text)
+        out.update(range(a, b + 1))
+    return out
 
 
 def _boots(default: str) -> Param:
@@ -138,6 +152,10 @@ def _convert(p: Param, raw: str) -> tuple[Any, str | None]:
             v = [int(x) for x in raw.replace(",", " ").split()]
             if not v:
                 raise ValueError(raw)
+        elif p.kind == "cpus":
+            if raw.strip():
+                cpu_list(raw)
+            return raw.strip(), None
         elif p.kind == "choice":
             if raw not in p.choices:
                 return None, f"{p.name}={raw!r}: must be one of {', '.join(p.choices)}"
@@ -153,7 +171,8 @@ def _convert(p: Param, raw: str) -> tuple[Any, str | None]:
                 return None, f"{p.name}={raw!r}: use letters, digits, '-', '_' or '.' only"
             return raw, None
     except ValueError:
-        what = {"int": "a whole number", "float": "a number", "ints": "whole numbers separated by spaces"}
+        what = {"int": "a whole number", "float": "a number", "ints": "whole numbers separated by spaces",
+                "cpus": "a CPU list such as 0 or 1-3 or 0,2"}
         return None, f"{p.name}={raw!r}: must be {what[p.kind]}{limits}"
     values = v if isinstance(v, list) else [v]
     for x in values:
@@ -187,6 +206,11 @@ def validate(experiment: str, raw: dict[str, str], profile: str | None = None) -
             errors.append(err)
         else:
             out[p.key] = v
+    if not errors and out.get("cpuset_stack") and out.get("cpuset_tools"):
+        both = cpu_list(out["cpuset_stack"]) & cpu_list(out["cpuset_tools"])
+        if both:
+            errors.append(f"CPUSET_STACK={out['cpuset_stack']} and CPUSET_TOOLS={out['cpuset_tools']} share "
+                          f"CPU(s) {', '.join(map(str, sorted(both)))}: the instrument would load the CPUs it measures")
     if experiment == "sbi" and not errors:
         if out["attach_timeout"] + out["warm_gap"] >= CURL_IDLE_LIMIT_S:
             errors.append(f"ATTACH_TIMEOUT + WARM_GAP = {out['attach_timeout'] + out['warm_gap']:g} s: "

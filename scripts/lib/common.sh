@@ -442,6 +442,8 @@ capture_start() {
   done
   [[ "${1:-}" == -- ]] || die "capture_start: missing -- before the command (a bug in $SCRIPT_NAME)" 1
   shift
+  # the measuring tools on their own CPUs (CPUSET_TOOLS), apart from the stack's
+  [[ -z "${CPUSET_TOOLS:-}" ]] || set -- taskset -c "$CPUSET_TOOLS" "$@"
   _record_command "$@"
   [[ "$DRY_RUN" == 1 ]] && return 0
   setsid "$@" >>"$RUN_DIR/${rel%.*}.capture.log" 2>&1 3>&- 4>&- &
@@ -638,6 +640,22 @@ stack_create() {
   shift
   _STACK_CREATED=1
   stack_up "$rel" --create-only "$@"
+  stack_pin
+}
+
+# stack_pin: every created container of the stack on CPUSET_STACK (before any of them starts);
+# nothing when it is empty. The manifest's parameters record both sets.
+stack_pin() {
+  [[ -n "${CPUSET_STACK:-}" ]] || return 0
+  local ids=()
+  if [[ "$DRY_RUN" == 1 ]]; then
+    _record_command docker update --cpuset-cpus "$CPUSET_STACK" "(every container of the stack)"
+    return 0
+  fi
+  mapfile -t ids < <("${DC[@]}" "${STACK_ALL_PROFILES[@]}" ps -aq)
+  ((${#ids[@]})) || return 0
+  run_cmd docker update --cpuset-cpus "$CPUSET_STACK" "${ids[@]}" >/dev/null \
+    || die "could not pin the stack to CPUs $CPUSET_STACK (docker update --cpuset-cpus)" 1
 }
 
 # stack_up REL_LOG [up.sh args...]: fresh stack for PROFILE on PLANE (up.sh takes down any previous

@@ -200,3 +200,14 @@ def test_make_rejects_bad_parameters_before_the_doctor(args: list[str], needle: 
     assert r.returncode == 2, r.stdout + r.stderr
     assert needle in r.stderr
     assert "summary:" not in r.stdout + r.stderr        # doctor's summary line: it did not run
+
+
+def test_stack_and_tools_are_pinned_to_disjoint_cpus(tmp_path: Path) -> None:
+    """CPUSET_STACK pins every container before it starts, CPUSET_TOOLS the captures; sets that
+    overlap are refused before anything starts."""
+    cmds = _commands(_run("run-n3.sh", tmp_path, DRY_RUN="1", PROFILE="aes256gcm", CPUSET_STACK="1",
+                          CPUSET_TOOLS="0"))
+    assert any(c.startswith("docker update --cpuset-cpus 1 ") for c in cmds), cmds
+    assert any(c.startswith("taskset -c 0 dumpcap ") for c in cmds), cmds
+    bad = _run("run-n3.sh", tmp_path, DRY_RUN="1", PROFILE="aes256gcm", CPUSET_STACK="0-1", CPUSET_TOOLS="1")
+    assert bad.returncode == 2 and "share CPU(s) 1" in bad.stderr
