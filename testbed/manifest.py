@@ -158,14 +158,18 @@ def tool_versions() -> dict[str, str | None]:
     }
 
 
-def versions(images: list[str] | None = None) -> dict[str, Any]:
+# experiments that run no 5G stack claim no Open5GS/UERANSIM version
+NO_STACK = ("overlay",)
+
+
+def versions(images: list[str] | None = None, stack_run: bool = True) -> dict[str, Any]:
     values = stack.load()
     commit, dirty = git_commit()
     return {
         "testbed_commit": commit,
         "testbed_dirty": dirty,
-        "open5gs": values.get("open5gs_version"),
-        "ueransim": values.get("ueransim_version"),
+        "open5gs": values.get("open5gs_version") if stack_run else None,
+        "ueransim": values.get("ueransim_version") if stack_run else None,
         **tool_versions(),
         "images": image_facts(images or []),
     }
@@ -284,7 +288,7 @@ def create(results: Path, experiment: str, profile_id: str, raw_params: dict[str
         "parameters": {k: v for k, v in params.items() if k not in ("profile", "campaign", "slot")},
         "profile_params": dict(prof.params),
         "host": host_facts(),
-        "versions": versions(images),
+        "versions": versions(images, stack_run=experiment not in NO_STACK),
         "started": utcnow(),
         "finished": None,
         "driver": {"pid": driver_pid or os.getppid(), "hostname": socket.gethostname()},
