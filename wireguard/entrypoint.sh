@@ -80,8 +80,14 @@ load_config() {
 }
 
 check_namespace() {
-    ip -o -4 addr show | grep -qF " ${WG_ADDRESS}/" \
-        || die "address ${WG_ADDRESS} (${WG_NODE} on ${WG_PLANE}) is not on any interface here: is this the node's namespace?"
+    # Docker may attach a container's second network a moment after its process starts (seen
+    # with `compose up --no-start` then `up`): wait for the address with a deadline, then fail
+    local deadline=$(( $(date +%s) + ${WG_ADDRESS_TIMEOUT:-20} ))
+    until ip -o -4 addr show | grep -qF " ${WG_ADDRESS}/"; do
+        (( $(date +%s) < deadline )) \
+            || die "address ${WG_ADDRESS} (${WG_NODE} on ${WG_PLANE}) is not on any interface here after ${WG_ADDRESS_TIMEOUT:-20}s: is this the node's namespace?"
+        sleep 0.2
+    done
     ! ip link show "$WG_IF" >/dev/null 2>&1 \
         || die "interface ${WG_IF} already exists in this namespace: stop the other overlay first"
     ! ip rule show pref "$WG_RULE_PREF" | grep -q . \
