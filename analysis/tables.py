@@ -68,10 +68,12 @@ def _summary(frame: pd.DataFrame, by: list[str], value: str, match: list[str],
     if frame.empty:
         return pd.DataFrame(columns=by + ["n", "n_boots", "n_samples", "mean", "sd", "ci", "ci_low", "ci_high",
                                           "pooled_mean", "pooled_sd", "pooled_ci", "baseline_mean",
-                                          "overhead", "overhead_ci", "overhead_pct"])
+                                          "baseline_n_boots", "overhead", "overhead_ci", "overhead_pct"])
     frame = _with_boot(_keyed(frame, by), per_file)
     table = summarize_boots(frame, by, value, BOOT, confidence)
-    return add_overhead(table, table["protocol"] == "none", match, confidence)
+    # the baseline's n here is its number of boots: named so beside the profile's n_boots
+    return add_overhead(table, table["protocol"] == "none", match, confidence).rename(
+        columns={"baseline_n": "baseline_n_boots"})
 
 
 def rtt(ds: Datasets, confidence: float = CONFIDENCE, permutations: int = 0) -> pd.DataFrame:
