@@ -31,7 +31,7 @@ T = TypeVar("T")
 PARAM_COLUMNS = ["mode", "auth", "version", "cipher", "cert"]
 # measurement parameters that change what a number means: runs that differ in one are never
 # pooled (and a profile is only compared with a baseline measured the same way)
-MEASUREMENT_COLUMNS = ["host", "interval", "count"]
+MEASUREMENT_COLUMNS = ["host", "cpu", "interval", "count", "sets"]
 RUN_COLUMNS = (["campaign", "experiment", "profile", "protocol", "plane", "datapath", "run"] + PARAM_COLUMNS
                + MEASUREMENT_COLUMNS)
 
@@ -43,7 +43,8 @@ def run_columns(run: Run) -> dict[str, object]:
     return {"campaign": run.campaign, "experiment": run.experiment, "profile": run.profile,
             "protocol": run.protocol, "plane": run.get("plane"), "datapath": run.datapath,
             "run": run.run_id, **{c: params.get(c) for c in PARAM_COLUMNS},
-            "host": host.get("hostname"), "interval": measured.get("interval"), "count": measured.get("pings")}
+            "host": host.get("hostname"), "cpu": host.get("cpu_model"), "interval": measured.get("interval"),
+            "count": measured.get("pings"), "sets": measured.get("sets")}
 
 
 def _with_run(frame: pd.DataFrame, run: Run, **extra: object) -> pd.DataFrame:

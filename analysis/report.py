@@ -140,6 +140,18 @@ def provenance_frame(runs: list[Run]) -> pd.DataFrame:
     return pd.DataFrame([r.provenance() for r in runs])
 
 
+def dropped_frame(runs: list[Run]) -> pd.DataFrame:
+    """Runs left out of the statistics, counted per experiment, profile and reason (the
+    manifest's state/validity reason as analysis/results.py load_run words it)."""
+    rows = [{"experiment": r.experiment, "profile": r.profile, "reason": "; ".join(r.problems)}
+            for r in runs if not r.usable]
+    cols = ["experiment", "profile", "reason"]
+    if not rows:
+        return pd.DataFrame(columns=cols + ["runs"])
+    return (pd.DataFrame(rows).groupby(cols, dropna=False, sort=True).size()
+            .rename("runs").reset_index())
+
+
 def mixed_datapaths(runs: list[Run]) -> list[str]:
     seen: dict[tuple[str, str, str], set[str]] = {}
     for r in runs:
@@ -166,7 +178,7 @@ def build(results: Path, out: Path, figure_names: list[str] | None = None,
     drawn = figs.draw_all(tables, out / "figures", figure_names)
     head = headline_frame(tables)
     prov = provenance_frame(runs)
-    write_tables({**tables, "headline": head, "runs": prov}, out / "tables")
+    write_tables({**tables, "headline": head, "runs": prov, "dropped": dropped_frame(runs)}, out / "tables")
     text = render(results, runs, ds, tables, head, prov, drawn)
     path = out / "report.md"
     path.write_text(text, encoding="utf-8")
@@ -204,6 +216,11 @@ def render(results: Path, runs: list[Run], ds: Datasets, tables: dict[str, pd.Da
     if missing:
         out.append(f"\nNot measured in these results (no matching runs): {', '.join(missing)}. "
                    "All published values with the papers' words: `tables/headline.csv`.\n")
+    out.append("\n## Runs left out\n")
+    dropped = dropped_frame(runs)
+    out.append(f"{len(excluded)} run(s) left out of every statistic (only complete runs with valid "
+               "true are used), per experiment, profile and reason:\n\n" + md.table(dropped)
+               if len(dropped) else "None: every run found is complete and valid.\n")
     out.append("\n## Flags\n")
     flags = [f"- LEFT OUT `{r.directory}`: {'; '.join(r.problems)}" for r in excluded]
     flags += [f"- note `{r.directory}`: {'; '.join(r.notes)}" for r in used if r.notes]

@@ -107,7 +107,7 @@ def welch_diff_arrays(n1: np.ndarray, m1: np.ndarray, s1: np.ndarray, n0: np.nda
 
 def add_overhead(table: pd.DataFrame, is_baseline: pd.Series, match: list[str],
                  confidence: float = CONFIDENCE) -> pd.DataFrame:
-    """Add overhead (mean - baseline mean), its Welch CI half-width and overhead_pct to a
+    """Add baseline_mean, baseline_n, overhead (mean - baseline mean), its Welch CI half-width and overhead_pct to a
     summary table (from ``summarize_groups``); the baseline row is the one with the same
     ``match`` columns where ``is_baseline`` holds. Rows without a baseline get NaN."""
     base = table[is_baseline.to_numpy()][match + ["n", "mean", "sd"]]
@@ -117,6 +117,7 @@ def add_overhead(table: pd.DataFrame, is_baseline: pd.Series, match: list[str],
                                 merged["n0"], merged["mean0"], merged["sd0"], confidence)
     out = table.copy()
     out["baseline_mean"] = merged["mean0"].to_numpy()
+    out["baseline_n"] = merged["n0"].to_numpy()   # the other side's n (boots, in boot tables)
     out["overhead"] = d
     out["overhead_ci"] = h
     out["overhead_pct"] = 100.0 * d / merged["mean0"].to_numpy()

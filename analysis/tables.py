@@ -17,6 +17,13 @@ from analysis.datasets import Datasets, complete_attach, cpu_host, cpu_totals
 from analysis.stats import CONFIDENCE, add_overhead, permutation_test, summarize_boots
 
 
+def _fill(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    """``frame`` with every column of ``columns`` (a frame built without a measurement column,
+    e.g. by hand in a test, gets one empty value for all its rows)."""
+    missing = [c for c in columns if c not in frame.columns]
+    return frame.assign(**{c: None for c in missing}) if missing else frame
+
+
 def _keyed(frame: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     """``by`` columns as text-or-empty (NaN-free keys for grouping and matching)."""
     frame = frame.copy()
@@ -68,31 +75,34 @@ def _summary(frame: pd.DataFrame, by: list[str], value: str, match: list[str],
     if frame.empty:
         return pd.DataFrame(columns=by + ["n", "n_boots", "n_samples", "mean", "sd", "ci", "ci_low", "ci_high",
                                           "pooled_mean", "pooled_sd", "pooled_ci", "baseline_mean",
-                                          "overhead", "overhead_ci", "overhead_pct"])
+                                          "baseline_n_boots", "overhead", "overhead_ci", "overhead_pct"])
     frame = _with_boot(_keyed(frame, by), per_file)
     table = summarize_boots(frame, by, value, BOOT, confidence)
-    return add_overhead(table, table["protocol"] == "none", match, confidence)
+    # the baseline's n here is its number of boots: named so beside the profile's n_boots
+    return add_overhead(table, table["protocol"] == "none", match, confidence).rename(
+        columns={"baseline_n": "baseline_n_boots"})
+
+
+RTT_MATCH = ["campaign", "experiment", "host", "cpu", "interval", "count", "sets", "size"]
+RTT_BY = ["campaign", "experiment", "profile", "protocol", "datapath"] + RTT_MATCH[2:]
 
 
 def rtt(ds: Datasets, confidence: float = CONFIDENCE, permutations: int = 0) -> pd.DataFrame:
-    """Ping RTT (ms) per experiment, profile, datapath and payload size; losses counted."""
-    p = ds.ping
+    """Ping RTT (ms) per experiment, profile, datapath, measurement parameters (host, CPU model,
+    interval, pings and sets per size) and payload size; losses counted."""
+    p = _fill(ds.ping, RTT_BY)
     if p.empty:
-        return _summary(p, ["campaign", "experiment", "profile", "protocol", "datapath", "host", "interval",
-                            "count", "size"], "rtt_ms", ["campaign", "experiment", "host", "interval", "count", "size"],
-                        confidence)
+        return _summary(p, RTT_BY, "rtt_ms", RTT_MATCH, confidence)
     samples = p[~p["dup"].astype(bool)]
-    by = ["campaign", "experiment", "profile", "protocol", "datapath", "host", "interval", "count", "size"]
-    table = _summary(samples, by, "rtt_ms", ["campaign", "experiment", "host", "interval", "count", "size"],
-                     confidence)
+    by = RTT_BY
+    table = _summary(samples, by, "rtt_ms", RTT_MATCH, confidence)
     key = samples[by].astype(object).where(samples[by].notna(), "")
     lost = (samples.assign(**{c: key[c] for c in by}).groupby(by)["lost"]
             .agg(lost="sum", sent="count").reset_index())
     table = table.merge(lost, on=by, how="left")
     table["loss_pct"] = 100.0 * table["lost"] / table["sent"]
     table["runs"] = table.merge(_runs_per_group(samples, by), on=by, how="left")["runs"].to_numpy()
-    return add_permutation_p(table, samples, by, "rtt_ms", ["campaign", "experiment", "host", "interval", "count",
-                                                            "size"], permutations)
+    return add_permutation_p(table, samples, by, "rtt_ms", RTT_MATCH, permutations)
 
 
 def _runs_per_group(frame: pd.DataFrame, by: list[str]) -> pd.DataFrame:
@@ -102,56 +112,61 @@ def _runs_per_group(frame: pd.DataFrame, by: list[str]) -> pd.DataFrame:
 
 def attach(ds: Datasets, confidence: float = CONFIDENCE, permutations: int = 0) -> pd.DataFrame:
     """Attach time (ms) per profile, datapath and role (cold/warm); incomplete ones counted."""
-    a = ds.attach
     by = ["campaign", "experiment", "profile", "protocol", "mode", "auth", "version", "cipher", "cert", "datapath",
-          "host", "role"]
-    table = _summary(complete_attach(a) if not a.empty else a, by, "attach_ms", ["campaign", "experiment", "host", "role"],
-                     confidence, per_file=True)
+          "host", "cpu", "role"]
+    match = ["campaign", "experiment", "host", "cpu", "role"]
+    a = _fill(ds.attach, by)
+    table = _summary(complete_attach(a) if not a.empty else a, by, "attach_ms", match, confidence, per_file=True)
     if not a.empty and not table.empty:
         key = a[by].astype(object).where(a[by].notna(), "")
         bad = a.assign(**{c: key[c] for c in by}).assign(incomplete=a["status"] != "complete")
         counts = bad.groupby(by)["incomplete"].sum().rename("incomplete").reset_index()
         table = table.merge(counts, on=by, how="left")
-        table = add_permutation_p(table, complete_attach(a), by, "attach_ms", ["campaign", "experiment", "host", "role"],
-                                  permutations)
+        table = add_permutation_p(table, complete_attach(a), by, "attach_ms", match, permutations)
     return table
 
 
 def cpu(ds: Datasets, confidence: float = CONFIDENCE) -> pd.DataFrame:
     """CPU seconds (all services) per profile, datapath and number of UEs."""
     totals = cpu_totals(ds.cpu)
-    by = ["campaign", "experiment", "profile", "protocol", "datapath", "ues"]
-    return _summary(totals, by, "cpu_s", ["campaign", "experiment", "ues"], confidence, per_file=True)
+    by = ["campaign", "experiment", "profile", "protocol", "datapath", "host", "cpu", "ues"]
+    return _summary(_fill(totals, by), by, "cpu_s", ["campaign", "experiment", "host", "cpu", "ues"], confidence,
+                    per_file=True)
 
 
 def cpu_host_table(ds: Datasets, confidence: float = CONFIDENCE) -> pd.DataFrame:
     """Host-wide CPU seconds (kernel threads, irq and softirq included; idle window subtracted)
     per profile, datapath and number of UEs: the cost the paper compares (the cgroup table
     misses the kernel's share of ESP and WireGuard)."""
-    by = ["campaign", "experiment", "profile", "protocol", "datapath", "ues"]
-    return _summary(cpu_host(ds.cpu), by, "cpu_s", ["campaign", "experiment", "ues"], confidence, per_file=True)
+    by = ["campaign", "experiment", "profile", "protocol", "datapath", "host", "cpu", "ues"]
+    return _summary(_fill(cpu_host(ds.cpu), by), by, "cpu_s", ["campaign", "experiment", "host", "cpu", "ues"], confidence,
+                    per_file=True)
 
 
 def cpu_slopes(ds: Datasets) -> pd.DataFrame:
     """Least-squares slope (CPU s per UE) and intercept per profile."""
-    totals = cpu_totals(ds.cpu)
+    totals = _fill(cpu_totals(ds.cpu), ["host", "cpu"])
     rows = []
     if not totals.empty:
-        for (campaign, profile, protocol, datapath), g in totals.groupby(["campaign", "profile", "protocol", "datapath"]):
+        # one line per host and CPU model too: points measured on different machines never share a fit
+        for (campaign, profile, protocol, datapath, host, cpu_model), g in _keyed(totals, ["host", "cpu"]).groupby(
+                ["campaign", "profile", "protocol", "datapath", "host", "cpu"]):
             x = g["ues"].astype(float).to_numpy()
             y = g["cpu_s"].astype(float).to_numpy()
             if len(np.unique(x)) >= 2:
                 slope, intercept = np.polyfit(x, y, 1)
                 rows.append({"campaign": campaign, "profile": profile, "protocol": protocol, "datapath": datapath,
-                             "cpu_s_per_ue": slope, "intercept_s": intercept, "points": len(x)})
-    return pd.DataFrame(rows, columns=["campaign", "profile", "protocol", "datapath", "cpu_s_per_ue", "intercept_s",
-                                       "points"])
+                             "host": host, "cpu": cpu_model, "cpu_s_per_ue": slope, "intercept_s": intercept,
+                             "points": len(x)})
+    return pd.DataFrame(rows, columns=["campaign", "profile", "protocol", "datapath", "host", "cpu", "cpu_s_per_ue",
+                                       "intercept_s", "points"])
 
 
 def throughput(ds: Datasets, confidence: float = CONFIDENCE) -> pd.DataFrame:
     """Receiver-side throughput (Mbit/s) per profile, datapath and transport."""
-    by = ["campaign", "experiment", "profile", "protocol", "datapath", "transport"]
-    return _summary(ds.throughput, by, "receiver_mbps", ["campaign", "experiment", "transport"], confidence)
+    by = ["campaign", "experiment", "profile", "protocol", "datapath", "host", "cpu", "transport"]
+    return _summary(_fill(ds.throughput, by), by, "receiver_mbps", ["campaign", "experiment", "host", "cpu", "transport"],
+                    confidence)
 
 
 TABLES = {"rtt": rtt, "attach": attach, "cpu": cpu, "cpu_host": cpu_host_table, "cpu_slopes": cpu_slopes,

@@ -40,6 +40,7 @@ def test_headline_table_sets_measured_beside_paper(fixture_report, fixture_tree)
     ip = rtt_t[(rtt_t["profile"] == "aes128gcm") & (rtt_t["size"] == 1024)].iloc[0]
     bl = rtt_t[(rtt_t["profile"] == "baseline") & (rtt_t["size"] == 1024)].iloc[0]
     assert ip["n_boots"] == bl["n_boots"] == 2 and ip["n_samples"] + bl["n_samples"] > 19_000
+    assert ip["baseline_n_boots"] == 2 and bl["baseline_n_boots"] == 2
     v1, v0 = ip["sd"] ** 2 / 2, bl["sd"] ** 2 / 2
     dof = (v1 + v0) ** 2 / (v1 ** 2 + v0 ** 2)
     assert row["ci99"] == pytest.approx(1000 * scipy_t.ppf(0.995, dof) * (v1 + v0) ** 0.5, rel=1e-6)
@@ -66,6 +67,17 @@ def test_flags_and_provenance(report_text, fixture_report):
     assert len(runs) == 17 and runs["used"].sum() == 15
     assert set(runs["commit"].astype(str)) == {"0123456789abcdef"}
     assert "| fixture | n3 | aes128gcm | 20261121T230000Z-invalid0 | complete | False |" in report_text
+
+
+def test_dropped_runs_section_counts_per_experiment_profile_and_reason(report_text, fixture_report):
+    section = report_text.split("## Runs left out", 1)[1].split("## Flags", 1)[0]
+    assert "2 run(s) left out" in section
+    dropped = pd.read_csv(fixture_report / "tables" / "dropped.csv")
+    assert dropped["runs"].sum() == 2 and list(dropped.columns) == ["experiment", "profile", "reason", "runs"]
+    invalid = dropped[dropped["reason"].str.contains("7 plaintext GTP-U packets on N3")]
+    assert invalid[["experiment", "profile", "runs"]].values.tolist() == [["n3", "aes128gcm", 1]]
+    assert dropped["reason"].str.contains("state is 'interrupted'").sum() == 1
+    assert "| n3 | aes128gcm |" in section
 
 
 def test_cli_report_and_stats(fixture_tree, tmp_path, capsys):

@@ -127,3 +127,25 @@ def test_runs_measured_differently_are_never_pooled() -> None:
     assert len(base) == 2 and sorted(base["interval"].astype(float)) == [0.0, 0.01]
     wg = t[t["profile"] == "wireguard"].iloc[0]
     assert wg["baseline_mean"] == pytest.approx(1.0245) and wg["overhead"] == pytest.approx(0.3)
+
+
+@pytest.mark.parametrize("column, values", [("sets", (2, 5)), ("cpu", ("CPU A", "CPU B")), ("count", (2000, 200))])
+def test_baselines_differing_in_sets_cpu_model_or_count_are_separate_rows(column: str, values: tuple) -> None:
+    """Two baselines measured with different sets per size, on different CPU models, or with
+    different pings per set: two rows with their own boot statistics, never one pooled row."""
+    import pandas as pd
+
+    from analysis.datasets import Datasets
+    from analysis.tables import rtt
+    rows = []
+    for run, value, base in (("b1", values[0], 1.0), ("b2", values[1], 2.0)):
+        for i in range(20):
+            row = {"campaign": "c", "experiment": "n3", "profile": "baseline", "protocol": "none", "plane": "n3",
+                   "datapath": "none", "run": run, "host": "h", "cpu": "CPU A", "interval": 0.2, "count": 2000,
+                   "sets": 2, "size": 64, "rtt_ms": base + 0.01 * i, "lost": False, "dup": False}
+            row[column] = value
+            rows.append(row)
+    t = rtt(Datasets(runs=[], ping=pd.DataFrame(rows)))
+    assert len(t) == 2 and sorted(t[column].tolist()) == sorted(values)
+    assert sorted(t["mean"].round(3)) == [1.095, 2.095] and (t["n_boots"] == 1).all()
+    assert t["ci"].isna().all()   # one boot each: no interval over boots
