@@ -3,7 +3,7 @@
 Layout (docs/contracts.md, "Results"): ``$RESULTS/<campaign>/<experiment>/<profile>/<run>/``
 with ``manifest.json`` and the raw files it lists. ``RESULTS`` may be the results root, one
 campaign, or a single run directory: every ``manifest.json`` below it is a run. A run is
-*usable* for statistics when its state is ``complete``, its ``valid`` flag is not ``false`` and
+*usable* for statistics when its state is ``complete``, its ``valid`` flag is ``true`` (false or null: left out) and
 every raw file it lists exists; otherwise it is kept (for the report's provenance table) with
 the problems that exclude it.
 """
