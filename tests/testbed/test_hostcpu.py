@@ -67,6 +67,10 @@ def test_a_known_busy_loop_in_a_namespace_is_counted(tmp_path: Path) -> None:
         a = hostcpu.window(snaps, "idle-a-start", "idle-a-end")["busy_s"]
         b = hostcpu.window(snaps, "idle-start", "idle-end")["busy_s"]
         w = hostcpu.window(snaps, "boot-start", "last-pdu")
+        capacity = (os.cpu_count() or 1) * 2.0
+        if min(a, b) > 0.75 * capacity:
+            pytest.skip(f"host saturated by other work ({min(a, b):.2f} of {capacity:.0f} CPU-seconds busy while "
+                        "idle): a busy loop cannot add CPU time to measure")
         net = w["busy_s"] - (a + b) / 2 * w["wall_s"] / 2.0
         noise = abs(a - b)
         assert abs(net - 1.5) <= 0.4 + 2 * noise, (net, a, b, w)
