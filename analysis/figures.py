@@ -147,8 +147,9 @@ def fig2_n3_rtt(tables: Tables, out: Path) -> list[Path]:
     if exp:
         t = t[t["experiment"] == exp]
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 4.8))
-    _bars(ax1, t, "mean", "ci", "size", group_fmt=lambda s: f"{s} B")
-    ax1.set_ylabel("mean RTT (ms), 99 % CI")
+    # one unit for the whole figure (us): the overheads are tens of us, the RTTs hundreds
+    _bars(ax1, t, "mean", "ci", "size", scale=1000.0, group_fmt=lambda s: f"{s} B")
+    ax1.set_ylabel("mean RTT (us), 99 % CI")
     ax1.set_title("RTT per profile and payload size")
     ax1.legend(fontsize=8, title="payload", title_fontsize=8)
     over = t[t["protocol"] != "none"]

@@ -43,11 +43,12 @@ def test_fig2_content(fixture_tables, tmp_path, monkeypatch):
     # baseline first (and bold), wireguard split by datapath because its runs differ
     assert labels == ["baseline", "aes128gcm [kernel]", "wireguard [kernel]", "wireguard [userspace]"]
     assert ax1.get_xticklabels()[0].get_fontweight() == "bold"
-    assert "ms" in ax1.get_ylabel() and "99 %" in ax1.get_ylabel()
-    assert "us" in ax2.get_ylabel()
-    heights = sorted(round(b.get_height(), 3) for b in ax1.patches if b.get_height() == b.get_height())
+    # one unit per figure: both panels in us
+    assert "(us)" in ax1.get_ylabel() and "99 %" in ax1.get_ylabel()
+    assert "(us)" in ax2.get_ylabel()
+    heights = sorted(b.get_height() for b in ax1.patches if b.get_height() == b.get_height())
     rtt = fixture_tables["rtt"]
-    assert heights == sorted(round(v, 3) for v in rtt["mean"])
+    assert heights == pytest.approx(sorted(v * 1000.0 for v in rtt["mean"]))
     plt.close(fig)
 
 
