@@ -52,7 +52,9 @@ main() {
   stack_overlay_state sa-before
   cleanup_push stack_logs containers.log
 
+  docker_watch_start ue1
   ping_series "UE 1"
+  watch_stop
   stack_overlay_state sa-after
   stack_logs containers.log
   [[ "$DRY_RUN" == 1 ]] || datapath_from_log "$RUN_DIR/containers.log"

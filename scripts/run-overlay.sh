@@ -146,13 +146,6 @@ overlay_watch() {
   done
 }
 
-stop_watch() {
-  [[ -n "${WATCH_PID:-}" ]] || return 0
-  kill "$WATCH_PID" 2>/dev/null || true
-  wait "$WATCH_PID" 2>/dev/null || true
-  WATCH_PID=""
-}
-
 # ping_cmd COUNT SIZE: the ping, run directly in the gNB's namespace (its output streams into the
 # raw file, and a signal reaches ping itself).
 ping_cmd() {
@@ -193,10 +186,10 @@ main() {
     OVERLAY_DIED="$RUN_DIR/overlay-died.txt"
     overlay_watch "$GNB_NS" "${GNB_NS%-gnb}-upf" &
     WATCH_PID=$!
-    cleanup_push stop_watch
+    cleanup_push watch_stop
   fi
   ping_series "gnb"
-  stop_watch
+  watch_stop
   overlay_state sa-after
   keep_lab_logs
   run_end

@@ -567,7 +567,7 @@ ping_series() {
       measure "$rel" ping "size=$size" "set=$set" warmup=false "payload=$(ping_payload "$size")" \
         "ip_len=$((size + 20))" -- "${cmd[@]}" || rc=$?
       [[ "$DRY_RUN" == 1 ]] && continue
-      # a watcher (run-overlay) that saw the overlay die says so, with the time
+      # a watcher (run-overlay, docker_watch_start) that saw the overlay die says so, with the time
       [[ -z "${OVERLAY_DIED:-}" || ! -s "$OVERLAY_DIED" ]] \
         || die "the overlay died during set $set (size $size): $(<"$OVERLAY_DIED"); the run is invalid" 1
       ping_rc_ok "$rc" "$RUN_DIR/$rel" \
@@ -581,6 +581,53 @@ ping_series() {
       flag_loss "$RUN_DIR/$rel" "$set" "$size"
     done
   done
+}
+
+# watch_stop: end the overlay watcher started by a driver (its stream reader included).
+watch_stop() {
+  [[ -n "${WATCH_PID:-}" ]] || return 0
+  pkill -P "$WATCH_PID" 2>/dev/null || true
+  kill "$WATCH_PID" 2>/dev/null || true
+  wait "$WATCH_PID" 2>/dev/null || true
+  WATCH_PID=""
+}
+
+# docker_watch_start PING_SERVICE: the Docker drivers' overlay watcher. It reads the engine's
+# event stream for the project (pushed by the engine: no polling, no exec in the measured
+# window). The overlay entrypoints (ipsec/entrypoint.sh, wireguard/entrypoint.sh) exit when
+# their daemon dies, so an overlay lost mid-run is a container `die` (or an `unhealthy`) event:
+# it writes OVERLAY_DIED and interrupts the pings, and ping_series stops the run as invalid.
+docker_watch_start() {
+  [[ "$DRY_RUN" != 1 && "$PROTOCOL" != none ]] || return 0
+  local svc="$1"
+  OVERLAY_DIED="$RUN_DIR/overlay-died.txt"
+  _docker_watch "$svc" &
+  WATCH_PID=$!
+  cleanup_push watch_stop
+}
+
+_docker_watch() {
+  local svc="$1" name action stop=() rc=1
+  mapfile -d '' -t stop < <(dc_exec "$svc" pkill -INT -x ping)
+  coproc ENGINE_EVENTS { exec docker events --filter "label=com.docker.compose.project=$COMPOSE_PROJECT" \
+    --filter type=container --filter event=die --filter event=kill --filter event=oom \
+    --filter event=health_status --format '{{.Actor.Attributes.name}}|{{.Action}}' 2>/dev/null; }
+  local pid="$ENGINE_EVENTS_PID"
+  # the stream is ended on every way out (a TERM from watch_stop included)
+  trap 'kill "$pid" 2>/dev/null; exit 0' TERM
+  while IFS='|' read -r name action <&"${ENGINE_EVENTS[0]}"; do
+    case "$action" in
+      die | kill | oom | "health_status: unhealthy") ;;
+      *) continue ;;
+    esac
+    printf '%s container %s: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$name" "$action" >"$OVERLAY_DIED"
+    "${stop[@]}" >/dev/null 2>&1 || true
+    rc=0
+    break
+  done
+  kill "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  return "$rc"
 }
 
 # docker_driver_begin EXPERIMENT ARGS... [-- TOOLS...]: the common start of every Docker driver:

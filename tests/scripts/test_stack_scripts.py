@@ -122,3 +122,34 @@ def test_make_help_is_plain_text_when_piped_and_lookalike_variables_warn() -> No
                          text=True, timeout=60, check=False)
     assert res.returncode == 0 and "\x1b[" not in res.stdout and "run-n3" in res.stdout
     assert "PING is not a variable of this Makefile: did you mean PINGS?" in res.stderr
+
+
+def test_docker_watch_stops_the_pings_when_an_overlay_container_dies(tmp_path) -> None:
+    """scripts/lib/common.sh docker_watch_start (run-n3): it reads the engine's event stream for
+    the project (here a stand-in `docker` that reports a healthy event, then a holder's death),
+    ignores the healthy one, writes overlay-died.txt naming the container, and interrupts the UE's
+    ping through the compose exec line."""
+    import subprocess
+    import time
+    from tests.conftest import ROOT
+    calls = tmp_path / "calls"
+    (tmp_path / "docker").write_text(
+        "#!/usr/bin/env bash\necho \"$*\" >> " + str(calls) + "\n"
+        "[[ \"$1\" == events ]] || exit 0\n"
+        "echo 'g5tb-upf-net-1|health_status: healthy'; sleep 0.5\n"
+        "echo 'g5tb-upf-net-1|die'; exec sleep 30\n")
+    (tmp_path / "docker").chmod(0o755)
+    # the stand-in's `sleep 30` holds the test's stderr open: run() returns within 10 s only if the
+    # watcher ends the event stream when it is done
+    script = (f'source "{ROOT}/scripts/lib/common.sh"; DRY_RUN=0; PROTOCOL=ipsec; RUN_DIR="{tmp_path}"; '
+              'COMPOSE_PROJECT=g5tb; DC=(docker compose -p g5tb); STACK_ALL_PROFILES=(); '
+              'docker_watch_start ue1; wait "$WATCH_PID"; echo "watch ended"')
+    t0 = time.monotonic()
+    res = subprocess.run(["bash", "-c", script], env={"PATH": f"{tmp_path}:/usr/bin:/bin"},
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0 and "watch ended" in res.stdout and time.monotonic() - t0 < 10, res.stderr[-500:]
+    died = (tmp_path / "overlay-died.txt").read_text()
+    assert "container g5tb-upf-net-1: die" in died and "healthy" not in died
+    lines = calls.read_text().splitlines()
+    assert any(l.startswith("events ") and "label=com.docker.compose.project=g5tb" in l for l in lines)
+    assert "compose -p g5tb exec -T ue1 pkill -INT -x ping" in lines
