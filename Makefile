@@ -5,13 +5,30 @@ SHELL := /usr/bin/env bash
 .DEFAULT_GOAL := help
 .DELETE_ON_ERROR:
 
-PYTHON  ?= python3
+# Python: the project's virtual environment (scripts/venv.sh, from requirements.lock), built or
+# updated on first use and whenever the lock changes; never the system Python. PYTHON=/path/to/python
+# uses another interpreter as it is (its packages are then yours to provide).
+VENV        ?= .venv
+VENV_PYTHON ?= python3
+PYTHON      ?= $(CURDIR)/$(VENV)/bin/python
 PROFILE ?= baseline
 RESULTS ?= results
 STATE   ?= .state
 export PYTHON PROFILE RESULTS STATE
 
 include $(sort $(wildcard mk/*.mk))
+
+# The venv is a makefile make remakes before any target that may run Python (not for `help`):
+# up to date = no network, nothing run.
+VENV_STAMP := $(VENV)/.installed.mk
+ifeq ($(PYTHON),$(CURDIR)/$(VENV)/bin/python)
+ifneq ($(filter-out help,$(or $(MAKECMDGOALS),help)),)
+include $(VENV_STAMP)
+endif
+endif
+$(VENV_STAMP): requirements.lock scripts/venv.sh
+	@bash scripts/venv.sh "$(VENV)" "$(VENV_PYTHON)"
+	@echo "# made by scripts/venv.sh from requirements.lock: $$(sha256sum requirements.lock | cut -c1-16)" >"$@"
 
 # Variables that look like ours but are not (a typo is silently ignored by make otherwise).
 LOOKALIKES := PING:PINGS SET:SETS SIZE:SIZES BOOT:BOOTS ITERATION:ITERATIONS REP:REPS UE:UES PROFILES_:PROFILES \

@@ -1,10 +1,19 @@
 # Set-up and tests.
-.PHONY: setup test profiles
+.PHONY: setup host-tools venv lock test profiles
 
-setup: ## install the host tools and Python packages the testbed and its tests need (Debian/Ubuntu, root)
-	bash scripts/setup-host.sh
+setup: host-tools venv ## install the host tools (Debian/Ubuntu, as root) and the project's Python venv (.venv)
 
-test: setup ## run the test suite (unit, static, network-namespace integration; Docker parts skip with a reason)
+host-tools: ## the host programs (strongSwan, wireguard-go, tshark, Suricata, ...) from apt; as root, idempotent
+	@if [ "$$(id -u)" = 0 ]; then bash scripts/setup-host.sh; \
+	 else echo "setup: not root, host packages left as they are (sudo make host-tools installs them; tests that need a missing one skip naming it)"; fi
+
+venv: $(VENV_STAMP) ## the project's virtual environment from requirements.lock (no network when up to date)
+
+lock: ## regenerate requirements.lock from pyproject.toml's ranges (needs uv: pip install uv)
+	uv pip compile pyproject.toml --extra test --extra bench --universal --python-version 3.10 \
+	  --generate-hashes -q -o requirements.lock
+
+test: host-tools venv ## run the test suite in the venv; as root also the namespace tests (the rest skip naming what is missing)
 	$(PYTHON) -m pytest -ra $(PYTEST_ARGS)
 
 profiles: ## print every security profile with its plane, protocol and parameters

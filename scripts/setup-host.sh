@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what the testbed's host side and its tests need: the overlay programs (strongSwan
-# with kernel-libipsec, wireguard-go, OpenSSL), tshark, iperf3, and the Python package.
-# Idempotent. Docker Engine + Compose v2 are not installed here (see README: Requirements).
+# with kernel-libipsec, wireguard-go, OpenSSL), tshark, iperf3, Suricata, D-ITG. Idempotent: with
+# everything installed it reads dpkg's database only (no network). The Python packages go into
+# the project's venv (scripts/venv.sh), never the system Python. Docker Engine + Compose v2
+# are not installed here (see README: Requirements).
 set -euo pipefail
 
 readonly APT_PACKAGES=(
@@ -70,8 +72,6 @@ main() {
     apt_retry install -y -q --no-install-recommends "${missing[@]}"
   fi
   install_backports
-  local python="${PYTHON:-python3}"
-  "$python" -m pip install -q -e ".[test,bench]"
 }
 
 main "$@"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -31,3 +32,8 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip(f"real data folder {SHARED_DATA} not present (it sits beside the clone in CI)")
     return SHARED_DATA
+
+
+# Scripts and drivers that tests start call $PYTHON; without make (pytest run by hand from the
+# venv) that is the interpreter running the tests, never a system python3 without the packages.
+os.environ.setdefault("PYTHON", sys.executable)

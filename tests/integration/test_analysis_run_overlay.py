@@ -4,6 +4,7 @@ that results folder, checked for content."""
 from __future__ import annotations
 
 import json
+import sys
 import os
 import secrets
 import struct
@@ -80,7 +81,7 @@ def test_ping_stats_cli_agrees_with_the_report(overlay_results):
     manifest = json.loads((run / "manifest.json").read_text())
     files = [str(run / f["path"]) for f in manifest["files"]
              if f["kind"] == "ping" and not f["warmup"] and f["size"] == 64]
-    proc = subprocess.run(["python3", "-m", "analysis", "ping-stats", *files], cwd=ROOT,
+    proc = subprocess.run([sys.executable, "-m", "analysis", "ping-stats", *files], cwd=ROOT,
                           capture_output=True, text=True, check=True)
     stats = json.loads(proc.stdout)
     assert set(stats) >= {"n", "mean_ms", "sd_ms", "ci99_halfwidth_ms"}
@@ -92,7 +93,7 @@ def test_ping_stats_cli_agrees_with_the_report(overlay_results):
 def test_wire_bytes_on_run_overlay_output(overlay_results, tmp_path):
     """The WireGuard run's packets are exactly the analytic overhead above the baseline's."""
     out = tmp_path / "wb"
-    proc = subprocess.run([os.environ.get("PYTHON", "python3"), "-m", "analysis", "wire-bytes",
+    proc = subprocess.run([sys.executable, "-m", "analysis", "wire-bytes",
                            str(overlay_results), "--out", str(out)], cwd=ROOT, capture_output=True,
                           text=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stderr

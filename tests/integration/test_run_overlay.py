@@ -5,6 +5,7 @@ real WireGuard (wireguard-go where there is no module), real tshark/dumpcap.
 from __future__ import annotations
 
 import json
+import sys
 import os
 import re
 import secrets
@@ -117,7 +118,7 @@ def test_baseline_run_is_complete_and_valid(baseline_results: Path) -> None:
 
 def test_analysis_reads_the_run(baseline_results: Path) -> None:
     """The measurement -> manifest -> analysis path: the analysis CLI computes RTT statistics."""
-    res = subprocess.run(["python3", "-m", "analysis", "stats", str(baseline_results)], cwd=ROOT,
+    res = subprocess.run([sys.executable, "-m", "analysis", "stats", str(baseline_results)], cwd=ROOT,
                          capture_output=True, text=True, check=False, timeout=300)
     assert res.returncode == 0, res.stderr[-3000:]
     table = res.stdout.split("## rtt", 1)[1].split("##", 1)[0]
@@ -158,7 +159,7 @@ def test_runs_never_overwrite(baseline_results: Path, tmp_path: Path) -> None:
     assert len(runs) == 2 and runs[0].name != runs[1].name
     before = (runs[0] / "manifest.json").read_bytes()
     # a finished run refuses any change through the manifest CLI
-    res = subprocess.run(["python3", "-m", "testbed", "manifest", "add-command", str(runs[0]),
+    res = subprocess.run([sys.executable, "-m", "testbed", "manifest", "add-command", str(runs[0]),
                           "--command=echo changed"], cwd=ROOT, capture_output=True, text=True, check=False)
     assert res.returncode == 1 and "never modified" in res.stderr
     assert (runs[0] / "manifest.json").read_bytes() == before
@@ -211,7 +212,7 @@ def test_invalid_run_is_marked_loudly(baseline_results: Path, tmp_path: Path) ->
     m = json.loads((forged / "manifest.json").read_text())
     m.update(profile="aes256gcm", protocol="ipsec", valid=None, validity=None)
     (forged / "manifest.json").write_text(json.dumps(m))
-    res = subprocess.run(["python3", "-m", "testbed", "validity", str(forged)], cwd=ROOT,
+    res = subprocess.run([sys.executable, "-m", "testbed", "validity", str(forged)], cwd=ROOT,
                          capture_output=True, text=True, check=False)
     assert res.returncode == 1
     assert "INVALID RUN" in res.stderr and "must not be used" in res.stderr

@@ -6,6 +6,7 @@ named namespace (`ip netns add`), the program or plugin file itself, a socket.
 from __future__ import annotations
 
 import json
+import sys
 import os
 import secrets
 import socket
@@ -111,10 +112,10 @@ def test_probes_leave_no_interfaces_behind(facts: dict) -> None:
 
 
 def test_cli_line_and_json(facts: dict) -> None:
-    line = subprocess.run(["python3", "-m", "testbed", "datapath"], cwd=ROOT, capture_output=True,
+    line = subprocess.run([sys.executable, "-m", "testbed", "datapath"], cwd=ROOT, capture_output=True,
                           text=True, check=True).stdout.splitlines()[0]
     assert line == datapath.summary(facts)
     assert line.startswith(f"datapath: ipsec={facts['ipsec']} wireguard={facts['wireguard']} ")
-    out = subprocess.run(["python3", "-m", "testbed", "datapath", "--json"], cwd=ROOT, capture_output=True,
+    out = subprocess.run([sys.executable, "-m", "testbed", "datapath", "--json"], cwd=ROOT, capture_output=True,
                          text=True, check=True).stdout
     assert json.loads(out)["wireguard"] == facts["wireguard"]

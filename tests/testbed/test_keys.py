@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import copy
+import sys
 import re
 import shutil
 import subprocess
@@ -157,7 +158,7 @@ def test_generation_writes_nothing_into_the_repository(root: Path) -> None:
 
 
 def test_cli_reports_nothing_created_on_rerun(root: Path) -> None:
-    out = subprocess.run(["python3", "-m", "testbed", "keys", "--state", str(root.parent)], cwd=ROOT,
+    out = subprocess.run([sys.executable, "-m", "testbed", "keys", "--state", str(root.parent)], cwd=ROOT,
                          capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert re.search(r"keys: .*: 143 files, 0 created or updated", out.stdout)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import os
 import subprocess
 from pathlib import Path
@@ -122,7 +123,7 @@ def test_add_unlisted_logs(tmp_path: Path) -> None:
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["python3", "-m", "testbed", "manifest", *args], cwd=ROOT,
+    return subprocess.run([sys.executable, "-m", "testbed", "manifest", *args], cwd=ROOT,
                           capture_output=True, text=True, check=False)
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+import sys
 import subprocess
 
 import pytest
@@ -59,14 +60,14 @@ def test_profile_must_fit_the_plane() -> None:
 
 
 def test_shell_output_round_trips() -> None:
-    res = subprocess.run(["bash", "-c", 'eval "$(python3 -m testbed params n3 SIZES="64 512" --profile '
+    res = subprocess.run(["bash", "-c", f'eval "$(\'{sys.executable}\' -m testbed params n3 SIZES="64 512" --profile '
                           'aes128gcm)"; echo "$SIZES|$SETS|$PROFILE|$PROTOCOL|$PLANE"'],
                          cwd=ROOT, capture_output=True, text=True, check=False)
     assert res.stdout.strip() == "64 512|2|aes128gcm|ipsec|n3", res.stderr
 
 
 def test_cli_exit_2_with_every_error() -> None:
-    res = subprocess.run(["python3", "-m", "testbed", "params", "sbi", "ITERATIONS=-1", "MODE=x",
+    res = subprocess.run([sys.executable, "-m", "testbed", "params", "sbi", "ITERATIONS=-1", "MODE=x",
                           "--profile", "nope"], cwd=ROOT, capture_output=True, text=True, check=False)
     assert res.returncode == 2
     assert res.stderr.count("error:") >= 3
