@@ -180,6 +180,10 @@ def build(results: Path, out: Path, figure_names: list[str] | None = None,
     prov = provenance_frame(runs)
     write_tables({**tables, "headline": head, "runs": prov, "dropped": dropped_frame(runs)}, out / "tables")
     text = render(results, runs, ds, tables, head, prov, drawn)
+    from analysis import secfn      # its own section (D-ITG runs are not in the datasets above)
+    section = secfn.markdown_section(results, out / "figures", link_prefix="figures/")
+    if section:
+        text += "\n" + section
     path = out / "report.md"
     path.write_text(text, encoding="utf-8")
     log.info("wrote %s", path)

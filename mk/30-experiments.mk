@@ -35,8 +35,8 @@ run-cpu: ## CPU time per container (cgroup) from core boot to the last UE's PDU 
 run-throughput: ## iperf3 TCP and UDP from UE 1 through N3 to the host (throughput, jitter, loss), raw JSON kept
 	@$(call CHECKS_FIRST,throughput,profile) $(EXPERIMENT_ENV) bash scripts/boots.sh throughput scripts/run-throughput.sh
 
-run-overlay: ## the N3 ping measurement through PROFILE's overlay between two namespaces: no Docker, seconds (root)
-	@$(EXPERIMENT_ENV) bash scripts/boots.sh overlay scripts/run-overlay.sh
+run-overlay: ## the N3 ping measurement through PROFILE's overlay between two namespaces: no Docker, seconds (root); SECFN=...: the UPF security function behind it (docs/secfn.md)
+	@$(if $(SECFN),$(EXPERIMENT_ENV) bash scripts/run-secfn-lab.sh --small,$(EXPERIMENT_ENV) bash scripts/boots.sh overlay scripts/run-overlay.sh)
 
 campaign: ## a campaign of EXPERIMENT=<n3|sbi|cpu|throughput|overlay> over every profile of its plane (resumable)
 	@test -n "$(EXPERIMENT)" || { echo "error: set EXPERIMENT=n3|sbi|cpu|throughput|overlay" >&2; exit 2; }

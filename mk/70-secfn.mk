@@ -1,8 +1,9 @@
-# UPF security functions between namespaces (testbed/secfn/, docs/secfn.md): SECFN x IDS with D-ITG.
+# UPF security functions (testbed/secfn/, docs/secfn.md): SECFN x IDS with D-ITG, between
+# namespaces (run-secfn-lab; run-overlay with SECFN=...) and in the Docker stack (run-secfn).
 .PHONY: run-secfn-lab
 
-run-secfn-lab: ## UE -> UPF (NAT, IDS/IPS engine) -> N6 server in namespaces, D-ITG sweep (SECFN, IDS, RATES, RUNS, DURATION; root)
-	$(PYTHON) -m testbed secfn --results "$(RESULTS)" $(if $(CAMPAIGN),--campaign "$(CAMPAIGN)") \
-	  $(if $(PROTOCOLS),--protocols "$(PROTOCOLS)") $(if $(RATES),--rates "$(RATES)") \
-	  $(if $(RUNS),--runs "$(RUNS)") $(if $(DURATION),--duration "$(DURATION)") \
-	  $(if $(QUEUE_MAXLEN),--queue-maxlen "$(QUEUE_MAXLEN)") $(if $(filter 1 yes true,$(FAIL_OPEN)),--fail-open)
+# the experiment's parameters travel like the others' (mk/30-experiments.mk)
+EXPERIMENT_VARS += SECFN IDS PROTOCOLS RATES RUNS QUEUE_MAXLEN FAIL_OPEN ORDER_SEED VALIDATION_PACKETS SECFN_UNIT
+
+run-secfn-lab: ## UE -> gNB -(PROFILE's N3 overlay)- UPF (NAT, IDS/IPS) -> N6 server in namespaces, D-ITG sweep (SECFN, IDS, RATES, RUNS, DURATION; root)
+	@$(EXPERIMENT_ENV) bash scripts/run-secfn-lab.sh

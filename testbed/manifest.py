@@ -31,7 +31,7 @@ SCHEMA_FILE = ROOT / "testbed" / "schemas" / "manifest.schema.json"
 MANIFEST = "manifest.json"
 STATES = ("running", "complete", "incomplete", "interrupted", "failed")
 END_STATES = STATES[1:]
-KINDS = ("ping", "pcap", "iperf3", "cpu", "log")
+KINDS = ("ping", "pcap", "iperf3", "cpu", "log", "ditg")
 RUN_ID = re.compile(r"^\d{8}T\d{6}Z-[0-9a-f]{4}$")
 
 
@@ -159,7 +159,10 @@ def tool_versions() -> dict[str, str | None]:
 
 
 # experiments that run no 5G stack claim no Open5GS/UERANSIM version
-NO_STACK = ("overlay",)
+NO_STACK = ("overlay", "secfn-lab")
+# the UPF security-function experiments (docs/secfn.md): their runs go to
+# <experiment>/<profile>.<secfn unit>/ and carry the resolved function in "secfn"
+SECFN_EXPERIMENTS = ("secfn", "secfn-lab")
 
 
 def versions(images: list[str] | None = None, stack_run: bool = True) -> dict[str, Any]:
@@ -259,7 +262,15 @@ def create(results: Path, experiment: str, profile_id: str, raw_params: dict[str
     params = runparams.validate(experiment, raw_params, profile_id)
     prof = profiles.get(profile_id, runparams.PLANE[experiment])
     campaign = params["campaign"] or "adhoc"
-    parent = Path(results) / campaign / experiment / prof.id
+    slot_dir, extra = prof.id, {}
+    if experiment in SECFN_EXPERIMENTS:
+        from testbed import secfn
+        sf = secfn.resolve(params["secfn"], params["ids"], queue_maxlen=params["queue_maxlen"],
+                           fail_open=params["fail_open"] == "1")
+        slot_dir = f"{prof.id}.{secfn.unit(sf)}"
+        extra = {"secfn": {**sf.to_dict(), "unit": secfn.unit(sf),
+                           "form": "namespaces" if experiment == "secfn-lab" else "stack"}}
+    parent = Path(results) / campaign / experiment / slot_dir
     parent.mkdir(parents=True, exist_ok=True)
     for _ in range(100):
         run = new_run_id()
@@ -297,6 +308,7 @@ def create(results: Path, experiment: str, profile_id: str, raw_params: dict[str
         "ues": [],
         "attach_failures": [],
         "events": [],
+        **extra,
     }
     errors = validate(manifest)
     if errors:
@@ -389,7 +401,7 @@ def set_path_waits(run_dir: Path, waits: dict[str, Any]) -> None:
     set_field(run_dir, "path_waits", waits)
 
 
-SET_FIELDS = ("path_waits", "wireguard_sessions")
+SET_FIELDS = ("path_waits", "wireguard_sessions", "secfn", "engine", "nfqueue", "proof", "flows")
 
 
 def set_field(run_dir: Path, key: str, value: Any) -> None:

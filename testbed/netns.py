@@ -161,10 +161,12 @@ class Lab:
         return lab
 
     # --- up ----------------------------------------------------------------------------------
-    def up(self, timeout: float = DEFAULT_READY_TIMEOUT_S, capture: Path | None = None) -> dict[str, str]:
+    def up(self, timeout: float = DEFAULT_READY_TIMEOUT_S, capture: Path | None = None,
+           capture_packets: int | None = None) -> dict[str, str]:
         """Build the lab and start the overlay; returns {node: datapath line or ''}.
         `capture`: start dumpcap on the bridge before any overlay starts (self.boot_capture;
-        stop it, or down() does), so the overlay's own handshakes are on it.
+        stop it, or down() does), so the overlay's own handshakes are on it; it keeps the
+        first `capture_packets` packets when given (long measurements), else all.
         On failure everything started is torn down and LabError says why."""
         taken = set(existing_namespaces()) & {self.hub, *map(self.netns, self.nodes)}
         if taken:
@@ -175,7 +177,7 @@ class Lab:
         try:
             self._build_network()
             if capture is not None:
-                self.boot_capture = self.capture(capture)
+                self.boot_capture = self.capture(capture, packets=capture_packets)
             dirs = self._render()
             for node in self.nodes:
                 if node in dirs:
@@ -309,13 +311,17 @@ class Lab:
             raise LabError(f"{node}: `{' '.join(argv)}` exited {res.returncode}: {res.stderr.strip() or res.stdout.strip()}")
         return res
 
-    def capture(self, path: Path, capture_filter: str | None = None, timeout: float = 10) -> Capture:
-        """Start dumpcap on the bridge (hub side: exactly the wire); returns once it captures."""
+    def capture(self, path: Path, capture_filter: str | None = None, timeout: float = 10,
+                packets: int | None = None) -> Capture:
+        """Start dumpcap on the bridge (hub side: exactly the wire); returns once it captures.
+        `packets`: stop after that many (the first ones, whole)."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         argv = ["ip", "netns", "exec", self.hub, "dumpcap", "-q", "-i", self.bridge, "-w", str(path)]
         if capture_filter:
             argv += ["-f", capture_filter]
+        if packets:
+            argv += ["-c", str(int(packets))]
         errlog = self.dir / f"dumpcap-{path.stem}.log"
         with open(errlog, "wb") as fh:
             proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=fh, stdin=subprocess.DEVNULL)

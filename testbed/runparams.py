@@ -16,7 +16,7 @@ from testbed import profiles, stack
 # the warm UE must attach well within it.
 CURL_IDLE_LIMIT_S = 118
 
-EXPERIMENTS = ("n3", "sbi", "cpu", "throughput", "overlay")
+EXPERIMENTS = ("n3", "sbi", "cpu", "throughput", "overlay", "secfn", "secfn-lab")
 
 
 class ParamError(ValueError):
@@ -96,6 +96,32 @@ def _boots(default: str) -> Param:
     return Param("BOOTS", "int", default, "independent stack boots (runs) per make target / campaign block count",
                  1, 10_000)
 
+def _secfn_params(rates: str, runs: str, duration: str) -> tuple[Param, ...]:
+    """The UPF security-function experiment (docs/secfn.md): SECFN x IDS, D-ITG flows."""
+    from testbed import secfn
+    cat = secfn.catalogue()
+    return (
+        Param("SECFN", "choice", "nat", "the UPF's security function (docs/secfn.md)",
+              choices=tuple(cat["functions"])),
+        Param("IDS", "choice", "suricata", "the engine of ids-nat and ips-nat (none and nat run none)",
+              choices=tuple(cat["engines"])),
+        Param("PROTOCOLS", "words", "udp tcp", "D-ITG transports", choices=("udp", "tcp")),
+        Param("RATES", "ints", rates, "mean packet rates in packets/s (Poisson inter-departure, 512 B payloads)",
+              1, 1_000_000),
+        Param("RUNS", "int", runs, "D-ITG runs per protocol and rate (the seed study: 20)", 1, 10_000),
+        Param("DURATION", "float", duration, "seconds per D-ITG run (the seed study: 5)", 0.5, 3600.0),
+        Param("QUEUE_MAXLEN", "int", str(cat["nfqueue"]["queue_maxlen"]), "NFQUEUE length in packets (inline)",
+              1, 1_000_000),
+        Param("FAIL_OPEN", "choice", "1" if cat["nfqueue"]["fail_open"] else "0",
+              "1: the kernel bypasses the queue when it is full or nobody serves it (--queue-bypass, "
+              "the engine's fail-open); 0: it drops", choices=("0", "1")),
+        Param("ORDER_SEED", "int", "0", "seed of the flows' random order (0: a fresh random seed, recorded)",
+              0, 2**32 - 1),
+        Param("VALIDATION_PACKETS", "int", "20000",
+              "whole packets kept of each validation capture, from the first (NAT and drop proofs)", 100, 10**8),
+    )
+
+
 SPECS: dict[str, tuple[Param, ...]] = {
     # paper 4.1: 10 sets x 2,000 pings = 20,000 per size, 64 and 1,024 bytes; 0.2 s as in the group's
     # follow-up scripts. Here as 5 boots x 2 sets x 2,000: the same total, intervals over boots.
@@ -126,10 +152,15 @@ SPECS: dict[str, tuple[Param, ...]] = {
         Param("UDP_BITRATE", "word", "100M", "UDP target bitrate (iperf3 -b)"),
         Param("STREAMS", "int", "1", "parallel streams (iperf3 -P)", 1, 128),
     ),
+    # the stack form: UE 1 -> UPF (NAT, engine) -> N6 server containers; the seed's counts
+    "secfn": _COMMON + (_boots("1"),) + _secfn_params("100 1000 5000 20000", "20", "5"),
+    # the same between namespaces (make run-secfn-lab, make run-overlay SECFN=...)
+    "secfn-lab": _COMMON + (_boots("1"),) + _secfn_params("100 1000 5000 20000", "20", "5"),
 }
 
 # the plane a profile must support for each experiment
-PLANE: dict[str, str] = {"n3": "n3", "overlay": "n3", "throughput": "n3", "sbi": "sbi", "cpu": "sbi"}
+PLANE: dict[str, str] = {"n3": "n3", "overlay": "n3", "throughput": "n3", "sbi": "sbi", "cpu": "sbi",
+                         "secfn": "n3", "secfn-lab": "n3"}
 
 
 def _word_ok(s: str) -> bool:
@@ -216,6 +247,13 @@ def validate(experiment: str, raw: dict[str, str], profile: str | None = None) -
             errors.append(f"ATTACH_TIMEOUT + WARM_GAP = {out['attach_timeout'] + out['warm_gap']:g} s: "
                           f"the warm UE must attach well within the {CURL_IDLE_LIMIT_S} s after which "
                           "Open5GS's HTTP/2 client drops idle connections (FACTS.md 1.4); lower them")
+    if experiment in ("secfn", "secfn-lab") and not errors:
+        from testbed import secfn
+        try:
+            secfn.resolve(out["secfn"], out["ids"], queue_maxlen=out["queue_maxlen"],
+                          fail_open=out["fail_open"] == "1", check_engine=True)
+        except secfn.SecfnError as exc:
+            errors.append(str(exc))
     if profile is not None:
         try:
             profiles.get(profile, PLANE[experiment])

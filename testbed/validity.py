@@ -5,6 +5,9 @@ checks it (`verify_capture`, docs/contracts.md "Overlays"). The baseline has its
 no overlay on the wire (no ESP, IKE or WireGuard) and the plane's traffic present in the clear.
 The namespace micro-benchmark (experiment "overlay") adds a rule of its own for the overlays:
 its pings between the two endpoints must never appear in the clear on the overlaid network.
+The UPF security-function experiments (secfn, secfn-lab) add their own checks
+(testbed/secfn/verdict.py): NAT and the inline drop from the n6 capture, the UE's side from the
+ue capture, and the engine's counters and the D-ITG flows from the run directory.
 The verdict is written into the run's manifest (`valid`, `validity`).
 """
 from __future__ import annotations
@@ -77,8 +80,12 @@ def combine(verdicts: list[Verdict]) -> Verdict:
                    "; ".join(v.details for v in verdicts))
 
 
-def check_capture(pcap: Path, m: dict[str, Any], values: dict[str, Any] | None = None) -> Verdict:
+def check_capture(pcap: Path, m: dict[str, Any], values: dict[str, Any] | None = None,
+                  iface: str | None = None) -> Verdict:
     values = values or stack.load()
+    if iface in ("n6", "ue") and m["experiment"] in manifest.SECFN_EXPERIMENTS:
+        from testbed.secfn import verdict as secfn_verdict
+        return secfn_verdict.capture_verdict(pcap, iface, m, values)
     prof = profiles.get(m["profile"])
     plane, experiment = m["plane"], m["experiment"]
     if prof.protocol == "none":
@@ -223,13 +230,16 @@ def check_run(run_dir: Path, record: bool = True) -> Verdict:
     for f in m["files"]:
         if f["kind"] == "pcap" and f.get("purpose") == "validation":
             try:
-                v = check_capture(run_dir / f["path"], m, values)
+                v = check_capture(run_dir / f["path"], m, values, f.get("iface"))
             except Exception as exc:  # noqa: BLE001 - a check that cannot run never counts as valid
                 v = Verdict(False, 0, 0, f"check failed: {exc} -> INVALID")
             verdicts.append(Verdict(v.valid, v.protected_packets, v.plaintext_packets,
                                     f"{f['path']}: {v.details}"))
     if not verdicts:
         verdicts.append(Verdict(False, 0, 0, "no validation capture recorded -> INVALID"))
+    if m["experiment"] in manifest.SECFN_EXPERIMENTS:
+        from testbed.secfn import verdict as secfn_verdict
+        verdicts.extend(secfn_verdict.run_verdicts(run_dir, m, values))
     sas = negotiated_sas_verdict(run_dir, m)
     if sas is not None:
         verdicts.append(sas)

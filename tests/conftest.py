@@ -37,3 +37,13 @@ def shared_data() -> Path:
 # Scripts and drivers that tests start call $PYTHON; without make (pytest run by hand from the
 # venv) that is the interpreter running the tests, never a system python3 without the packages.
 os.environ.setdefault("PYTHON", sys.executable)
+
+
+def require_snort() -> Path:
+    """The Snort 3 install tree ($SNORT_INSTALL: bin/snort, lib/libdaq.so; docs/secfn.md)."""
+    path = os.environ.get("SNORT_INSTALL", "")
+    if not path:
+        pytest.skip("SNORT_INSTALL not set (a Snort 3 + libdaq install tree, built as images/snort/Dockerfile does)")
+    if not (Path(path) / "bin" / "snort").is_file():
+        pytest.skip(f"SNORT_INSTALL={path} has no bin/snort")
+    return Path(path)

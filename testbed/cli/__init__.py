@@ -27,6 +27,8 @@ COMMANDS: dict[str, str] = {
     "lab": "lab",
     "bench-crypto": "bench_crypto",
     "secfn": "secfn",
+    "secfn-plan": "secfn",
+    "secfn-finish": "secfn",
 }
 
 

@@ -1,59 +1,89 @@
-"""Run the UPF security function (SECFN x IDS) between namespaces with D-ITG (make run-secfn-lab)."""
+"""The UPF security function (SECFN x IDS, docs/secfn.md): a run between namespaces, or the steps
+of the stack driver (scripts/run-secfn.sh)."""
 from __future__ import annotations
 
 import argparse
 import os
+import secrets
 import sys
 from pathlib import Path
 
-from testbed import secfn
-from testbed.secfn import ditg, lab, run as secfn_run
-
-
-def _floats(text: str) -> list[float]:
-    try:
-        vals = [float(v) for v in text.replace(",", " ").split()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected packet rates like '100 1000 5000', got {text!r}")
-    if not vals or any(v <= 0 for v in vals):
-        raise argparse.ArgumentTypeError(f"rates must be positive packets/s, got {text!r}")
-    return vals
+from testbed import manifest as mf
+from testbed import runparams
+from testbed.secfn import SecfnError, collect, ditg, lab, run as secfn_run
 
 
 def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
-    parser.add_argument("--secfn", default=os.environ.get("SECFN") or "nat", help="none | nat | ids-nat | ips-nat")
-    parser.add_argument("--ids", default=os.environ.get("IDS") or "", help="suricata | passthrough (snort: image only)")
-    parser.add_argument("--results", default=os.environ.get("RESULTS") or "results")
-    parser.add_argument("--campaign", default=os.environ.get("CAMPAIGN") or "")
-    parser.add_argument("--protocols", default="udp,tcp", help="comma list of udp, tcp (default both)")
-    parser.add_argument("--rates", type=_floats, default=[100.0, 1000.0, 5000.0, 20000.0],
-                        help="mean packets/s, Poisson (default: 100 1000 5000 20000)")
-    parser.add_argument("--runs", type=int, default=20, help="runs per protocol and rate (default 20)")
-    parser.add_argument("--duration", type=float, default=5.0, help="seconds per run (default 5)")
-    parser.add_argument("--queue-maxlen", type=int, default=None, help="NFQUEUE length (default catalogue's)")
-    parser.add_argument("--fail-open", action="store_true", default=None, help="NFQUEUE fail-open/bypass")
-    parser.add_argument("--seed", type=int, default=None, help="order seed (default random, recorded)")
+    if name == "secfn":
+        parser.description = ("Between namespaces: UE -> gNB -(PROFILE's N3 overlay)- UPF (NAT, engine) -> N6 "
+                              "server, D-ITG sweep (make run-secfn-lab; make run-overlay PROFILE=... SECFN=...)")
+        parser.add_argument("assignments", nargs="*", metavar="KEY=VALUE",
+                            help="parameters of experiment secfn-lab (SECFN=ips-nat IDS=snort RATES='100 1000' ...)")
+        parser.add_argument("--from-env", action="store_true", help="take the parameters from the environment (make)")
+        parser.add_argument("--profile", default=os.environ.get("PROFILE") or "baseline",
+                            help="the N3 profile between gnb and upf (default baseline)")
+        parser.add_argument("--results", default=os.environ.get("RESULTS") or "results")
+        parser.add_argument("--state", default=os.environ.get("STATE") or ".state")
+    elif name == "secfn-plan":
+        parser.description = "Record a stack run's D-ITG flow order (seeded) and print it: protocol rate run"
+        parser.add_argument("run_dir", type=Path)
+    else:   # secfn-finish
+        parser.description = "Collect a stack run: D-ITG table, engine and queue counters into its manifest"
+        parser.add_argument("run_dir", type=Path)
+        parser.add_argument("--died", default=None, help="why the engine stopped early, if it did")
 
 
-def run(args: argparse.Namespace) -> int:
+def _lab(args: argparse.Namespace) -> int:
+    raw: dict[str, str] = {}
+    if args.from_env:
+        raw = {s.name: os.environ[s.name] for s in runparams.SPECS[secfn_run.EXPERIMENT] if s.name in os.environ}
+    for a in args.assignments:
+        key, sep, value = a.partition("=")
+        if not sep:
+            print(f"error: {a!r} is not KEY=VALUE", file=sys.stderr)
+            return 2
+        raw[key] = value
     try:
-        sf = secfn.resolve(args.secfn, args.ids or None, queue_maxlen=args.queue_maxlen, fail_open=args.fail_open)
-        protocols = [p.strip().lower() for p in args.protocols.split(",") if p.strip()]
-        if not protocols or set(protocols) - {"udp", "tcp"}:
-            raise secfn.SecfnError(f"PROTOCOLS must be udp and/or tcp, got {args.protocols!r}")
-        if args.runs < 1 or args.duration <= 0:
-            raise secfn.SecfnError(f"RUNS >= 1 and DURATION > 0 needed, got {args.runs} and {args.duration}")
-    except secfn.SecfnError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        runparams.validate(secfn_run.EXPERIMENT, raw, args.profile)
+    except runparams.ParamError as exc:
+        for line in str(exc).splitlines():
+            print(f"error: {line}", file=sys.stderr)
         return 2
     if os.geteuid() != 0:
         print("error: the namespace lab needs root (ip netns, iptables): sudo make run-secfn-lab", file=sys.stderr)
         return 1
+    state = Path(args.state)
     try:
-        run_dir = secfn_run.run(Path(args.results), args.campaign, sf, protocols, args.rates, args.runs,
-                                args.duration, Path(os.environ.get("STATE") or ".state") / "bin", args.seed)
-    except (lab.LabError, ditg.DitgError, OSError) as exc:
+        run_dir = secfn_run.run(Path(args.results), raw, args.profile, state / "bin", state)
+    except (lab.LabError, ditg.DitgError, SecfnError, OSError) as exc:
         print(f"error: secfn run failed: {exc}", file=sys.stderr)
         return 1
     print(run_dir)
+    return 0 if mf.load(run_dir).get("valid") is True else 1
+
+
+def _plan(args: argparse.Namespace) -> int:
+    m = mf.load(args.run_dir)
+    p = m["parameters"]
+    seed = int(p["order_seed"]) or secrets.randbits(32)
+    order = [list(f) for f in ditg.plan(p["protocols"], p["rates"], p["runs"], seed)]
+    mf.set_field(args.run_dir, "flows", {"seed": seed, "planned": len(order), "order": order})
+    for proto, rate, i in order:
+        print(f"{proto} {rate} {i}")
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    cmd = args.command
+    if cmd == "secfn":
+        return _lab(args)
+    try:
+        if cmd == "secfn-plan":
+            return _plan(args)
+        problems = collect.finish(args.run_dir, args.died)
+    except (mf.ManifestError, SecfnError, OSError) as exc:
+        print(f"error: {cmd} {args.run_dir}: {exc}", file=sys.stderr)
+        return 1
+    for p in problems:
+        print(f"warning: {p}", file=sys.stderr)
     return 0

@@ -38,8 +38,9 @@ def catalogue() -> dict[str, Any]:
 
 
 def resolve(function: str, engine: str | None = None, *, queue_maxlen: int | None = None,
-            fail_open: bool | None = None) -> Secfn:
-    """The checked combination; SecfnError lists the valid values."""
+            fail_open: bool | None = None, check_engine: bool = True) -> Secfn:
+    """The checked combination; SecfnError lists the valid values. With check_engine, the
+    engine module's own `check(sf)` hook (when it has one) may refuse settings it cannot honour."""
     cat = catalogue()
     funcs, engines = cat["functions"], cat["engines"]
     if function not in funcs:
@@ -58,5 +59,41 @@ def resolve(function: str, engine: str | None = None, *, queue_maxlen: int | Non
     maxlen = int(q["queue_maxlen"] if queue_maxlen is None else queue_maxlen)
     if maxlen <= 0:
         raise SecfnError(f"QUEUE_MAXLEN must be a positive packet count, got {maxlen}")
-    return Secfn(function, engine, bool(funcs[function]["nat"]), mode, int(q["queue_num"]), maxlen,
-                 bool(q["fail_open"] if fail_open is None else fail_open))
+    sf = Secfn(function, engine, bool(funcs[function]["nat"]), mode, int(q["queue_num"]), maxlen,
+               bool(q["fail_open"] if fail_open is None else fail_open))
+    if check_engine and engine is not None:
+        from testbed.secfn import engines
+        hook = getattr(engines.module(engine), "check", None)
+        problem = hook(sf) if hook is not None else None
+        if problem:
+            raise SecfnError(problem)
+    return sf
+
+
+def unit(sf: Secfn) -> str:
+    """The configuration's name in result paths and campaign slots: `<function>-<engine>`
+    (`-none` without an engine), e.g. ips-nat-suricata, nat-none."""
+    return f"{sf.function}-{sf.engine or 'none'}"
+
+
+def parse_unit(text: str) -> tuple[str, str | None]:
+    """`ips-nat-suricata` -> ("ips-nat", "suricata"); SecfnError for anything else."""
+    cat = catalogue()
+    for function in sorted(cat["functions"], key=len, reverse=True):
+        if text.startswith(function + "-"):
+            engine = text[len(function) + 1:]
+            if engine == "none" or engine in cat["engines"]:
+                return function, None if engine == "none" else engine
+    raise SecfnError(f"unknown configuration {text!r}; valid: {', '.join(all_units())}")
+
+
+def all_units() -> list[str]:
+    """Every valid SECFN x IDS combination (none/nat without an engine)."""
+    cat = catalogue()
+    out = []
+    for function, spec in cat["functions"].items():
+        if spec["engine_mode"] is None:
+            out.append(f"{function}-none")
+        else:
+            out += [f"{function}-{e}" for e, v in cat["engines"].items() if spec["engine_mode"] in v["modes"]]
+    return out

@@ -1,9 +1,15 @@
-"""D-ITG flows for the security-function experiment (docs/secfn.md): ITGSend in the UE
-namespace, ITGRecv on the N6 server, ITGDec over the receiver log. 512 B payloads with Poisson
-inter-departure times (`-O <mean packets/s>`), as the seed study sent them. The clocks of both
-ends are the same host's, so the one-way delay ITGDec reports is exact (no clock offset)."""
+"""D-ITG flows for the security-function experiment (docs/secfn.md): ITGSend at the UE,
+ITGRecv on the N6 server, ITGDec over both logs. 512 B payloads with Poisson inter-departure
+times (`-O <mean packets/s>`), as the seed study sent them.
+
+ITGDec's text is kept beside the binary logs (`<log>.txt`) and parsed here: its TOTAL RESULTS
+block, plus the flow's source address as the receiver saw it (the NAT proof at the receiver).
+Between namespaces both ends read the same host clock, so the one-way delay is exact; in the
+stack the containers share the host's clock too.
+"""
 from __future__ import annotations
 
+import random
 import re
 import subprocess
 from pathlib import Path
@@ -29,28 +35,52 @@ class DitgError(RuntimeError):
     """D-ITG failed or wrote nothing readable; the message has its output."""
 
 
-def send_command(server: str, protocol: str, rate: float, duration_s: float, send_log: Path,
-                 recv_log: Path) -> list[str]:
-    return ["ITGSend", "-T", protocol.upper(), "-a", server, "-c", str(PAYLOAD), "-O", f"{rate:g}",
-            "-t", str(int(duration_s * 1000)), "-l", str(send_log), "-x", str(recv_log)]
+def plan(protocols: list[str], rates: list[int], runs: int, seed: int) -> list[tuple[str, int, int]]:
+    """(protocol, rate, run) for every flow, in a random order from `seed`: drift over the
+    measurement hits every rate and protocol alike."""
+    flows = [(p, r, i) for i in range(runs) for p in protocols for r in rates]
+    random.Random(seed).shuffle(flows)
+    return flows
 
 
-def decode(recv_log: Path) -> dict[str, float | str]:
-    """The TOTAL RESULTS block of `ITGDec <receiver log>` plus the flow's source (NAT proof)."""
-    try:
-        res = subprocess.run(["ITGDec", str(recv_log)], capture_output=True, text=True, timeout=120, check=False)
-    except FileNotFoundError:
-        raise DitgError("ITGDec not found: apt-get install d-itg (make setup)") from None
-    text = res.stdout
+def tag(protocol: str, rate: int, run: int) -> str:
+    return f"{protocol}-{rate}-{run}"
+
+
+def send_command(server: str, protocol: str, rate: int, duration_s: float, send_log: Path | str,
+                 recv_log: Path | str, source: str | None = None) -> list[str]:
+    """ITGSend for one flow; `recv_log` is a path on the receiver's side (ITGRecv writes it)."""
+    argv = ["ITGSend", "-T", protocol.upper(), "-a", server]
+    if source:
+        argv += ["-sa", source]          # the UE's address: the PDU session's route (UERANSIM)
+    return argv + ["-c", str(PAYLOAD), "-O", str(int(rate)), "-t", str(int(duration_s * 1000)),
+                   "-l", str(send_log), "-x", str(recv_log)]
+
+
+def parse(text: str, name: str = "ITGDec output") -> dict[str, float | str]:
+    """The TOTAL RESULTS block of ITGDec's text plus the flow's source as the receiver saw it."""
     if TOTAL not in text:
-        raise DitgError(f"ITGDec {recv_log.name}: no '{TOTAL}' (exit {res.returncode}): {text[-300:]}{res.stderr[-300:]}")
+        raise DitgError(f"{name}: no '{TOTAL}' block: {text[-300:]}")
     total = text[text.index(TOTAL):]
     out: dict[str, float | str] = {}
     for key, pattern in FIELDS.items():
         m = re.search(pattern, total)
         if m is None:
-            raise DitgError(f"ITGDec {recv_log.name}: no '{key}' in its totals")
+            raise DitgError(f"{name}: no '{key}' in its totals")
         out[key] = float(m.group(1))
     src = re.search(r"^From\s+([0-9a-fA-F.:]+?):\d+\s*$", text, flags=re.M)
     out["seen_source"] = src.group(1) if src else ""
     return out
+
+
+def decode(log: Path) -> dict[str, float | str]:
+    """Run ITGDec over a binary log, keep its text as `<log>.txt`, and parse it."""
+    try:
+        res = subprocess.run(["ITGDec", str(log)], capture_output=True, text=True, timeout=120, check=False)
+    except FileNotFoundError:
+        raise DitgError("ITGDec not found: apt-get install d-itg (make setup)") from None
+    Path(f"{log}.txt").write_text(res.stdout, encoding="utf-8")
+    if TOTAL not in res.stdout:
+        raise DitgError(f"ITGDec {log.name} (exit {res.returncode}): no '{TOTAL}': "
+                        f"{res.stdout[-300:]}{res.stderr[-300:]}")
+    return parse(res.stdout, log.name)

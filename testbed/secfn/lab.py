@@ -1,12 +1,17 @@
 """The UPF security function between network namespaces, no Docker (docs/secfn.md):
 
-    ue (10.45.0.2) --veth-- [ogstun] upf [n6] --veth-- dn (the N6 server)
+    ue --veth-- gnb ==[VXLAN on UDP 2152 over n3, inside PROFILE's overlay]== upf [ogstun] --n6-- dn
 
-The upf namespace forwards between the UE subnet and N6, masquerades the UE subnet to N6 (SECFN
-nat, ids-nat, ips-nat; with SECFN=none the server routes the UE subnet back instead), and runs
-the engine: passive on ogstun (AF_PACKET), or inline behind an iptables-legacy NFQUEUE rule on
-FORWARD for the UE subnet in both directions (this kernel has the xtables NFQUEUE target but not
-nft's queue statement). The same addresses as the stack (nf-configs/stack.yaml).
+gnb and upf are the namespace lab of testbed/netns.py (plane n3, PROFILE's overlay between
+them: IPsec, WireGuard or none, started by the very entrypoints the containers use). The UE's
+packets cross n3 encapsulated, as GTP-U carries them in the stack: a VXLAN tunnel on the
+GTP-U port stands in for GTP-U (this kernel has no gtp module), 50 B of encapsulation where
+GTP-U has 36, so the UE's MTU is 14 B below the stack's and the packets on n3 are as large as
+there. The upf's end of the tunnel is called ogstun. The upf forwards between ogstun and n6,
+masquerades the UE subnet (SECFN nat, ids-nat, ips-nat; iptables MASQUERADE as Open5GS
+deployments write it) and runs the engine through testbed/secfn/entrypoint.sh (the engine
+container's entrypoint). dn runs testbed/secfn/server.sh (the dn container's command).
+Addresses from nf-configs/stack.yaml.
 """
 from __future__ import annotations
 
@@ -15,17 +20,22 @@ import shutil
 import signal
 import subprocess
 import time
-from contextlib import contextmanager
-from dataclasses import dataclass, field
-from pathlib import Path
 from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
 
-from testbed import stack
-from testbed.secfn import Secfn, suricata
+from testbed import netns, stack
+from testbed.secfn import Secfn, SecfnError, engines
+from testbed.secfn.engines import passthrough
 
+HERE = Path(__file__).resolve().parent
 UE_IFACE = "ogstun"
-READY_LINE = {"suricata": "Engine started", "passthrough": "nfq-accept: serving queue"}
-NFQ_SOURCE = Path(__file__).with_name("nfq_accept.c")
+VXLAN_ID = 42
+GTPU_PORT = 2152
+VXLAN_EXTRA = 50 - 36               # VXLAN over IPv4 minus GTP-U over IPv4, bytes
+READY_TIMEOUT_S = 120.0
+CAPTURE_SETTLE_S = 0.3              # dumpcap's header comes before its first frame (testbed/netns.py)
 
 
 class LabError(RuntimeError):
@@ -40,37 +50,54 @@ def _run(argv: list[str], what: str) -> str:
 
 
 def iptables() -> str:
-    """iptables-legacy where present (the NFQUEUE target works there on kernels without nft queue)."""
+    """iptables-legacy where present (its NFQUEUE target works on kernels without nft queue)."""
     for name in ("iptables-legacy", "iptables"):
         if shutil.which(name):
             return name
     raise LabError("iptables not found: `apt-get install iptables` (make setup installs it)")
 
 
-def build_nfq_accept(out_dir: Path) -> Path:
-    """Compile the passthrough verdict program (gcc + libnetfilter-queue) once per source change."""
-    binary = out_dir / "nfq-accept"
-    if binary.is_file() and binary.stat().st_mtime >= NFQ_SOURCE.stat().st_mtime:
-        return binary
-    out_dir.mkdir(parents=True, exist_ok=True)
-    if shutil.which("gcc") is None:
-        raise LabError("gcc not found: the passthrough engine is compiled from testbed/secfn/nfq_accept.c")
-    _run(["gcc", "-O2", "-Wall", "-o", str(binary), str(NFQ_SOURCE), "-lnetfilter_queue"],
-         "compiling nfq-accept (needs libnetfilter-queue-dev)")
-    return binary
+def snort_install() -> Path:
+    """The Snort 3 install tree (bin/snort, lib/libdaq.so): $SNORT_INSTALL."""
+    path = os.environ.get("SNORT_INSTALL", "")
+    if not path or not (Path(path) / "bin" / "snort").is_file():
+        raise LabError("IDS=snort between namespaces needs SNORT_INSTALL=<install tree with bin/snort> "
+                       "(built from the pinned snort3 + libdaq as images/snort/Dockerfile does; docs/secfn.md)")
+    return Path(path)
 
 
-@dataclass
+def _wait_file(path: Path, proc: subprocess.Popen, what: str, log: Path, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if proc.poll() is not None:
+            tail = log.read_text(errors="replace").strip().splitlines()[-4:] if log.is_file() else []
+            raise LabError(f"{what} exited ({proc.returncode}) before it was ready: {' / '.join(tail)}")
+        if time.monotonic() > deadline:
+            raise LabError(f"{what} not ready within {timeout:.0f}s (see {log})")
+        time.sleep(0.05)
+
+
 class SecfnLab:
-    name: str
-    secfn: Secfn
-    out_dir: Path                               # engine config, logs, alerts (the run dir)
-    bin_dir: Path                               # where nfq-accept is compiled
-    values: dict = field(default_factory=stack.load)
-    engine_proc: subprocess.Popen | None = None
+    """ue, gnb, upf, dn namespaces with the security function on upf (see module doc)."""
 
+    def __init__(self, name: str, sf: Secfn, run_dir: Path, bin_dir: Path, profile: str = "baseline",
+                 state_dir: Path | None = None, values: dict[str, Any] | None = None) -> None:
+        self.name = name
+        self.sf = sf
+        self.run_dir = Path(run_dir).resolve()
+        self.bin_dir = Path(bin_dir)
+        self.values = values or stack.load()
+        self.n3 = netns.Lab(name, "n3", profile, nodes=["gnb", "upf"], state_dir=state_dir, values=self.values)
+        self.procs: dict[str, subprocess.Popen] = {}
+        self.captures: list[netns.Capture] = []
+        self.iptables = iptables()
+        self.engine_dir = self.run_dir / "engine"
+        self.server_dir = self.run_dir / "server"
+        self.datapath: dict[str, str] = {}
+
+    # ----------------------------------------------------------------------------- names
     def ns(self, node: str) -> str:
-        return f"{self.name}-{node}"
+        return self.n3.netns(node) if node in ("gnb", "upf") else f"{self.name}-{node}"
 
     @property
     def ue_address(self) -> str:
@@ -84,145 +111,195 @@ class SecfnLab:
     def upf_n6(self) -> str:
         return stack.address("upf", "n6", self.values)
 
-    def exec(self, node: str, argv: list[str], **kw: object) -> subprocess.CompletedProcess[str]:
+    @property
+    def ue_subnet(self) -> str:
+        return str(self.values["ue_subnet"]["subnet"])
+
+    def exec(self, node: str, argv: list[str], **kw: Any) -> subprocess.CompletedProcess[str]:
         return subprocess.run(["ip", "netns", "exec", self.ns(node), *argv], capture_output=True,
-                              text=True, check=False, **kw)  # type: ignore[call-overload]
+                              text=True, check=False, **kw)
 
-    def popen(self, node: str, argv: list[str], log: Path) -> subprocess.Popen:
-        fh = log.open("w", encoding="utf-8")
-        return subprocess.Popen(["ip", "netns", "exec", self.ns(node), *argv], stdout=fh,
-                                stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    def popen(self, node: str, argv: list[str], log: Path, env: dict[str, str] | None = None) -> subprocess.Popen:
+        with log.open("w", encoding="utf-8") as fh:
+            return subprocess.Popen(["ip", "netns", "exec", self.ns(node), *argv], stdout=fh,
+                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True,
+                                    start_new_session=True, env={**os.environ, **(env or {})})
 
-    # ----------------------------------------------------------------------------------- up
-    def up(self, ready_timeout: float = 60) -> None:
+    # -------------------------------------------------------------------------------- up
+    def up(self, n3_capture: Path | None = None, captures: dict[str, Path] | None = None,
+           capture_packets: int = 20000, timeout: float = READY_TIMEOUT_S) -> None:
+        """Build everything; `captures` {"ue"|"n6": path} start (whole packets, the first
+        `capture_packets`) before the engine and before any UE packet; `n3_capture` on the n3
+        bridge before the overlay starts."""
         try:
+            self.datapath = self.n3.up(timeout, capture=n3_capture, capture_packets=capture_packets)
+            if self.n3.boot_capture is not None:
+                self.captures.append(self.n3.boot_capture)
+                self.n3.boot_capture = None
             self._network()
-            self._functions()
-            if self.secfn.engine:
-                self._engine(ready_timeout)
+            for where, path in (captures or {}).items():
+                self.captures.append(self._capture(where, path, capture_packets))
+            self._nat()
+            self._server(timeout)
+            if self.sf.engine:
+                self._engine(timeout)
         except BaseException:
             self.down()
             raise
 
     def _network(self) -> None:
         ue_net = self.values["ue_subnet"]
-        plen = str(ue_net["subnet"]).split("/")[1]
+        plen = self.ue_subnet.split("/")[1]
         n6len = stack.prefixlen("n6", self.values)
-        for node in ("ue", "upf", "dn"):
+        mtu = int(self.values["ue_mtu"]) - VXLAN_EXTRA
+        gnb_n3, upf_n3 = stack.address("gnb", "n3", self.values), stack.address("upf", "n3", self.values)
+        for node in ("ue", "dn"):
             _run(["ip", "netns", "add", self.ns(node)], f"namespace {self.ns(node)}")
             _run(["ip", "-n", self.ns(node), "link", "set", "lo", "up"], "lo up")
             # IPv4 only: no router/multicast listener chatter in the engine's counters and alerts
             _run(["ip", "netns", "exec", self.ns(node), "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1",
                   "net.ipv6.conf.default.disable_ipv6=1"], "IPv6 off")
-        _run(["ip", "link", "add", "sfx-ue0", "netns", self.ns("ue"), "type", "veth", "peer", "name",
-              UE_IFACE, "netns", self.ns("upf")], "veth ue-upf")
-        _run(["ip", "link", "add", "sfx-dn0", "netns", self.ns("dn"), "type", "veth", "peer", "name",
-              "n6", "netns", self.ns("upf")], "veth upf-dn")
-        for node, dev, addr in (("ue", "sfx-ue0", f"{self.ue_address}/{plen}"),
+        # UE <-> gNB: the radio side, bridged into the n3 tunnel
+        _run(["ip", "link", "add", "ran0", "netns", self.ns("ue"), "type", "veth", "peer", "name", "ue0",
+              "netns", self.ns("gnb")], "veth ue-gnb")
+        # VXLAN on the GTP-U port between the n3 addresses (no `dev`: the overlay's routes apply)
+        for node, local, remote, dev in (("gnb", gnb_n3, upf_n3, "vx-n3"), ("upf", upf_n3, gnb_n3, UE_IFACE)):
+            _run(["ip", "-n", self.ns(node), "link", "add", dev, "type", "vxlan", "id", str(VXLAN_ID),
+                  "local", local, "remote", remote, "dstport", str(GTPU_PORT), "nolearning"],
+                 f"VXLAN {dev} on {node}")
+            _run(["ip", "-n", self.ns(node), "link", "set", dev, "mtu", str(mtu)], f"{dev} mtu")
+        _run(["ip", "-n", self.ns("gnb"), "link", "add", "br-ran", "type", "bridge"], "gnb bridge")
+        for dev in ("ue0", "vx-n3"):
+            _run(["ip", "-n", self.ns("gnb"), "link", "set", dev, "master", "br-ran", "up"], f"{dev} into br-ran")
+        _run(["ip", "-n", self.ns("gnb"), "link", "set", "br-ran", "up"], "br-ran up")
+        # upf <-> dn: N6
+        _run(["ip", "link", "add", "n6", "netns", self.ns("upf"), "type", "veth", "peer", "name", "n6",
+              "netns", self.ns("dn")], "veth upf-dn")
+        for node, dev, addr in (("ue", "ran0", f"{self.ue_address}/{plen}"),
                                 ("upf", UE_IFACE, f"{ue_net['gateway']}/{plen}"),
                                 ("upf", "n6", f"{self.upf_n6}/{n6len}"),
-                                ("dn", "sfx-dn0", f"{self.server_address}/{n6len}")):
+                                ("dn", "n6", f"{self.server_address}/{n6len}")):
             _run(["ip", "-n", self.ns(node), "addr", "add", addr, "dev", dev], f"address {addr} on {node}")
             _run(["ip", "-n", self.ns(node), "link", "set", dev, "up"], f"{dev} up on {node}")
+        _run(["ip", "-n", self.ns("ue"), "link", "set", "ran0", "mtu", str(mtu)], "UE mtu")
         _run(["ip", "-n", self.ns("ue"), "route", "add", "default", "via", str(ue_net["gateway"])], "ue route")
         _run(["ip", "netns", "exec", self.ns("upf"), "sysctl", "-qw", "net.ipv4.ip_forward=1"], "forwarding")
-        if not self.secfn.nat:       # without NAT the server must know the way back to the UEs
-            _run(["ip", "-n", self.ns("dn"), "route", "add", str(ue_net["subnet"]), "via", self.upf_n6],
-                 "dn route to the UE subnet")
 
-    def _functions(self) -> None:
-        ipt = iptables()
-        subnet = str(self.values["ue_subnet"]["subnet"])
-        if self.secfn.nat:
+    def _nat(self) -> None:
+        if self.sf.nat:
             # as Open5GS deployments write it: the UE subnet, leaving by anything but ogstun
-            self._ipt(ipt, "-t", "nat", "-A", "POSTROUTING", "-s", subnet, "!", "-o", UE_IFACE, "-j", "MASQUERADE")
-        if self.secfn.mode == "inline":
-            queue = ["-j", "NFQUEUE", "--queue-num", str(self.secfn.queue_num)]
-            if self.secfn.fail_open:
-                queue.append("--queue-bypass")
-            self._ipt(ipt, "-I", "FORWARD", "-s", subnet, *queue)
-            self._ipt(ipt, "-I", "FORWARD", "-d", subnet, *queue)
+            _run(["ip", "netns", "exec", self.ns("upf"), self.iptables, "-t", "nat", "-A", "POSTROUTING",
+                  "-s", self.ue_subnet, "!", "-o", UE_IFACE, "-j", "MASQUERADE"], "NAT on upf")
 
-    def _ipt(self, ipt: str, *args: str) -> None:
-        _run(["ip", "netns", "exec", self.ns("upf"), ipt, *args], f"{ipt} in {self.ns('upf')}")
+    def _capture(self, where: str, path: Path, packets: int) -> netns.Capture:
+        node, dev = {"ue": ("ue", "ran0"), "n6": ("dn", "n6")}[where]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        errlog = path.with_suffix(".dumpcap.log")
+        with errlog.open("wb") as fh:
+            proc = subprocess.Popen(["ip", "netns", "exec", self.ns(node), "dumpcap", "-q", "-i", dev,
+                                     "-c", str(packets), "-w", str(path)], stdout=subprocess.DEVNULL,
+                                    stderr=fh, stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while not (path.exists() and path.stat().st_size > 0):
+            if proc.poll() is not None:
+                raise LabError(f"dumpcap on {node}:{dev} exited: {errlog.read_text(errors='replace').strip()}")
+            if time.monotonic() > deadline:
+                proc.kill()
+                raise LabError(f"dumpcap on {node}:{dev} did not start within 10 s")
+            time.sleep(0.05)
+        time.sleep(CAPTURE_SETTLE_S)
+        return netns.Capture(path, proc)
+
+    def _server(self, timeout: float) -> None:
+        from testbed.secfn import rules
+        ready = self.server_dir / "server-ready"
+        env = {"SECFN_SERVER_READY": str(ready)}
+        if not self.sf.nat:           # without NAT the server must know the way back to the UEs
+            env.update(ROUTE_TO=self.ue_subnet, ROUTE_VIA=self.upf_n6)
+        self.server_dir.mkdir(parents=True, exist_ok=True)
+        log = self.run_dir / "server.log"
+        self.procs["server"] = self.popen("dn", ["bash", str(HERE / "server.sh"), str(self.server_dir),
+                                                 str(rules.DROP_PORT)], log, env)
+        _wait_file(ready, self.procs["server"], "the N6 server (server.sh)", log, timeout)
+
+    def engine_program(self) -> tuple[str, str]:
+        """(executable, LD_LIBRARY_PATH) of the engine on this host."""
+        if self.sf.engine == "passthrough":
+            return str(passthrough.build(self.bin_dir)), ""
+        if self.sf.engine == "snort":
+            root = snort_install()
+            return str(root / "bin" / "snort"), str(root / "lib")
+        mod = engines.module(str(self.sf.engine))
+        if shutil.which(mod.PROGRAM) is None:
+            raise LabError(f"{mod.PROGRAM} not found: make setup installs it (docs/secfn.md)")
+        return mod.PROGRAM, ""
 
     def _engine(self, timeout: float) -> None:
-        sf = self.secfn
-        log = self.out_dir / f"{sf.engine}.out"
-        if sf.engine == "suricata":
-            if shutil.which("suricata") is None:
-                raise LabError("suricata not found: `apt-get install -t bookworm-backports suricata` (make setup)")
-            cfg = suricata.render(sf, self.out_dir / "engine", self.out_dir, UE_IFACE,
-                                  str(self.values["networks"]["n6"]["subnet"]))
-            argv = suricata.command(sf, cfg, UE_IFACE)
-            ready_file = self.out_dir / "suricata.log"
-        elif sf.engine == "passthrough":
-            binary = build_nfq_accept(self.bin_dir)
-            argv = [str(binary), str(sf.queue_num), str(sf.queue_maxlen), "1" if sf.fail_open else "0"]
-            ready_file = log
-        else:
-            raise LabError(f"IDS={sf.engine} runs only in its image (docs/secfn.md): not in namespaces here")
-        self.engine_proc = self.popen("upf", argv, log)
-        (self.out_dir / "engine-command.txt").write_text(" ".join(argv) + "\n", encoding="utf-8")
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:       # readiness before the measurement, never in it
-            if self.engine_proc.poll() is not None:
-                raise LabError(f"{sf.engine} exited ({self.engine_proc.returncode}) before it was ready: "
-                               f"{log.read_text(errors='replace')[-600:]}")
-            if ready_file.is_file() and READY_LINE[sf.engine] in ready_file.read_text(errors="replace"):
-                if sf.engine == "suricata" and sf.mode == "inline":
-                    self._queue_len()
-                return
-            time.sleep(0.1)
-        raise LabError(f"{sf.engine} not ready within {timeout:.0f}s (no '{READY_LINE[sf.engine]}' in {ready_file})")
+        program, libs = self.engine_program()
+        try:
+            engines.render_dir(self.sf, self.engine_dir, log_at=self.engine_dir, iface=UE_IFACE,
+                               ue_subnet=self.ue_subnet, home_net=str(self.values["networks"]["n6"]["subnet"]),
+                               iptables=self.iptables, program=program, library_path=libs)
+        except SecfnError as exc:
+            raise LabError(str(exc)) from exc
+        ready = self.engine_dir / engines.READY_NAME
+        log = self.run_dir / "engine.log"
+        self.procs["engine"] = self.popen("upf", ["bash", str(HERE / "entrypoint.sh"), str(self.engine_dir)], log,
+                                          {"SECFN_READY": str(ready), "SECFN_READY_TIMEOUT": str(int(timeout))})
+        _wait_file(ready, self.procs["engine"], f"{self.sf.engine} (testbed/secfn/entrypoint.sh)", log, timeout + 5)
 
-    def _queue_len(self) -> None:
-        """Suricata has no queue-length option: the kernel's default (1024) stands, say so."""
-        if self.secfn.queue_maxlen != 1024:
-            raise LabError("QUEUE_MAXLEN other than 1024 needs IDS=passthrough: Suricata 7 sets no queue length")
+    # ------------------------------------------------------------------------------ use
+    def engine_alive(self) -> bool:
+        p = self.procs.get("engine")
+        return p is not None and p.poll() is None
 
-    # ----------------------------------------------------------------------------- counters
-    def queue_stats(self) -> dict[str, int] | None:
-        """/proc/net/netfilter/nfnetlink_queue of the upf namespace: queued now, dropped by the
-        kernel (queue full), dropped by the user (netlink buffer), last packet id."""
-        out = self.exec("upf", ["cat", "/proc/net/netfilter/nfnetlink_queue"]).stdout
-        for line in out.splitlines():
-            f = line.split()
-            if len(f) >= 9 and int(f[0]) == self.secfn.queue_num:
-                return {"queue_total": int(f[2]), "queue_dropped": int(f[5]),
-                        "user_dropped": int(f[6]), "id_sequence": int(f[7])}
-        return None
+    def kill_engine_only(self) -> int:
+        """SIGKILL the engine process itself, not its entrypoint: a crashed IPS. The queue rules
+        stay; the kernel does what FAIL_OPEN told it. Returns the pid killed."""
+        pid_file = self.engine_dir / engines.PID_FILE
+        try:
+            pid = int(pid_file.read_text(encoding="utf-8").strip())
+        except (OSError, ValueError) as exc:
+            raise LabError(f"no engine pid in {pid_file}: {exc}") from exc
+        os.kill(pid, signal.SIGKILL)
+        return pid
 
-    def forward_counters(self) -> str:
-        return self.exec("upf", [iptables(), "-vnxL", "FORWARD"]).stdout
-
-    # --------------------------------------------------------------------------------- down
-    def stop_engine(self) -> str:
-        """SIGTERM the engine (it writes its final counters) and return its output."""
-        p, self.engine_proc = self.engine_proc, None
+    def stop(self, name: str, grace: float = 40.0) -> int | None:
+        """SIGTERM one started process (its own handler cleans up) and wait; SIGKILL its group after grace."""
+        p = self.procs.pop(name, None)
         if p is None:
-            return ""
+            return None
         if p.poll() is None:
-            os.killpg(p.pid, signal.SIGTERM)
+            p.send_signal(signal.SIGTERM)
             try:
-                p.wait(timeout=30)
+                p.wait(timeout=grace)
             except subprocess.TimeoutExpired:
                 os.killpg(p.pid, signal.SIGKILL)
                 p.wait(timeout=10)
-        log = self.out_dir / f"{self.secfn.engine}.out"
-        return log.read_text(errors="replace") if log.is_file() else ""
+        return p.returncode
+
+    def stop_captures(self) -> None:
+        for c in self.captures:
+            c.stop()
+        self.captures = []
 
     def down(self) -> None:
-        self.stop_engine()
-        for node in ("ue", "upf", "dn"):
-            subprocess.run(["ip", "netns", "pids", self.ns(node)], capture_output=True, check=False)
+        for name in ("engine", "server"):
+            try:
+                self.stop(name)
+            except (OSError, subprocess.SubprocessError):
+                pass
+        self.stop_captures()
+        for node in ("ue", "dn"):
             subprocess.run(["ip", "netns", "del", self.ns(node)], capture_output=True, check=False)
+        self.n3.down()
 
 
 @contextmanager
-def lab(name: str, secfn: Secfn, out_dir: Path, bin_dir: Path) -> Iterator[SecfnLab]:
-    lb = SecfnLab(name, secfn, out_dir, bin_dir)
-    lb.up()
+def lab(name: str, sf: Secfn, run_dir: Path, bin_dir: Path, profile: str = "baseline",
+        **up_kw: Any) -> Iterator[SecfnLab]:
+    lb = SecfnLab(name, sf, run_dir, bin_dir, profile)
+    lb.up(**up_kw)
     try:
         yield lb
     finally:

@@ -1,0 +1,116 @@
+"""The security-function engines (IDS=...) and the one engine directory they run from.
+
+An engine is a module `testbed/secfn/engines/<name>.py` plus its line in profiles.yaml
+(`secfn.engines`); nothing else names it. Each module exposes
+
+    def render(sf, cfg_dir, *, config_at, log_at, iface, home_net, program) -> Launch
+        # writes the engine's own configuration (rules included) into cfg_dir; config_at and
+        # log_at are where cfg_dir and the output folder are seen by the engine (a container's
+        # mount points, or the same paths between namespaces); program = its executable
+    def counters(log_dir: Path) -> Counters
+        # what the engine says it did, from its own output files after it stopped
+    PROGRAM: str      # its executable's name in the engine's image (PATH)
+
+`render_dir` writes one directory that `testbed/secfn/entrypoint.sh` runs, identically in the
+stack's engine container and in the namespace lab: `engine.env` (engine, mode, queue, where
+its output goes and which line says it is ready) and `engine.argv` (its command, one argument
+a line), beside the engine's configuration.
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import shlex
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from testbed.secfn import Secfn, SecfnError
+
+ENV_FILE = "engine.env"
+ARGV_FILE = "engine.argv"
+READY_NAME = "secfn-ready"        # written by entrypoint.sh when the engine serves traffic
+PID_FILE = "engine.pid"           # entrypoint.sh: the engine's pid, in the output folder
+QUEUE_FILE = "nfqueue.txt"        # /proc/net/netfilter/nfnetlink_queue before the engine stops
+FORWARD_FILE = "forward-counters.txt"
+
+
+@dataclass(frozen=True)
+class Launch:
+    argv: list[str]
+    ready_file: str               # file in the output folder whose text says "ready"...
+    ready_line: str               # ...once it holds this line
+    library_path: str = ""        # LD_LIBRARY_PATH for an engine installed outside the system
+
+
+@dataclass
+class Counters:
+    engine: str
+    inspected: int                # packets the engine analysed
+    alerts_per_sid: dict[int, int] = field(default_factory=dict)
+    blocked: int | None = None    # inline: packets it gave a drop verdict
+    passed: int | None = None     # inline: packets it let through
+    capture_drops: int | None = None   # packets the capture/queue lost before the engine (its own count)
+    raw: dict[str, Any] = field(default_factory=dict)   # the engine's own names, for the manifest
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["alerts_per_sid"] = {str(k): v for k, v in sorted(self.alerts_per_sid.items())}
+        d["alerts"] = sum(self.alerts_per_sid.values())
+        return d
+
+
+def module(engine: str) -> ModuleType:
+    try:
+        return importlib.import_module(f"testbed.secfn.engines.{engine}")
+    except ModuleNotFoundError as exc:
+        raise SecfnError(f"IDS={engine}: no engine module testbed/secfn/engines/{engine}.py") from exc
+
+
+def render_dir(sf: Secfn, out_dir: Path, *, log_at: Path, iface: str, ue_subnet: str, home_net: str,
+               iptables: str = "iptables", config_at: Path | None = None, program: str | None = None,
+               library_path: str = "") -> Path:
+    """Write the engine directory for entrypoint.sh; returns out_dir."""
+    if sf.engine is None or sf.mode is None:
+        raise SecfnError(f"SECFN={sf.function} runs no engine: nothing to render")
+    mod = module(sf.engine)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    config_at = Path(config_at) if config_at is not None else out_dir.resolve()
+    launch: Launch = mod.render(sf, out_dir, config_at=config_at, log_at=Path(log_at), iface=iface,
+                                home_net=home_net, program=program or mod.PROGRAM)
+    env = {
+        "ENGINE": sf.engine, "MODE": sf.mode, "QUEUE_NUM": str(sf.queue_num),
+        "FAIL_OPEN": "1" if sf.fail_open else "0", "UE_SUBNET": ue_subnet, "UE_IFACE": iface,
+        "LOG_DIR": str(log_at), "READY_FILE": str(Path(log_at) / launch.ready_file),
+        "READY_LINE": launch.ready_line, "IPTABLES": iptables,
+        "ENGINE_LIBRARY_PATH": library_path or launch.library_path,
+    }
+    (out_dir / ENV_FILE).write_text("# rendered by testbed/secfn/engines (docs/secfn.md)\n"
+                                    + "".join(f"{k}={shlex.quote(v)}\n" for k, v in env.items()),
+                                    encoding="utf-8")
+    if any("\n" in a for a in launch.argv):
+        raise SecfnError(f"{sf.engine}: an argument spans lines: {launch.argv}")
+    (out_dir / ARGV_FILE).write_text("".join(f"{a}\n" for a in launch.argv), encoding="utf-8")
+    (out_dir / "secfn.json").write_text(json.dumps(sf.to_dict(), indent=1) + "\n", encoding="utf-8")
+    return out_dir
+
+
+def counters(engine: str, log_dir: Path) -> Counters:
+    return module(engine).counters(Path(log_dir))
+
+
+def queue_stats(log_dir: Path, queue_num: int) -> dict[str, int] | None:
+    """The queue's line of /proc/net/netfilter/nfnetlink_queue as entrypoint.sh saved it: packets
+    waiting, dropped by the kernel because the queue was full, dropped because the netlink
+    socket's buffer was full, and the last packet id (= packets queued so far)."""
+    f = Path(log_dir) / QUEUE_FILE
+    if not f.is_file():
+        return None
+    for line in f.read_text(encoding="utf-8", errors="replace").splitlines():
+        p = line.split()
+        if len(p) >= 8 and p[0].isdigit() and int(p[0]) == queue_num:
+            return {"queue_total": int(p[2]), "queue_dropped": int(p[5]), "user_dropped": int(p[6]),
+                    "id_sequence": int(p[7])}
+    return None
