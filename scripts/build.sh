@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Build the testbed's images (docs/images.md). `make build` runs it.
 #
-#   scripts/build.sh [--dry-run] [IMAGE...]      IMAGE: open5gs ueransim tools mongo ferretdb
+#   scripts/build.sh [--dry-run] [IMAGE...]      IMAGE: open5gs ueransim tools mongo ferretdb snort
 #                                                (default: open5gs ueransim tools mongo)
 # Environment (Make variables of the same names):
 #   OPEN5GS_IMAGE UERANSIM_IMAGE TOOLS_IMAGE MONGO_IMAGE FERRETDB_IMAGE   image names (tags)
 #   OPEN5GS_SRC  UERANSIM_SRC       a local source tree instead of the pinned upstream clone
-#   OPEN5GS_INSTALL UERANSIM_INSTALL FERRETDB_INSTALL  a prebuilt install tree: no compile at all
+#   OPEN5GS_INSTALL UERANSIM_INSTALL FERRETDB_INSTALL SNORT_INSTALL  a prebuilt install tree: no compile at all
+#   SNORT_SRC LIBDAQ_SRC            local snort3 / libdaq source trees (IDS=snort, docs/secfn.md)
 #   APPLY_PATCHES=0                 do not apply patches/open5gs/*.patch (tree already has them)
 #   BUILD_JOBS=N                    compile jobs inside the build (default: all cores)
 #   DOCKER=docker                   the Docker CLI
@@ -17,7 +18,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
 readonly DEFAULT_IMAGES=(open5gs ueransim tools mongo)
-readonly ALL_IMAGES=(open5gs ueransim tools mongo ferretdb)
+readonly ALL_IMAGES=(open5gs ueransim tools mongo ferretdb snort)
 # shellcheck source=scripts/lib/images.sh
 source "$TESTBED_ROOT/scripts/lib/images.sh"
 load_image_defaults "$TESTBED_ROOT" || exit 1
@@ -36,6 +37,8 @@ IMAGE is one of: ${ALL_IMAGES[*]} (default: ${DEFAULT_IMAGES[*]}).
   ferretdb  -> \$FERRETDB_IMAGE ($FERRETDB_IMAGE) images/ferretdb/Dockerfile:
                a MongoDB-compatible server for hosts without a registry or without AVX;
                use it with MONGO_IMAGE=\$FERRETDB_IMAGE
+  snort     -> \$SNORT_IMAGE    ($SNORT_IMAGE) images/snort/Dockerfile: Snort 3 + libdaq,
+               the engine of IDS=snort (docs/secfn.md)
 
 Local trees (BuildKit named build contexts replace the stage of the same name):
   OPEN5GS_SRC=/path       Open5GS source (with subprojects/: builds offline, --wrap-mode=nodownload)
@@ -43,6 +46,8 @@ Local trees (BuildKit named build contexts replace the stage of the same name):
   OPEN5GS_INSTALL=/path   prebuilt Open5GS install tree (prefix /opt/open5gs): skips compiling
   UERANSIM_INSTALL=/path  prebuilt UERANSIM install tree (bin/nr-gnb ...): skips compiling
   FERRETDB_INSTALL=/path  folder holding bin/ferretdb: skips compiling FerretDB
+  SNORT_SRC=/path         snort3 source;  LIBDAQ_SRC=/path  libdaq source
+  SNORT_INSTALL=/path     prebuilt Snort 3 + libdaq install tree (bin/snort, lib/libdaq.so): skips compiling
   APPLY_PATCHES=0         the Open5GS tree already carries patches/open5gs/*.patch
   BUILD_JOBS=N            compile jobs (default: all cores)
 
@@ -123,6 +128,15 @@ build_ueransim() {
   build_compiled ueransim "$UERANSIM_IMAGE" bin/nr-gnb CMakeLists.txt
 }
 
+build_snort() {
+  local extra=()
+  if [[ -n "${LIBDAQ_SRC:-}" && -z "${SNORT_INSTALL:-}" ]]; then
+    require_dir LIBDAQ_SRC "$LIBDAQ_SRC" configure.ac
+    extra+=(--build-context "libdaq-src=$LIBDAQ_SRC")
+  fi
+  build_compiled snort "$SNORT_IMAGE" bin/snort CMakeLists.txt "${extra[@]}"
+}
+
 build_tools() {
   run_build "$DOCKER" buildx build --load -f images/tools/Dockerfile \
     --build-arg "IMAGE_VERSION=$(image_version "$TOOLS_IMAGE")" -t "$TOOLS_IMAGE" .
@@ -180,6 +194,7 @@ main() {
       ueransim) build_ueransim || die "building $UERANSIM_IMAGE failed (see the build output above)" 1 ;;
       tools) build_tools || die "building $TOOLS_IMAGE failed (see the build output above)" 1 ;;
       ferretdb) build_ferretdb || die "building $FERRETDB_IMAGE failed (see the build output above)" 1 ;;
+      snort) build_snort || die "building $SNORT_IMAGE failed (see the build output above)" 1 ;;
       mongo) ensure_mongo ;;
     esac
   done

@@ -20,7 +20,9 @@ usage() {
 Usage: $(basename "$0") EXPERIMENT [--campaign NAME] [--reps N] [--seed S] [--profiles "a b"] [--dry-run]
        make campaign-n3 | campaign-sbi | campaign-overlay [CAMPAIGN=...] [BOOTS=...] [SEED=...] [PROFILES=...]
 
-EXPERIMENT: n3, sbi, cpu, throughput or overlay. Every other parameter of the experiment
+EXPERIMENT: n3, sbi, cpu, throughput, overlay, secfn (Docker) or secfn-lab (namespaces).
+For secfn and secfn-lab a slot is one SECFN x IDS unit (<function>-<engine>, docs/secfn.md)
+behind PROFILE's N3 overlay, and PROFILES lists units. Every other parameter of the experiment
 (SIZES, SETS, PINGS, ITERATIONS, ...) is taken from the environment / Make variables and passed
 to each run unchanged (see scripts/run-<experiment>.sh --help).
 
@@ -28,7 +30,8 @@ to each run unchanged (see scripts/run-<experiment>.sh --help).
   BOOTS      blocks: every profile once per block, in a seeded random order per block, each run
              one independent boot [default: the experiment's BOOTS, testbed/runparams.py]
   SEED       seed of the shuffled order, recorded in <campaign>/plans/ [default: 1]
-  PROFILES   only these profiles [default: every profile of the plane]
+  PROFILES   only these profiles [default: every profile of the plane]; secfn*: these units
+             [default: every one: none-none nat-none ids-nat-suricata ... ips-nat-passthrough]
   DRY_RUN=1  print the plan (with each slot's status) and start nothing
 
 Exit: 0 all slots done, 1 some run failed or was invalid, 2 usage error, 130 interrupted.
@@ -67,8 +70,8 @@ main() {
   done
   [[ -n "$EXPERIMENT" ]] || { usage >&2; exit 2; }
   case "$EXPERIMENT" in
-    n3 | sbi | cpu | throughput | overlay) ;;
-    *) die "unknown experiment '$EXPERIMENT'; valid: n3 sbi cpu throughput overlay" 2 ;;
+    n3 | sbi | cpu | throughput | overlay | secfn | secfn-lab) ;;
+    *) die "unknown experiment '$EXPERIMENT'; valid: n3 sbi cpu throughput overlay secfn secfn-lab" 2 ;;
   esac
   CAMPAIGN="${CAMPAIGN:-main}"
   [[ -n "$BLOCKS" ]] || BLOCKS="$(tb params "$EXPERIMENT" --format json | "$PYTHON" -c 'import json, sys; print(json.load(sys.stdin)["boots"])')"
@@ -117,7 +120,12 @@ main() {
     printf '\n=== [%d/%d] %s: profile %s, repetition %s (%s) | elapsed %s | ETA %s ===\n' \
       "$k" "$todo" "$CAMPAIGN" "$profile" "$rep" "$status" "$(hms $((SECONDS - started)))" "$eta" >&2
     rc=0
-    env PROFILE="$profile" CAMPAIGN="$CAMPAIGN" SLOT="$slot" BOOT="$rep" BOOTS="$BLOCKS" RESULTS="$RESULTS" "$driver" &
+    local unit=()
+    if [[ "$profile" == *.* ]]; then      # secfn*: <n3 profile>.<function>-<engine>
+      unit=(SECFN_UNIT="${profile#*.}")
+      profile="${profile%%.*}"
+    fi
+    env PROFILE="$profile" "${unit[@]}" CAMPAIGN="$CAMPAIGN" SLOT="$slot" BOOT="$rep" BOOTS="$BLOCKS" RESULTS="$RESULTS" "$driver" &
     CURRENT_PID=$!
     wait "$CURRENT_PID" || rc=$?
     CURRENT_PID=""

@@ -32,7 +32,7 @@ usage() {
 usage: scripts/doctor.sh [--strict]
 
 Checks: Docker CLI and engine, Compose v2, buildx, kernel SCTP, TUN, xfrm ESP, WireGuard,
-AVX (MongoDB 5+), free disk, the testbed images. Each problem line says what it breaks
+NFQUEUE (inline IPS), AVX (MongoDB 5+), free disk, the testbed images. Each problem line says what it breaks
 and what to do.
 
   --strict    exit 1 on warnings too (userspace fallbacks, missing images)
@@ -164,6 +164,31 @@ check_kernel() {
   fi
 }
 
+# check_nfqueue: the UPF's inline IPS (SECFN=ips-nat) queues packets to userspace; tried for real
+# in a throw-away namespace with each front end (testbed/secfn/nfqueue.py).
+check_nfqueue() {
+  local out name ok why works=() broken=()
+  if [[ "$(id -u)" != 0 ]]; then
+    report info "NFQUEUE (inline IPS)" "not checked (needs root for a throw-away namespace)"
+    return 0
+  fi
+  if ! out="$(PYTHONPATH="$TESTBED_ROOT${PYTHONPATH:+:$PYTHONPATH}" "$PYTHON" -m testbed.secfn.nfqueue 2>&1)"; then
+    report warn "NFQUEUE (inline IPS)" "probe failed: $(printf '%s\n' "$out" | last_line)" \
+      "SECFN=ips-nat may not work" "run \`make setup\`, then \`make doctor\` again"
+    return 0
+  fi
+  while read -r name ok why; do
+    if [[ "$ok" == yes ]]; then works+=("$name"); else broken+=("$name ($why)"); fi
+  done <<<"$out"
+  if [[ " ${works[*]} " == *" iptables-legacy "* || " ${works[*]} " == *" iptables-nft "* ]]; then
+    report ok "NFQUEUE (inline IPS)" "works with ${works[*]}${broken:+; not with ${broken[*]}}"
+  else
+    report warn "NFQUEUE (inline IPS)" "no front end can queue packets: ${broken[*]}" \
+      "SECFN=ips-nat (the inline IPS and the pass-through); nat and ids-nat still run" \
+      "\`sudo modprobe nfnetlink_queue xt_NFQUEUE\` and \`apt-get install iptables\` (iptables-legacy has the xtables NFQUEUE target)"
+  fi
+}
+
 # Does MONGO_IMAGE name an official mongo image of version 5 or later (or an unversioned one)?
 mongo_needs_avx() {
   local name="${MONGO_IMAGE##*/}" tag
@@ -241,6 +266,9 @@ check_images() {
   for img in "$OPEN5GS_IMAGE" "$UERANSIM_IMAGE" "$TOOLS_IMAGE" "$MONGO_IMAGE"; do
     "$DOCKER" image inspect "$img" >/dev/null 2>&1 || missing+=("$img")
   done
+  if ! "$DOCKER" image inspect "$SNORT_IMAGE" >/dev/null 2>&1; then
+    report info "snort image" "$SNORT_IMAGE not present: needed only for IDS=snort (\`make build IMAGES=snort\`, docs/secfn.md)"
+  fi
   if ((${#missing[@]})); then
     report warn "images" "not present: ${missing[*]}" "make up (it needs them)" \
       "\`make build\` (or set OPEN5GS_IMAGE/UERANSIM_IMAGE/TOOLS_IMAGE/MONGO_IMAGE to images you have)"
@@ -263,6 +291,7 @@ main() {
   echo "testbed doctor: what this host offers the 5G security-latency testbed (docs/images.md)"
   check_docker
   check_kernel
+  check_nfqueue
   check_avx
   check_cpu_power
   check_disk

@@ -92,7 +92,10 @@ check_sctp() {
 ensure_images() {
   local missing=() name var
   [[ "${AUTO_BUILD:-1}" == 1 ]] || return 0
-  for name in open5gs ueransim tools; do
+  local names=(open5gs ueransim tools)
+  # the UPF security function with Snort 3 (testbed/secfn/compose.py) runs its own image
+  grep -qx 'IDS=snort' "$RENDER/compose.env" 2>/dev/null && names+=(snort)
+  for name in "${names[@]}"; do
     var="${name^^}_IMAGE"
     docker image inspect "${!var}" >/dev/null 2>&1 || missing+=("$name")
   done

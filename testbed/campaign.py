@@ -35,8 +35,24 @@ def slot_id(experiment: str, profile: str, rep: int) -> str:
     return f"{experiment}.{profile}.r{rep:02d}"
 
 
-def campaign_profiles(experiment: str, requested: list[str] | None = None) -> list[str]:
-    """Every profile of the experiment's plane (the baseline included), or the requested ones."""
+def campaign_profiles(experiment: str, requested: list[str] | None = None, n3_profile: str = "baseline") -> list[str]:
+    """Every profile of the experiment's plane (the baseline included), or the requested ones.
+    The security-function experiments (secfn, secfn-lab) run over SECFN x IDS instead: every
+    `<function>-<engine>` unit (or the requested ones) behind one N3 profile, as
+    `<n3_profile>.<unit>` (their result directories' names)."""
+    if experiment in manifest.SECFN_EXPERIMENTS:
+        from testbed import secfn
+        profiles.get(n3_profile, "n3")
+        units = list(dict.fromkeys(requested)) if requested else secfn.all_units()
+        errors = []
+        for u in units:
+            try:
+                secfn.parse_unit(u)
+            except secfn.SecfnError as exc:
+                errors.append(str(exc))
+        if errors:
+            raise profiles.ProfileError("\n".join(errors))
+        return [f"{n3_profile}.{u}" for u in units]
     plane = runparams.PLANE[experiment]
     if not requested:
         return profiles.names(plane)
@@ -74,9 +90,9 @@ def _slot_status(results: Path, campaign: str, experiment: str, profile: str,
 
 
 def plan(results: Path, campaign: str, experiment: str, reps: int, seed: int,
-         requested: list[str] | None = None, mark_stale: bool = False) -> list[Slot]:
+         requested: list[str] | None = None, mark_stale: bool = False, n3_profile: str = "baseline") -> list[Slot]:
     """All slots in run order: repetition by repetition, profiles shuffled with seed + rep."""
-    names = campaign_profiles(experiment, requested)
+    names = campaign_profiles(experiment, requested, n3_profile)
     out: list[Slot] = []
     for rep in range(1, reps + 1):
         order = list(names)

@@ -4,7 +4,8 @@
 # the UE subnet's gateway address, and source NAT of UE traffic leaving toward n6, so the UE's
 # pings reach the Docker host (n6 gateway) and the replies come back through the UPF.
 # IP forwarding is a per-namespace sysctl set by the holder (compose: sysctls).
-# Environment: OGSTUN (device), UE_SUBNET (10.45.0.0/16), UE_GATEWAY_CIDR (10.45.0.1/16).
+# Environment: OGSTUN (device), UE_SUBNET (10.45.0.0/16), UE_GATEWAY_CIDR (10.45.0.1/16);
+# UPF_NAT=0 leaves the NAT out (SECFN=none, docs/secfn.md: the N6 server routes the UEs back).
 set -euo pipefail
 
 readonly NFT_TABLE=testbed_upf
@@ -58,8 +59,12 @@ main() {
     echo "upf.sh: warning: net.ipv4.ip_forward is 0 in this namespace; UE traffic will not be routed" >&2
   fi
   setup_tun
-  setup_nat
-  echo "upf.sh: $OGSTUN has $UE_GATEWAY_CIDR, NAT for $UE_SUBNET toward non-$OGSTUN interfaces" >&2
+  if [[ "${UPF_NAT:-1}" == 1 ]]; then
+    setup_nat
+    echo "upf.sh: $OGSTUN has $UE_GATEWAY_CIDR, NAT for $UE_SUBNET toward non-$OGSTUN interfaces" >&2
+  else
+    echo "upf.sh: $OGSTUN has $UE_GATEWAY_CIDR, no NAT (UPF_NAT=$UPF_NAT)" >&2
+  fi
   exec open5gs-upfd -c "$config"
 }
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -16,7 +17,10 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument("--campaign", required=True)
     parser.add_argument("--reps", type=int, default=1, help="repetitions of every profile")
     parser.add_argument("--seed", type=int, default=1, help="seed of the shuffled order")
-    parser.add_argument("--profiles", default="", help="space-separated ids (default: all of the plane)")
+    parser.add_argument("--profiles", default="", help="space-separated ids (default: all of the plane); "
+                        "secfn experiments: <function>-<engine> units (default: every one)")
+    parser.add_argument("--n3-profile", default=os.environ.get("PROFILE") or "baseline",
+                        help="secfn experiments: the N3 profile under the function (default: $PROFILE or baseline)")
     parser.add_argument("--record", action="store_true", help="write the plan to <campaign>/plans/")
     parser.add_argument("--mark-stale", action="store_true",
                         help="mark runs left 'running' by a dead driver as incomplete")
@@ -33,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
         errors.extend(str(exc).splitlines())
     try:
         slots = campaign.plan(args.results, args.campaign, args.experiment, max(args.reps, 1), args.seed,
-                              args.profiles.split(), mark_stale=args.mark_stale)
+                              args.profiles.split(), mark_stale=args.mark_stale, n3_profile=args.n3_profile)
     except profiles.ProfileError as exc:
         errors.extend(str(exc).splitlines())
         slots = []

@@ -3,7 +3,9 @@
 `render(...)` is a pure function of the stack values, the profile and the SIM secrets: it
 writes files under one render dir (.state/render/<plane>/<profile>/, see layout.py) and
 returns what it wrote. The overlay module of the profile's protocol contributes through the
-hooks of docs/contracts.md: `nf_config_overrides`, `compose_env`, `render`.
+hooks of docs/contracts.md: `nf_config_overrides`, `compose_env`, `render`. A UPF security
+function (SECFN/IDS, orthogonal to the profile) contributes its own Compose fragment and
+variables through testbed/secfn/compose.py.
 """
 from __future__ import annotations
 
@@ -46,6 +48,7 @@ class Rendered:
     nodes: list[str]                                   # Open5GS NFs that run
     files: list[Path] = dataclasses.field(default_factory=list)
     overlay_dirs: dict[str, Path] = dataclasses.field(default_factory=dict)
+    secfn: Any = None                                  # testbed.secfn.Secfn, or None
 
 
 def overlay_file(protocol: str, plane: str, compose_dir: Path = COMPOSE_DIR) -> Path:
@@ -132,7 +135,7 @@ def overlay_module(protocol: str) -> Any:
 def render(profile: Profile, plane: str, out_dir: Path, *, subscribers: dict[str, Any],
            keys_dir: Path, values: dict[str, Any] | None = None, use_scp: bool | None = None,
            commit: str | None = None, mongo_uri: str | None = None,
-           compose_dir: Path = COMPOSE_DIR, repo_dir: Path = ROOT) -> Rendered:
+           compose_dir: Path = COMPOSE_DIR, repo_dir: Path = ROOT, secfn: Any = None) -> Rendered:
     """Write the render dir for (profile, plane) and return what was written.
 
     The dir is replaced as a whole, so no stale file of an earlier render survives.
@@ -190,10 +193,16 @@ def render(profile: Profile, plane: str, out_dir: Path, *, subscribers: dict[str
     env_extra_hook = _hook(mod, "compose_env")
     if env_extra_hook is not None:
         env.update({str(k): str(val) for k, val in (env_extra_hook(profile, plane, v) or {}).items()})
-    written.append(_write(out_dir / layout.COMPOSE_ENV, header + cenv.format_env(env)))
     files = compose_files(profile.protocol, plane, scp, compose_dir)
+    if secfn is not None:
+        from testbed.secfn import compose as secfn_compose
+        fragment, secfn_env = secfn_compose.render(secfn, v, out_dir / "secfn", header)
+        files.append(fragment)
+        written.append(fragment)
+        env.update(secfn_env)
+    written.append(_write(out_dir / layout.COMPOSE_ENV, header + cenv.format_env(env)))
     written.append(_write(out_dir / layout.COMPOSE_FILES, "".join(f"{f}\n" for f in files)))
-    result = Rendered(out_dir, profile, plane, files, env, nodes, written, overlay_dirs)
+    result = Rendered(out_dir, profile, plane, files, env, nodes, written, overlay_dirs, secfn)
     written.append(_write(out_dir / layout.PLAN_FILE, plan(result)))
     log.info("rendered %s (%s) into %s: %d files", profile.id, plane, out_dir, len(written))
     return result
@@ -211,6 +220,10 @@ def plan(r: Rendered) -> str:
         f"database  MONGO_URI={r.env['MONGO_URI']} (provisioned by the provision service)",
         f"ping      the UE pings {r.env['PING_TARGET']} (the Docker host on n6) through the UPF",
     ]
+    if r.secfn is not None:
+        from testbed.secfn import unit
+        lines.append(f"secfn     {unit(r.secfn)}: upf {r.secfn.function} ({r.secfn.mode or 'no engine'}), "
+                     f"N6 server dn {r.env['DN_SERVER_IP']}, D-ITG sender ue-ditg in ue1's namespace")
     if r.overlay_dirs:
         lines.append("overlay   " + ", ".join(f"{n} -> {p}" for n, p in sorted(r.overlay_dirs.items())))
     elif r.profile.protocol != "none":

@@ -19,7 +19,7 @@ import yaml
 from tests.conftest import ROOT, require_tools
 
 IMAGES = ROOT / "images"
-DOCKERFILES = {name: IMAGES / name / "Dockerfile" for name in ("open5gs", "ueransim", "tools", "ferretdb")}
+DOCKERFILES = {name: IMAGES / name / "Dockerfile" for name in ("open5gs", "ueransim", "tools", "ferretdb", "snort")}
 DEBIAN_BASES = {"debian:bookworm-slim", "debian:trixie-slim"}
 # stages that a BuildKit named build context of the same name replaces (docs/images.md)
 NAMED_STAGES = {
@@ -27,6 +27,7 @@ NAMED_STAGES = {
     "ueransim": ["ueransim-src", "ueransim-build", "ueransim-install", "runtime"],
     "ferretdb": ["ferretdb-build", "ferretdb-install", "runtime"],
     "tools": ["runtime"],
+    "snort": ["libdaq-src", "snort-src", "snort-build", "snort-install", "runtime"],
 }
 
 
@@ -274,10 +275,13 @@ def test_only_patches_reach_the_open5gs_build_context() -> None:
     ignore = (IMAGES / "open5gs" / "Dockerfile.dockerignore").read_text().split("\n")
     rules = [line.strip() for line in ignore if line.strip() and not line.startswith("#")]
     assert rules == ["*", "!patches/open5gs/*.patch"]
-    for name in ("ueransim", "tools", "ferretdb"):
+    for name in ("ueransim", "ferretdb", "snort"):
         rules = [line.strip() for line in (IMAGES / name / "Dockerfile.dockerignore").read_text().splitlines()
                  if line.strip() and not line.startswith("#")]
         assert rules == ["*"], f"images/{name}/Dockerfile.dockerignore"
+    rules = [line.strip() for line in (IMAGES / "tools" / "Dockerfile.dockerignore").read_text().splitlines()
+             if line.strip() and not line.startswith("#")]
+    assert rules == ["*", "!testbed/secfn/engines/nfq_accept.c"]        # the pass-through's source only
 
 
 def test_nothing_privileged() -> None:
@@ -287,11 +291,12 @@ def test_nothing_privileged() -> None:
 
 
 def test_source_clones_verify_the_pinned_commit() -> None:
-    for image, stage in (("open5gs", "open5gs-git"), ("ueransim", "ueransim-git")):
+    for image, stage, var in (("open5gs", "open5gs-git", "OPEN5GS"), ("ueransim", "ueransim-git", "UERANSIM"),
+                              ("snort", "libdaq-git", "LIBDAQ"), ("snort", "snort-git", "SNORT")):
         df = parse(DOCKERFILES[image])
         run = " ".join(df.stages[stage].runs())
-        assert 'git clone --depth 1 --branch "${%s_VERSION}"' % image.upper() in run
-        assert 'rev-parse HEAD' in run and '"${%s_COMMIT}"' % image.upper() in run
+        assert 'git clone --depth 1 --branch "${%s_VERSION}"' % var in run
+        assert 'rev-parse HEAD' in run and '"${%s_COMMIT}"' % var in run
 
 
 def test_open5gs_meson_uses_nodownload_when_subprojects_are_present() -> None:
@@ -305,7 +310,10 @@ def test_open5gs_meson_uses_nodownload_when_subprojects_are_present() -> None:
 def test_labels_record_versions() -> None:
     for image, keys in (("open5gs", ["testbed.open5gs.version", "testbed.open5gs.commit", "testbed.libcurl.version"]),
                         ("ueransim", ["testbed.ueransim.version", "testbed.ueransim.commit"]),
-                        ("tools", ["testbed.strongswan.version", "testbed.wireguard_go.version"]),
+                        ("tools", ["testbed.strongswan.version", "testbed.wireguard_go.version",
+                                   "testbed.suricata.version", "testbed.ditg.version"]),
+                        ("snort", ["testbed.snort.version", "testbed.snort.commit", "testbed.libdaq.version",
+                                   "testbed.libdaq.commit"]),
                         ("ferretdb", ["testbed.ferretdb.version"])):
         runtime = parse(DOCKERFILES[image]).stages["runtime"]
         labels = " ".join(rest for kw, rest in runtime.instructions if kw == "LABEL")
@@ -315,7 +323,8 @@ def test_labels_record_versions() -> None:
 
 TOOLS_PACKAGES = ["strongswan-charon", "strongswan-swanctl", "libcharon-extra-plugins", "wireguard-tools",
                   "wireguard-go", "tshark", "iperf3", "iputils-ping", "iproute2", "nftables", "python3",
-                  "python3-pymongo", "python3-yaml", "curl"]
+                  "python3-pymongo", "python3-yaml", "curl", "d-itg", "socat", "suricata", "iptables",
+                  "libnetfilter-queue1"]
 
 
 def test_tools_image_has_every_program_the_issue_lists() -> None:
@@ -334,11 +343,11 @@ def test_tools_version_pins_hold_on_this_bookworm_host() -> None:
     checked = 0
     for pkg, arg in (("strongswan-charon", "STRONGSWAN_VERSION"), ("wireguard-tools", "WIREGUARD_TOOLS_VERSION"),
                      ("wireguard-go", "WIREGUARD_GO_VERSION"), ("tshark", "TSHARK_VERSION"),
-                     ("iperf3", "IPERF3_VERSION")):
+                     ("iperf3", "IPERF3_VERSION"), ("d-itg", "DITG_VERSION"), ("suricata", "SURICATA_VERSION")):
         res = subprocess.run(["dpkg-query", "-W", "-f=${Version}", pkg], capture_output=True, text=True, check=False)
         if res.returncode != 0 or not res.stdout:
             continue
-        version = res.stdout.split(":")[-1]
+        version = res.stdout if ":" in args[arg] else res.stdout.split(":")[-1]      # epoch pinned too?
         assert version.startswith(args[arg]), f"{pkg} {version} on this host vs pin {arg}={args[arg]}"
         checked += 1
     if checked == 0:
@@ -349,11 +358,11 @@ def test_default_image_names_have_one_home() -> None:
     defaults = dict(line.split("=", 1) for line in (IMAGES / "defaults.env").read_text().splitlines()
                     if re.match(r"^[A-Z0-9_]+=", line))
     assert defaults == {"OPEN5GS_IMAGE": "g5tb/open5gs:2.7.7-1", "UERANSIM_IMAGE": "g5tb/ueransim:3.2.7-1",
-                        "TOOLS_IMAGE": "g5tb/tools:1", "MONGO_IMAGE": "mongo:6.0",
-                        "FERRETDB_IMAGE": "g5tb/ferretdb:1.24.0-1"}
+                        "TOOLS_IMAGE": "g5tb/tools:2", "MONGO_IMAGE": "mongo:6.0",
+                        "FERRETDB_IMAGE": "g5tb/ferretdb:1.24.0-1", "SNORT_IMAGE": "g5tb/snort:3.11.1.0-1"}
     # the image version label follows the tag, the Dockerfiles' defaults agree with it
     for image, var in (("open5gs", "OPEN5GS_IMAGE"), ("ueransim", "UERANSIM_IMAGE"), ("tools", "TOOLS_IMAGE"),
-                       ("ferretdb", "FERRETDB_IMAGE")):
+                       ("ferretdb", "FERRETDB_IMAGE"), ("snort", "SNORT_IMAGE")):
         args = parse(DOCKERFILES[image]).stages["runtime"].args()
         assert args["IMAGE_VERSION"] == defaults[var].rsplit(":", 1)[1]
     # scripts that carry their own fallback must agree (the stack's compose wrapper)
@@ -372,3 +381,31 @@ def test_open5gs_runtime_registers_both_library_dirs() -> None:
     run = " ".join(parse(DOCKERFILES["open5gs"]).stages["runtime"].runs())
     assert "/opt/open5gs/lib\\n/opt/open5gs/lib/x86_64-linux-gnu" in run and "ldconfig" in run
     assert "grep 'not found'" in run   # and the build fails on any unresolved library
+
+
+def test_snort_install_stage_is_a_bare_tree_and_the_runtime_checks_nfq() -> None:
+    """images/snort: a prebuilt install tree (named context snort-install) replaces the compile;
+    the image refuses a snort without the NFQ DAQ module (inline IPS) or a missing library."""
+    df = parse(DOCKERFILES["snort"])
+    assert df.stages["snort-install"].base == "scratch"
+    assert df.stages["snort-install"].copies_from() == [("snort-build", "/opt/snort/", "/")]
+    assert ("snort-install", "/", "/opt/snort/") in df.stages["runtime"].copies_from()
+    build = " ".join(df.stages["snort-build"].runs())
+    assert "--prefix=/opt/snort" in build and "PKG_CONFIG_PATH=/opt/snort/lib/pkgconfig" in build
+    assert "libdaq_static_nfq.pc" in build                    # the NFQ module really built
+    runtime = " ".join(df.stages["runtime"].runs())
+    assert "--daq-list | grep -q '^nfq('" in runtime and "grep 'not found'" in runtime
+    assert " iptables " in runtime                              # the entrypoint's NFQUEUE rules
+    # the pair that builds together (docs/secfn.md): snort3 3.11.1.0 with libdaq v3.0.25
+    args = {**df.stages["libdaq-git"].args(), **df.stages["snort-git"].args()}
+    assert args["LIBDAQ_VERSION"] == "v3.0.25" and args["SNORT_VERSION"] == "3.11.1.0"
+
+
+def test_tools_image_builds_the_passthrough_from_the_repository_source() -> None:
+    df = parse(DOCKERFILES["tools"])
+    stage = df.stages["nfq-accept-build"]
+    assert ("COPY", "testbed/secfn/engines/nfq_accept.c /src/nfq_accept.c") in stage.instructions
+    assert ("nfq-accept-build", "/nfq-accept", "/usr/local/bin/nfq-accept") in df.stages["runtime"].copies_from()
+    assert (ROOT / "testbed" / "secfn" / "engines" / "nfq_accept.c").is_file()
+    run = " ".join(df.stages["runtime"].runs())
+    assert "-t bookworm-backports suricata" in run and 'check suricata "${SURICATA_VERSION}"' in run

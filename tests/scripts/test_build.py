@@ -34,7 +34,7 @@ def test_default_build_plan() -> None:
     assert cmds[0][cmds[0].index("-f") + 1] == "images/open5gs/Dockerfile"
     assert cmds[0][cmds[0].index("-t") + 1] == "g5tb/open5gs:2.7.7-1" and cmds[0][-1] == "."
     assert cmds[1][cmds[1].index("-t") + 1] == "g5tb/ueransim:3.2.7-1"
-    assert cmds[2][cmds[2].index("-t") + 1] == "g5tb/tools:1"
+    assert cmds[2][cmds[2].index("-t") + 1] == "g5tb/tools:2"
     assert cmds[3] == ["docker", "pull", "mongo:6.0"]
     assert not any("--build-context" in c for c in cmds), "no local tree given: upstream sources"
 
@@ -97,3 +97,25 @@ def test_tools_image_builds_and_runs(tmp_path: Path) -> None:
                          capture_output=True, text=True, timeout=300, check=False)
     assert run.returncode == 0, run.stderr
     assert "strongswan-charon=5.9.8" in run.stdout
+
+
+def test_snort_from_local_trees_or_an_install_tree(tmp_path: Path) -> None:
+    """IDS=snort (docs/secfn.md): libdaq and snort3 sources, or a prebuilt install tree."""
+    daq, snort = tmp_path / "libdaq", tmp_path / "snort3"
+    daq.mkdir()
+    (daq / "configure.ac").write_text("")
+    snort.mkdir()
+    (snort / "CMakeLists.txt").write_text("")
+    res = run_build("--dry-run", "snort", LIBDAQ_SRC=str(daq), SNORT_SRC=str(snort))
+    assert res.returncode == 0, res.stderr
+    (cmd,) = commands(res)
+    assert cmd[cmd.index("-f") + 1] == "images/snort/Dockerfile" and cmd[cmd.index("-t") + 1] == "g5tb/snort:3.11.1.0-1"
+    assert f"snort-src={snort}" in cmd and f"libdaq-src={daq}" in cmd
+    inst = tmp_path / "install"
+    (inst / "bin").mkdir(parents=True)
+    (inst / "bin" / "snort").write_text("")
+    (cmd,) = commands(run_build("--dry-run", "snort", SNORT_INSTALL=str(inst), LIBDAQ_SRC=str(daq)))
+    assert f"snort-install={inst}" in cmd and not any(a.startswith("libdaq-src=") for a in cmd)
+    assert "SNORT_SOURCE=prebuilt:install" in cmd
+    res = run_build("--dry-run", "snort", SNORT_INSTALL=str(tmp_path))
+    assert res.returncode == 2 and "bin/snort is missing" in res.stderr

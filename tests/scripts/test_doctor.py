@@ -171,3 +171,21 @@ def test_make_doctor_runs_the_script() -> None:
     require_tools("make")
     res = subprocess.run(["make", "-n", "doctor"], capture_output=True, text=True, cwd=ROOT, check=False)
     assert res.returncode == 0 and "scripts/doctor.sh" in res.stdout
+
+
+def test_nfqueue_as_this_kernel_queues(report: subprocess.CompletedProcess) -> None:
+    """The inline IPS's NFQUEUE (docs/secfn.md): doctor's verdict against an NFQUEUE rule added
+    here, independently, with iptables-legacy in a throw-away namespace."""
+    if os.geteuid() != 0:
+        tag, _ = line(report.stdout, "NFQUEUE (inline IPS)")
+        assert tag == "info"
+        return
+    require_tools("iptables-legacy", "unshare")
+    res = subprocess.run(["unshare", "--net", "iptables-legacy", "-A", "FORWARD", "-j", "NFQUEUE", "--queue-num", "7"],
+                         capture_output=True, text=True, timeout=30, check=False)
+    tag, follow = line(report.stdout, "NFQUEUE (inline IPS)")
+    text = next(t for t in report.stdout.splitlines() if "NFQUEUE (inline IPS)" in t)
+    if res.returncode == 0:
+        assert tag == "ok" and "iptables-legacy" in text.split("not with")[0], text
+    else:
+        assert "iptables-legacy" not in text.split("not with")[0]

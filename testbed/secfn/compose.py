@@ -1,0 +1,115 @@
+"""The security function in the Docker stack (`make up ... SECFN=... IDS=...`, docs/secfn.md):
+the one place that turns a resolved Secfn into Compose services, called by testbed/render.
+
+What it adds to base.yaml (and to whatever the profile's N3 overlay adds):
+- `secfn`: the engine, in the UPF's network namespace (network_mode: service:upf-net), started
+  once the UPF is healthy (ogstun exists), running testbed/secfn/entrypoint.sh over the engine
+  directory rendered here; only NET_ADMIN (queue, iptables, promiscuous) and NET_RAW (AF_PACKET,
+  iptables' raw socket). Image: SNORT_IMAGE for Snort 3, TOOLS_IMAGE for Suricata and the
+  pass-through (both in the tools image).
+- `dn`: the N6 server (testbed/secfn/server.sh) at nf-configs/stack.yaml's dn_server address;
+  NET_BIND_SERVICE for ports 80 and 445, NET_ADMIN only without NAT (its route back to the UEs).
+- `ue-ditg`: the D-ITG sender and probes in UE 1's network namespace (network_mode: service:ue1),
+  NET_RAW for ping.
+- `ue1` waits for `secfn` and `dn` to be healthy, so the UE's first packet meets the function.
+- `upf`: UPF_NAT=0 for SECFN=none (compose/entrypoints/upf.sh then does not masquerade).
+Outputs go to $SECFN_OUT (the drivers point it at the run directory; compose.env defaults it to
+<render dir>/secfn/out): engine/, server/, ditg/ (testbed/secfn/collect.py reads them).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from testbed.secfn import Secfn, collect, engines, rules
+
+FRAGMENT = "compose-secfn.yaml"
+ENGINE_AT = Path("/etc/testbed/secfn")            # the rendered engine directory, read-only
+LOG_AT = Path("/var/log/testbed/secfn")           # $SECFN_OUT/engine
+SCRIPTS_AT = "/opt/testbed/secfn"                 # testbed/secfn/*.sh, read-only
+DITG_AT = "/var/lib/testbed/ditg"                 # $SECFN_OUT/ditg, same path in ue-ditg and dn
+SERVER_AT = "/var/lib/testbed/server"             # $SECFN_OUT/server
+IMAGE_VAR = {"snort": "SNORT_IMAGE"}              # other engines are in the tools image
+LABELS = {"testbed.profile": "${PROFILE}", "testbed.plane": "${PLANE}", "testbed.run": "${RUN_ID}",
+          "testbed.commit": "${TESTBED_COMMIT}"}
+
+
+def _health(path: str) -> dict[str, Any]:
+    return {"test": ["CMD", "test", "-f", path], "interval": "${HEALTH_INTERVAL:-30s}", "timeout": "5s",
+            "retries": 3, "start_period": "${HEALTH_START_PERIOD:-180s}", "start_interval": "1s"}
+
+
+def _base(image_var: str) -> dict[str, Any]:
+    return {"image": f"${{{image_var}:?set by scripts/lib/compose.sh}}", "labels": dict(LABELS),
+            "cap_drop": ["ALL"], "security_opt": ["no-new-privileges:true"], "restart": "no",
+            "tmpfs": ["/run/testbed"]}
+
+
+def services(sf: Secfn, values: dict[str, Any]) -> dict[str, Any]:
+    scripts = f"${{REPO_DIR}}/testbed/secfn:{SCRIPTS_AT}:ro"
+    out: dict[str, Any] = {}
+    dn: dict[str, Any] = {
+        **_base("TOOLS_IMAGE"),
+        "command": [f"{SCRIPTS_AT}/server.sh", SERVER_AT, str(rules.DROP_PORT)],
+        "networks": {"n6": {"ipv4_address": "${DN_SERVER_IP}", "aliases": ["dn"]}},
+        "volumes": [scripts, f"${{SECFN_OUT}}/{collect.SERVER_DIR}:{SERVER_AT}",
+                    f"${{SECFN_OUT}}/{collect.DITG_DIR}:{DITG_AT}"],
+        "environment": {"SECFN_SERVER_READY": "/run/testbed/server-ready"},
+        "cap_add": ["NET_BIND_SERVICE"],
+        "stop_grace_period": "10s",
+        "healthcheck": _health("/run/testbed/server-ready"),
+    }
+    if not sf.nat:
+        dn["environment"].update(ROUTE_TO="${UE_SUBNET}", ROUTE_VIA="${UPF_N6_IP}")
+        dn["cap_add"].append("NET_ADMIN")
+    out["dn"] = dn
+    ue_deps: dict[str, Any] = {"dn": {"condition": "service_healthy"}}
+    if sf.engine:
+        out["secfn"] = {
+            **_base(IMAGE_VAR.get(sf.engine, "TOOLS_IMAGE")),
+            "command": [f"{SCRIPTS_AT}/entrypoint.sh", str(ENGINE_AT)],
+            "network_mode": "service:upf-net",
+            "volumes": [scripts, f"${{RENDER_DIR}}/secfn/engine:{ENGINE_AT}:ro",
+                        f"${{SECFN_OUT}}/{collect.ENGINE_DIR}:{LOG_AT}"],
+            "environment": {"SECFN_READY": f"/run/testbed/{engines.READY_NAME}"},
+            "cap_add": ["NET_ADMIN", "NET_RAW"],
+            # SIGTERM: the entrypoint saves the queue counters, the engine writes its own
+            "stop_grace_period": "45s",
+            "depends_on": {"upf": {"condition": "service_healthy"}},
+            "healthcheck": _health(f"/run/testbed/{engines.READY_NAME}"),
+        }
+        ue_deps["secfn"] = {"condition": "service_healthy"}
+    out["ue-ditg"] = {
+        **_base("TOOLS_IMAGE"),
+        "command": ["sleep", "infinity"],
+        "init": True,                    # sleep as PID 1 would ignore SIGTERM
+        "network_mode": "service:ue1",
+        "volumes": [scripts, f"${{SECFN_OUT}}/{collect.DITG_DIR}:{DITG_AT}"],
+        "cap_add": ["NET_RAW"],
+        "stop_grace_period": "5s",
+        "depends_on": {"ue1": {"condition": "service_healthy"}},
+    }
+    out["ue1"] = {"depends_on": ue_deps}
+    if not sf.nat:
+        out["upf"] = {"environment": {"UPF_NAT": "0"}}
+    return out
+
+
+def render(sf: Secfn, values: dict[str, Any], out_dir: Path, header: str = "") -> tuple[Path, dict[str, str]]:
+    """Write out_dir/engine/ (the engine directory for the container), out_dir/out/ (default
+    outputs) and the Compose fragment; returns (fragment, compose variables)."""
+    out_dir = Path(out_dir)
+    if sf.engine:
+        engines.render_dir(sf, out_dir / "engine", log_at=LOG_AT, config_at=ENGINE_AT,
+                           iface=str(values["open5gs"]["ogstun"]), ue_subnet=str(values["ue_subnet"]["subnet"]),
+                           home_net=str(values["networks"]["n6"]["subnet"]), iptables="iptables")
+    for sub in (collect.ENGINE_DIR, collect.SERVER_DIR, collect.DITG_DIR):
+        (out_dir / "out" / sub).mkdir(parents=True, exist_ok=True)
+    frag = out_dir / FRAGMENT
+    frag.write_text(header + "# UPF security function (testbed/secfn/compose.py; docs/secfn.md)\n"
+                    + yaml.safe_dump({"services": services(sf, values)}, sort_keys=False), encoding="utf-8")
+    env = {"SECFN": sf.function, "IDS": sf.engine or "none", "SECFN_OUT": str((out_dir / "out").resolve()),
+           "DN_SERVER_IP": str(values["dn_server"]["address"])}
+    return frag, env
