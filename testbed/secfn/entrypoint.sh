@@ -75,6 +75,12 @@ stop() {
     local i
     for ((i = 0; i < 300; i++)); do        # up to 30 s for its final counters
       kill -0 "$ENGINE_PID" 2>/dev/null || break
+      # a passive engine reading through libpcap (Snort's pcap DAQ) stays blocked in its read
+      # until a packet arrives: one datagram to an unused UE address leaves through the UE-side
+      # interface every second and wakes it (the UPF drops it; the engine counts it)
+      if [[ "$MODE" == passive && -n "${WAKE_ADDR:-}" ]] && ((i % 10 == 2)); then
+        echo wake 2>/dev/null >"/dev/udp/$WAKE_ADDR/9" || true
+      fi
       sleep 0.1
     done
     kill -KILL "$ENGINE_PID" 2>/dev/null || true
@@ -121,6 +127,9 @@ main() {
   if [[ -n "${ENGINE_LIBRARY_PATH:-}" ]]; then
     export LD_LIBRARY_PATH="$ENGINE_LIBRARY_PATH${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   fi
+  # line-buffered output: an engine that writes its ready line to a file (Snort's stdout) would
+  # otherwise hold it in its stdio buffer until it exits
+  command -v stdbuf >/dev/null 2>&1 && ARGV=(stdbuf -oL -eL "${ARGV[@]}")
   say "starting $ENGINE ($MODE): ${ARGV[*]}"
   "${ARGV[@]}" >"$LOG_DIR/$ENGINE.out" 2>&1 &
   ENGINE_PID=$!

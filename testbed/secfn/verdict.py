@@ -87,7 +87,7 @@ def engine_verdict(m: dict[str, Any]) -> Verdict:
     if eng and eng.get("died"):
         problems.append(f"{sf['engine']} died during the run: {eng['died']}")
     if eng and sf["engine"] in RULE_ENGINES:
-        alerts = {int(k): v for k, v in (eng.get("alerts_per_sid") or {}).items()}
+        alerts = {int(k): v for k, v in (eng.get("alerts_per_sid") or {}).items() if str(k).isdigit()}
         missing = [s for s in rules.SEED_SIDS if not alerts.get(s)]
         if missing:
             problems.append(f"seed rule(s) {missing} never alerted on the test traffic")

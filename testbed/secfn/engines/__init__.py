@@ -19,6 +19,7 @@ a line), beside the engine's configuration.
 from __future__ import annotations
 
 import importlib
+import ipaddress
 import json
 import shlex
 from dataclasses import asdict, dataclass, field
@@ -48,7 +49,7 @@ class Launch:
 class Counters:
     engine: str
     inspected: int                # packets the engine analysed
-    alerts_per_sid: dict[int, int] = field(default_factory=dict)
+    alerts_per_sid: dict[int | str, int] = field(default_factory=dict)   # sid, or "gid:sid" (built-in rules)
     blocked: int | None = None    # inline: packets it gave a drop verdict
     passed: int | None = None     # inline: packets it let through
     capture_drops: int | None = None   # packets the capture/queue lost before the engine (its own count)
@@ -56,7 +57,7 @@ class Counters:
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
-        d["alerts_per_sid"] = {str(k): v for k, v in sorted(self.alerts_per_sid.items())}
+        d["alerts_per_sid"] = {str(k): v for k, v in sorted(self.alerts_per_sid.items(), key=lambda kv: str(kv[0]))}
         d["alerts"] = sum(self.alerts_per_sid.values())
         return d
 
@@ -86,6 +87,8 @@ def render_dir(sf: Secfn, out_dir: Path, *, log_at: Path, iface: str, ue_subnet:
         "LOG_DIR": str(log_at), "READY_FILE": str(Path(log_at) / launch.ready_file),
         "READY_LINE": launch.ready_line, "IPTABLES": iptables,
         "ENGINE_LIBRARY_PATH": library_path or launch.library_path,
+        # the last address of the UE subnet: no UE has it (entrypoint.sh wakes a passive engine with it)
+        "WAKE_ADDR": str(ipaddress.ip_network(ue_subnet).broadcast_address - 1),
     }
     (out_dir / ENV_FILE).write_text("# rendered by testbed/secfn/engines (docs/secfn.md)\n"
                                     + "".join(f"{k}={shlex.quote(v)}\n" for k, v in env.items()),

@@ -83,8 +83,9 @@ def render(sf: Secfn, cfg_dir: Path, *, config_at: Path, log_at: Path, iface: st
     return Launch(argv, OUT, READY_LINE)
 
 
-def _alerts(path: Path) -> Counter[int]:
-    counts: Counter[int] = Counter()
+def _alerts(path: Path) -> Counter[int | str]:
+    """Alerts per rule: text rules (gid 1) by sid, Snort's built-in ones as "gid:sid"."""
+    counts: Counter[int | str] = Counter()
     if path.is_file():
         for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
             try:
@@ -92,7 +93,8 @@ def _alerts(path: Path) -> Counter[int]:
             except ValueError:
                 continue
             if isinstance(e, dict) and "sid" in e:
-                counts[int(e["sid"])] += 1
+                gid = int(e.get("gid", 1))
+                counts[int(e["sid"]) if gid == 1 else f"{gid}:{e['sid']}"] += 1
     return counts
 
 

@@ -94,6 +94,17 @@ def test_snort_accepts_the_rendered_config_and_rules(tmp_path: Path, function: s
     assert f"text rules: {loaded}" in out or f"total rules loaded: {loaded}" in out, out[-1500:]
 
 
+def test_snort_counters_from_its_exit_statistics(tmp_path: Path) -> None:
+    text = (ROOT / "tests" / "data" / "snort" / "snort-inline.out").read_text()
+    st = snort.stats(text)
+    assert st["daq.analyzed"] > 0 and st["daq.block"] >= 1
+    (tmp_path / snort.OUT).write_text(text)
+    (tmp_path / snort.ALERT_FILE).write_text((ROOT / "tests" / "data" / "snort" / "alert_json.txt").read_text())
+    c = snort.counters(tmp_path)
+    assert c.inspected == st["daq.analyzed"] and c.blocked == st["daq.block"]
+    assert all(c.alerts_per_sid.get(s) for s in rules.SEED_SIDS) and c.alerts_per_sid[rules.DROP_SID] >= 1
+
+
 def test_passthrough_builds(tmp_path: Path) -> None:
     if shutil.which("gcc") is None:
         pytest.skip("gcc not found")
