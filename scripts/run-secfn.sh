@@ -94,11 +94,7 @@ main() {
   stack_overlay_state sa-before
   cleanup_push stack_logs containers.log
 
-  UE_IP="UE_IP"
-  if [[ "$DRY_RUN" != 1 ]]; then
-    UE_IP="$("${DC[@]}" exec -T ue1 ip -4 -o addr show dev uesimtun0 | awk '{split($4, a, "/"); print a[1]}')"
-    [[ -n "$UE_IP" ]] || die "UE 1 has no address on uesimtun0 (no PDU session?); see stack-up.log" 1
-  fi
+  UE_IP="$(ue1_address)"
   local cmd=()
   mapfile -d '' -t cmd < <(dc_exec ue-ditg /opt/testbed/secfn/probe.sh "$SERVER" 9999 "$UE_IP")
   measure probe.log log -- "${cmd[@]}" || warn "the probes failed (see probe.log); the validity check decides"

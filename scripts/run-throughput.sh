@@ -58,11 +58,8 @@ main() {
   stack_overlay_state sa-before
   cleanup_push stack_logs containers.log
 
-  local ue_ip="UE_IP"
-  if [[ "$DRY_RUN" != 1 ]]; then
-    ue_ip="$("${DC[@]}" exec -T ue1 ip -4 -o addr show dev uesimtun0 | awk '{split($4, a, "/"); print a[1]}')"
-    [[ -n "$ue_ip" ]] || die "UE 1 has no address on uesimtun0 (no PDU session?); see stack-up.log" 1
-  fi
+  local ue_ip
+  ue_ip="$(ue1_address)"
   _record_command iperf3 -s -B "$TARGET" -p "$IPERF_PORT" -J
   if [[ "$DRY_RUN" != 1 ]]; then
     iperf3 -s -B "$TARGET" -p "$IPERF_PORT" -J >"$RUN_DIR/iperf3-server.json" 2>&1 &

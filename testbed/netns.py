@@ -315,28 +315,8 @@ class Lab:
                 packets: int | None = None) -> Capture:
         """Start dumpcap on the bridge (hub side: exactly the wire); returns once it captures.
         `packets`: stop after that many (the first ones, whole)."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        argv = ["ip", "netns", "exec", self.hub, "dumpcap", "-q", "-i", self.bridge, "-w", str(path)]
-        if capture_filter:
-            argv += ["-f", capture_filter]
-        if packets:
-            argv += ["-c", str(int(packets))]
-        errlog = self.dir / f"dumpcap-{path.stem}.log"
-        with open(errlog, "wb") as fh:
-            proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=fh, stdin=subprocess.DEVNULL)
-        deadline = time.monotonic() + timeout
-        while not (path.exists() and path.stat().st_size > 0):
-            if proc.poll() is not None:
-                raise LabError(f"dumpcap on {self.hub}:{self.bridge} exited: {errlog.read_text().strip()}")
-            if time.monotonic() > deadline:
-                proc.kill()
-                raise LabError(f"dumpcap on {self.hub}:{self.bridge} did not start within {timeout}s")
-            time.sleep(0.05)
-        # dumpcap writes the file header a moment before the first frames are delivered (a
-        # frame sent at once can be missed, measured here); there is nothing to poll for that
-        time.sleep(CAPTURE_SETTLE_S)
-        return Capture(path, proc)
+        return start_dumpcap(self.hub, self.bridge, Path(path), self.dir / f"dumpcap-{Path(path).stem}.log",
+                             capture_filter=capture_filter, packets=packets, timeout=timeout)
 
     # --- down --------------------------------------------------------------------------------
     def down(self) -> None:
@@ -357,6 +337,32 @@ class Lab:
         if self.dir.is_dir():
             (self.dir / "lab.json").unlink(missing_ok=True)
         log.info("lab %s down", self.name)
+
+
+def start_dumpcap(ns: str, iface: str, path: Path, errlog: Path, *, capture_filter: str | None = None,
+                  packets: int | None = None, timeout: float = 10) -> Capture:
+    """dumpcap on `iface` in namespace `ns` into `path` (whole packets; the first `packets` when
+    given); returns once it captures, LabError (with dumpcap's words) if it does not start."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    argv = ["ip", "netns", "exec", ns, "dumpcap", "-q", "-i", iface, "-w", str(path)]
+    if capture_filter:
+        argv += ["-f", capture_filter]
+    if packets:
+        argv += ["-c", str(int(packets))]
+    with open(errlog, "wb") as fh:
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=fh, stdin=subprocess.DEVNULL)
+    deadline = time.monotonic() + timeout
+    while not (path.exists() and path.stat().st_size > 0):
+        if proc.poll() is not None:
+            raise LabError(f"dumpcap on {ns}:{iface} exited: {errlog.read_text().strip()}")
+        if time.monotonic() > deadline:
+            proc.kill()
+            raise LabError(f"dumpcap on {ns}:{iface} did not start within {timeout}s")
+        time.sleep(0.05)
+    # dumpcap writes the file header a moment before the first frames are delivered (a
+    # frame sent at once can be missed, measured here); there is nothing to poll for that
+    time.sleep(CAPTURE_SETTLE_S)
+    return Capture(path, proc)
 
 
 def _alive(pid: int) -> bool:

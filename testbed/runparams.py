@@ -214,6 +214,19 @@ def _convert(p: Param, raw: str) -> tuple[Any, str | None]:
     return v, None
 
 
+def raw_values(experiment: str, assignments: list[str], from_env: bool = False) -> dict[str, str]:
+    """Make variables as strings: the experiment's own from the environment (as Make exports
+    them) when `from_env`, then KEY=VALUE assignments; ParamError for a word without '='."""
+    import os
+    raw = {s.name: os.environ[s.name] for s in SPECS[experiment] if s.name in os.environ} if from_env else {}
+    for a in assignments:
+        key, sep, value = a.partition("=")
+        if not sep:
+            raise ParamError(f"{a!r} is not KEY=VALUE")
+        raw[key] = value
+    return raw
+
+
 def validate(experiment: str, raw: dict[str, str], profile: str | None = None) -> dict[str, Any]:
     """Typed parameters (defaults filled in) keyed by manifest name, or ParamError listing all problems.
 

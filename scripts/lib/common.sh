@@ -809,6 +809,15 @@ dc_exec() {
   printf '%s\0' "${DC[@]}" "${STACK_ALL_PROFILES[@]}" exec -T "$svc" "$@"
 }
 
+# ue1_address: UE 1's address on its PDU session (uesimtun0); "UE_IP" in a dry run; dies without one.
+ue1_address() {
+  [[ "$DRY_RUN" == 1 ]] && { echo UE_IP; return 0; }
+  local ip
+  ip="$("${DC[@]}" exec -T ue1 ip -4 -o addr show dev uesimtun0 | awk '{split($4, a, "/"); print a[1]}')"
+  [[ -n "$ip" ]] || die "UE 1 has no address on uesimtun0 (no PDU session?); see stack-up.log" 1
+  echo "$ip"
+}
+
 # wait_ue_session SERVICE DEADLINE_S: block until the UE logs its PDU session's TUN interface
 # (UERANSIM: "... TUN interface[uesimtun0, <addr>] is up."), reading one `docker compose logs
 # --follow` stream: no exec, no polling while the attach is being measured. 1 on the deadline.

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 
 from testbed import runparams
@@ -24,16 +23,8 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "help":
         print(runparams.describe(args.experiment))
         return 0
-    raw: dict[str, str] = {}
-    if args.from_env:
-        raw = {s.name: os.environ[s.name] for s in runparams.SPECS[args.experiment] if s.name in os.environ}
-    for a in args.assignments:
-        key, sep, value = a.partition("=")
-        if not sep:
-            print(f"error: {a!r} is not KEY=VALUE", file=sys.stderr)
-            return 2
-        raw[key] = value
     try:
+        raw = runparams.raw_values(args.experiment, args.assignments, args.from_env)
         params = runparams.validate(args.experiment, raw, args.profile)
     except runparams.ParamError as exc:
         for line in str(exc).splitlines():

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from testbed import manifest as mf
-from testbed import runparams
+from testbed import netns, runparams
 from testbed.secfn import SecfnError, collect, ditg, lab, run as secfn_run
 
 
@@ -34,16 +34,8 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
 
 
 def _lab(args: argparse.Namespace) -> int:
-    raw: dict[str, str] = {}
-    if args.from_env:
-        raw = {s.name: os.environ[s.name] for s in runparams.SPECS[secfn_run.EXPERIMENT] if s.name in os.environ}
-    for a in args.assignments:
-        key, sep, value = a.partition("=")
-        if not sep:
-            print(f"error: {a!r} is not KEY=VALUE", file=sys.stderr)
-            return 2
-        raw[key] = value
     try:
+        raw = runparams.raw_values(secfn_run.EXPERIMENT, args.assignments, args.from_env)
         runparams.validate(secfn_run.EXPERIMENT, raw, args.profile)
     except runparams.ParamError as exc:
         for line in str(exc).splitlines():
@@ -55,7 +47,7 @@ def _lab(args: argparse.Namespace) -> int:
     state = Path(args.state)
     try:
         run_dir = secfn_run.run(Path(args.results), raw, args.profile, state / "bin", state)
-    except (lab.LabError, ditg.DitgError, SecfnError, OSError) as exc:
+    except (lab.LabError, netns.LabError, ditg.DitgError, SecfnError, OSError) as exc:
         print(f"error: secfn run failed: {exc}", file=sys.stderr)
         return 1
     print(run_dir)

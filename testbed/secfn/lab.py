@@ -35,7 +35,6 @@ VXLAN_ID = 42
 GTPU_PORT = 2152
 VXLAN_EXTRA = 50 - 36               # VXLAN over IPv4 minus GTP-U over IPv4, bytes
 READY_TIMEOUT_S = 120.0
-CAPTURE_SETTLE_S = 0.3              # dumpcap's header comes before its first frame (testbed/netns.py)
 
 
 class LabError(RuntimeError):
@@ -193,22 +192,7 @@ class SecfnLab:
 
     def _capture(self, where: str, path: Path, packets: int) -> netns.Capture:
         node, dev = {"ue": ("ue", "ran0"), "n6": ("dn", "n6")}[where]
-        path.parent.mkdir(parents=True, exist_ok=True)
-        errlog = path.with_suffix(".dumpcap.log")
-        with errlog.open("wb") as fh:
-            proc = subprocess.Popen(["ip", "netns", "exec", self.ns(node), "dumpcap", "-q", "-i", dev,
-                                     "-c", str(packets), "-w", str(path)], stdout=subprocess.DEVNULL,
-                                    stderr=fh, stdin=subprocess.DEVNULL)
-        deadline = time.monotonic() + 10
-        while not (path.exists() and path.stat().st_size > 0):
-            if proc.poll() is not None:
-                raise LabError(f"dumpcap on {node}:{dev} exited: {errlog.read_text(errors='replace').strip()}")
-            if time.monotonic() > deadline:
-                proc.kill()
-                raise LabError(f"dumpcap on {node}:{dev} did not start within 10 s")
-            time.sleep(0.05)
-        time.sleep(CAPTURE_SETTLE_S)
-        return netns.Capture(path, proc)
+        return netns.start_dumpcap(self.ns(node), dev, path, path.with_suffix(".dumpcap.log"), packets=packets)
 
     def _server(self, timeout: float) -> None:
         from testbed.secfn import rules

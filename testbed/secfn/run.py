@@ -15,7 +15,7 @@ from typing import Any
 
 from testbed import manifest as mf
 from testbed import validity
-from testbed.secfn import SecfnError, collect, ditg, lab, resolve, rules
+from testbed.secfn import collect, ditg, lab, resolve, rules
 
 log = logging.getLogger(__name__)
 EXPERIMENT = "secfn-lab"
@@ -100,7 +100,7 @@ def run(results: Path, raw_params: dict[str, str], profile: str, bin_dir: Path,
     except KeyboardInterrupt:
         state, reason = "interrupted", "interrupted (Ctrl-C)"
         raise
-    except (lab.LabError, ditg.DitgError, SecfnError, OSError) as exc:
+    except Exception as exc:        # whatever stopped it: recorded, then passed on
         state, reason = "failed", str(exc)
         raise
     finally:
