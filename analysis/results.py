@@ -128,6 +128,8 @@ def load_run(directory: Path) -> Run:
         run.problems.append("validity not checked (valid is null): left out")
     if manifest.get("experiment") not in EXPERIMENTS:
         run.notes.append(f"unknown experiment {manifest.get('experiment')!r}")
+    elif manifest.get("secfn") and not str(manifest.get("experiment")).startswith("secfn"):
+        run.notes.append(f"the UPF ran security function {manifest['secfn'].get('unit')} (docs/secfn.md)")
     missing = [str(f.path.relative_to(directory)) for f in run.files() if not f.path.is_file()]
     if missing:
         run.problems.append(f"missing raw file(s): {', '.join(missing[:5])}"

@@ -270,6 +270,11 @@ def create(results: Path, experiment: str, profile_id: str, raw_params: dict[str
         slot_dir = f"{prof.id}.{secfn.unit(sf)}"
         extra = {"secfn": {**sf.to_dict(), "unit": secfn.unit(sf),
                            "form": "namespaces" if experiment == "secfn-lab" else "stack"}}
+    elif experiment not in NO_STACK and os.environ.get("SECFN"):
+        # the stack renders $SECFN for every experiment (testbed/cli/render.py): never silently
+        from testbed import secfn
+        sf = secfn.resolve(os.environ["SECFN"], os.environ.get("IDS") or None)
+        extra = {"secfn": {**sf.to_dict(), "unit": secfn.unit(sf), "form": "stack"}}
     parent = Path(results) / campaign / experiment / slot_dir
     parent.mkdir(parents=True, exist_ok=True)
     for _ in range(100):

@@ -61,3 +61,13 @@ def test_run_directory_names_the_profile_and_the_function(tmp_path: Path) -> Non
     assert m["secfn"]["unit"] == "ips-nat-passthrough" and m["secfn"]["form"] == "namespaces"
     assert m["versions"]["open5gs"] is None                 # no 5G stack between namespaces
     assert manifest.validate(m) == []
+
+
+def test_a_stack_run_records_the_function_the_stack_ran_with(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """SECFN reaches every stack render (make exports it): an n3 run says so in its manifest."""
+    monkeypatch.setenv("SECFN", "ips-nat")
+    monkeypatch.setenv("IDS", "snort")
+    m = manifest.load(manifest.create(tmp_path, "n3", "baseline", {}))
+    assert m["secfn"]["unit"] == "ips-nat-snort" and m["secfn"]["form"] == "stack"
+    monkeypatch.setenv("SECFN", "")
+    assert "secfn" not in manifest.load(manifest.create(tmp_path, "n3", "baseline", {}))
