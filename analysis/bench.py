@@ -23,7 +23,7 @@ from analysis.parse.ping import parse_ping_text
 log = logging.getLogger(__name__)
 
 REPO = Path(__file__).resolve().parent.parent
-SHARED_DATA = REPO.parent / "shared" / "data"
+SHARED_DATA = REPO / "tests" / "data"        # real captures kept in the repository (tests/data/README.md)
 DEFAULT_CAPTURE = SHARED_DATA / "open5gs-docs-pcaps" / "5g-roaming-lbo.pcapng"
 DEFAULT_PING_VALUES = SHARED_DATA / "rwth-internal-ran-security" / "f1u-ping" / "noenc_2025-08-20-T02-45-02.txt"
 REQUIRED_SPEEDUP = 20.0

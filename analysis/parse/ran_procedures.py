@@ -4,7 +4,7 @@ One value per UE registration: NGAP PDUSessionResourceSetupRequest (initiatingMe
 procedure 29) to the next E1AP BearerContextSetupResponse (successfulOutcome, procedure 8) or
 F1AP UEContextSetupResponse (successfulOutcome, procedure 5). Walk the matching frames in time
 order, remember the latest start, emit stop - start at a stop and forget the start
-(../shared/data/rwth-internal-ran-security/SOURCE.md).
+(tests/data/rwth-internal-ran-security/SOURCE.md).
 """
 from __future__ import annotations
 
