@@ -1,6 +1,8 @@
 """analysis/report.py on the results tree built from real data: content, numbers, flags."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 from scipy.stats import t as scipy_t
 import pytest
@@ -165,3 +167,12 @@ def test_like_for_like_the_papers_slowest_configuration_is_a_max_not_a_mean() ->
     h = headline(ref, t)
     assert (h.measured, h.ci, h.low, h.high) == (20.0, 3.0, 10.0, 20.0)
     assert by_key("sbi-warm-ipsec").match["mode"] == ("start", "trap")     # the modes the paper ran
+
+
+def test_report_matches_each_measured_profile_to_its_paper_configuration(fixture_report: Path) -> None:
+    text = (fixture_report / "report.md").read_text()
+    section = text.split("## Profiles and the papers' configurations", 1)[1].split("\n## ", 1)[0]
+    assert "| profile " in section and "| baseline " in section
+    assert "no-security baseline" in section
+    table = pd.read_csv(fixture_report / "tables" / "counterparts.csv")
+    assert {"aes256gcm-trap-queue", "tls12-ecdsa-aes128gcm"} <= set(table["profile"])
