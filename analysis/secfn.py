@@ -140,7 +140,10 @@ def figures(tab: pd.DataFrame, out: Path) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     paths = []
     all_series = sorted(set(tab["series"]))
-    colours = {s: plt.get_cmap("tab10")(i % 10) for i, s in enumerate(all_series)}
+    # one colour per function/engine, the same for it with an overlay (dashed, hollow markers)
+    configs = sorted({s.split(" + ")[0] for s in all_series})
+    colours = {c: plt.get_cmap("tab10")(i % 10) for i, c in enumerate(configs)}
+    markers = "osD^vP*X<>"
     for form in sorted(set(tab["form"])):
         ft = tab[tab["form"] == form]
         for col, (label, fname) in METRICS.items():
@@ -148,24 +151,30 @@ def figures(tab: pd.DataFrame, out: Path) -> list[Path]:
             protos = [p for p in protos if not ft[(ft["protocol"] == p) & ft[col].notna()].empty]
             if not protos:
                 continue
-            fig, axes = plt.subplots(1, len(protos), figsize=(5.2 * len(protos), 3.8), squeeze=False)
+            fig, axes = plt.subplots(1, len(protos), figsize=(5.2 * len(protos) + 2.6, 3.8), squeeze=False)
             for ax, proto in zip(axes[0], protos):
                 for s in all_series:
                     d = ft[(ft["series"] == s) & (ft["protocol"] == proto)].sort_values("rate")
                     if d.empty or d[col].isna().all():
                         continue
-                    ax.errorbar(d["rate"], d[col], yerr=d[f"{col}_ci"].fillna(0), marker="o", ms=3,
-                                capsize=2, color=colours[s], label=s)
+                    base = s.split(" + ")[0]
+                    overlay = " + " in s
+                    ax.errorbar(d["rate"], d[col], yerr=d[f"{col}_ci"].fillna(0),
+                                marker=markers[configs.index(base) % len(markers)], ms=4, capsize=2,
+                                color=colours[base], linestyle="--" if overlay else "-",
+                                mfc="none" if overlay else colours[base], label=s)
                 ax.set_xscale("log")
+                ax.set_ylim(bottom=0)       # none of the four can be negative; intervals are clipped there
                 ax.set_xlabel("offered rate (packets/s, Poisson, 512 B)")
                 ax.set_ylabel(label)
                 ax.set_title(f"{proto.upper()}: {label.split(' (')[0]}")
                 ax.grid(True, alpha=0.3)
-                ax.legend(fontsize=7)
+            handles, labels = axes[0][0].get_legend_handles_labels()
+            fig.legend(handles, labels, loc="center right", fontsize=7, frameon=False)
             suffix = "" if form == "namespaces" else f"_{form}"
             fig.suptitle(f"UPF security functions {FORM_TITLE.get(form, form)} (userspace engines; "
                          f"intervals over runs, {int(stats.CONFIDENCE * 100)} %)", fontsize=9)
-            fig.tight_layout()
+            fig.tight_layout(rect=(0, 0, 1 - 2.6 / (5.2 * len(protos) + 2.6), 1))
             for fmt in ("png", "pdf"):
                 p = out / f"fig_secfn_{fname}{suffix}.{fmt}"
                 fig.savefig(p, dpi=140)
