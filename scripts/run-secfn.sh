@@ -47,13 +47,13 @@ engine_running() {
   [[ -n "$("${DC[@]}" ps --status running -q secfn 2>/dev/null)" ]]
 }
 
-# flow PROTO RATE RUN ORDER: one D-ITG flow from UE 1, then ITGDec of both logs (raw kept).
+# flow PROTO RATE RUN ITGSEND_ARGV...: one D-ITG flow from UE 1 (the command from
+# `python -m testbed secfn-plan`), then ITGDec of both logs (raw kept).
 flow() {
   local proto="$1" rate="$2" run="$3" tag cmd=() side rel
+  shift 3
   tag="$proto-$rate-$run"
-  mapfile -d '' -t cmd < <(dc_exec ue-ditg ITGSend -T "${proto^^}" -a "$SERVER" -sa "$UE_IP" -c 512 -O "$rate" \
-    -t "$(awk -v d="$DURATION" 'BEGIN {printf "%d", d * 1000}')" \
-    -l "$DITG_AT/send-$tag.log" -x "$DITG_AT/recv-$tag.log")
+  mapfile -d '' -t cmd < <(dc_exec ue-ditg "$@")
   log "D-ITG $proto at $rate packets/s, run $run (${DURATION}s)"
   if ! run_bg_wait timeout $((${DURATION%.*} + 60)) "${cmd[@]}" >"$(out_path "ditg/itgsend-$tag.out")" 2>&1; then
     warn "ITGSend $tag failed; see ditg/itgsend-$tag.out (the run counts its flows)"
@@ -99,15 +99,17 @@ main() {
   mapfile -d '' -t cmd < <(dc_exec ue-ditg /opt/testbed/secfn/probe.sh "$SERVER" 9999 "$UE_IP")
   measure probe.log log -- "${cmd[@]}" || warn "the probes failed (see probe.log); the validity check decides"
 
-  local plan proto rate run
+  local plan fields=()
   if [[ "$DRY_RUN" == 1 ]]; then
-    plan="$(printf 'udp 100 0\n')"
+    plan="$(printf 'udp\t100\t0\tITGSend\t-T\tUDP\t-a\t%s\t-sa\t%s\t-Ssa\t%s\t-c\t512\t-O\t100\t...' \
+      "$SERVER" "$UE_IP" "$UE_IP")"
     log "DRY_RUN: the flow order is drawn at the start of a real run (python -m testbed secfn-plan)"
   else
-    plan="$(tb secfn-plan "$RUN_DIR")" || die "could not plan the D-ITG flows of $RUN_DIR" 1
+    plan="$(tb secfn-plan "$RUN_DIR" --server "$SERVER" --source "$UE_IP" --log-dir "$DITG_AT")" \
+      || die "could not plan the D-ITG flows of $RUN_DIR" 1
   fi
-  while read -r proto rate run; do
-    [[ -n "$proto" ]] && flow "$proto" "$rate" "$run"
+  while IFS=$'\t' read -r -a fields; do
+    ((${#fields[@]} > 3)) && flow "${fields[@]}"
   done <<<"$plan"
 
   local died=() stop=(dn)

@@ -25,8 +25,12 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
         parser.add_argument("--results", default=os.environ.get("RESULTS") or "results")
         parser.add_argument("--state", default=os.environ.get("STATE") or ".state")
     elif name == "secfn-plan":
-        parser.description = "Record a stack run's D-ITG flow order (seeded) and print it: protocol rate run"
+        parser.description = ("Record a stack run's D-ITG flow order (seeded) and print one flow a line, "
+                              "tab-separated: protocol, rate, run, then ITGSend's arguments")
         parser.add_argument("run_dir", type=Path)
+        parser.add_argument("--server", required=True, help="the N6 server's address")
+        parser.add_argument("--source", default=None, help="the UE's address (ITGSend -sa/-Ssa)")
+        parser.add_argument("--log-dir", required=True, help="where sender and receiver see the ditg/ folder")
     else:   # secfn-finish
         parser.description = "Collect a stack run: D-ITG table, engine and queue counters into its manifest"
         parser.add_argument("run_dir", type=Path)
@@ -61,7 +65,9 @@ def _plan(args: argparse.Namespace) -> int:
     order = [list(f) for f in ditg.plan(p["protocols"], p["rates"], p["runs"], seed)]
     mf.set_field(args.run_dir, "flows", {"seed": seed, "planned": len(order), "order": order})
     for proto, rate, i in order:
-        print(f"{proto} {rate} {i}")
+        send, recv = (str(Path(args.log_dir) / Path(n).name) for n in collect.log_names(ditg.tag(proto, rate, i)))
+        argv = ditg.send_command(args.server, proto, rate, float(p["duration"]), send, recv, args.source)
+        print("\t".join([proto, str(rate), str(i), *argv]))
     return 0
 
 

@@ -52,7 +52,9 @@ def send_command(server: str, protocol: str, rate: int, duration_s: float, send_
     """ITGSend for one flow; `recv_log` is a path on the receiver's side (ITGRecv writes it)."""
     argv = ["ITGSend", "-T", protocol.upper(), "-a", server]
     if source:
-        argv += ["-sa", source]          # the UE's address: the PDU session's route (UERANSIM)
+        # the UE's address for the flow and for D-ITG's signalling: UERANSIM routes only what
+        # leaves from it into the PDU session, so both cross the UPF
+        argv += ["-sa", source, "-Ssa", source]
     return argv + ["-c", str(PAYLOAD), "-O", str(int(rate)), "-t", str(int(duration_s * 1000)),
                    "-l", str(send_log), "-x", str(recv_log)]
 

@@ -61,8 +61,8 @@ def test_stack_dry_run_sends_from_the_ue_to_the_n6_server(tmp_path: Path) -> Non
     assert any(c.startswith("dumpcap -q -i g5tb-n6 -c 20000") for c in cmds)
     assert any("exec -T ue-ditg /opt/testbed/secfn/probe.sh 10.100.6.20 9999 UE_IP" in c for c in cmds)
     send = next(shlex.split(c) for c in cmds if " ITGSend " in c)
-    assert send[send.index("ITGSend"):][:12] == ["ITGSend", "-T", "UDP", "-a", "10.100.6.20", "-sa", "UE_IP",
-                                                 "-c", "512", "-O", "100", "-t"]
+    assert send[send.index("ITGSend"):][:13] == ["ITGSend", "-T", "UDP", "-a", "10.100.6.20", "-sa", "UE_IP",
+                                                 "-Ssa", "UE_IP", "-c", "512", "-O", "100"]
     assert any(c.endswith("stop -t 45 secfn dn") for c in cmds)
     assert any("secfn/compose-secfn.yaml" in c for c in cmds)              # the fragment is in the stack
 
