@@ -3,7 +3,7 @@
 .PHONY: run-secfn-lab run-secfn campaign-secfn campaign-secfn-lab
 
 # the experiment's parameters travel like the others' (mk/30-experiments.mk)
-EXPERIMENT_VARS += SECFN IDS PROTOCOLS RATES RUNS QUEUE_MAXLEN FAIL_OPEN ORDER_SEED VALIDATION_PACKETS SECFN_UNIT
+EXPERIMENT_VARS += SECFN IDS PROTOCOLS RATES RUNS QUEUE_MAXLEN QUEUES FAIL_OPEN ORDER_SEED VALIDATION_PACKETS SECFN_UNIT
 
 run-secfn-lab: ## UE -> gNB -(PROFILE's N3 overlay)- UPF (NAT, IDS/IPS) -> N6 server in namespaces, D-ITG sweep (SECFN, IDS, RATES, RUNS, DURATION; root)
 	@$(EXPERIMENT_ENV) bash scripts/run-secfn-lab.sh

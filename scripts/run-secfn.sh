@@ -72,7 +72,7 @@ flow() {
 main() {
   from_unit
   docker_driver_begin "$EXPERIMENT" "$@"
-  export SECFN IDS QUEUE_MAXLEN FAIL_OPEN       # the render reads them (testbed/cli/render.py)
+  export SECFN IDS QUEUE_MAXLEN QUEUES FAIL_OPEN   # the render reads them (testbed/cli/render.py)
   local images=()
   mapfile -t images < <(docker_image_args)
   [[ "$IDS" != snort || "$SECFN" == none || "$SECFN" == nat ]] || images+=(--image "$SNORT_IMAGE")

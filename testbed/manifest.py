@@ -266,7 +266,7 @@ def create(results: Path, experiment: str, profile_id: str, raw_params: dict[str
     if experiment in SECFN_EXPERIMENTS:
         from testbed import secfn
         sf = secfn.resolve(params["secfn"], params["ids"], queue_maxlen=params["queue_maxlen"],
-                           fail_open=params["fail_open"] == "1")
+                           fail_open=params["fail_open"] == "1", queues=params["queues"])
         slot_dir = f"{prof.id}.{secfn.unit(sf)}"
         extra = {"secfn": {**sf.to_dict(), "unit": secfn.unit(sf),
                            "form": "namespaces" if experiment == "secfn-lab" else "stack"}}

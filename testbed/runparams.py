@@ -112,6 +112,8 @@ def _secfn_params(rates: str, runs: str, duration: str) -> tuple[Param, ...]:
         Param("DURATION", "float", duration, "seconds per D-ITG run (the seed study: 5)", 0.5, 3600.0),
         Param("QUEUE_MAXLEN", "int", str(cat["nfqueue"]["queue_maxlen"]), "NFQUEUE length in packets (inline)",
               1, 1_000_000),
+        Param("QUEUES", "int", str(cat["nfqueue"]["queues"]),
+              "NFQUEUE queues (inline; flows spread by hash, one engine thread each)", 1, 16),
         Param("FAIL_OPEN", "choice", "1" if cat["nfqueue"]["fail_open"] else "0",
               "1: the kernel bypasses the queue when it is full or nobody serves it (--queue-bypass, "
               "the engine's fail-open); 0: it drops", choices=("0", "1")),
@@ -264,7 +266,7 @@ def validate(experiment: str, raw: dict[str, str], profile: str | None = None) -
         from testbed import secfn
         try:
             secfn.resolve(out["secfn"], out["ids"], queue_maxlen=out["queue_maxlen"],
-                          fail_open=out["fail_open"] == "1", check_engine=True)
+                          fail_open=out["fail_open"] == "1", queues=out["queues"], check_engine=True)
         except secfn.SecfnError as exc:
             errors.append(str(exc))
     if profile is not None:

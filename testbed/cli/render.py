@@ -41,10 +41,13 @@ def resolve_secfn(function: str, engine: str) -> secfn.Secfn | None:
     if not function:
         return None
     maxlen = os.environ.get("QUEUE_MAXLEN") or None
+    queues = os.environ.get("QUEUES") or None
     fail_open = os.environ.get("FAIL_OPEN") or None
-    if maxlen is not None and not maxlen.isdigit():
-        raise secfn.SecfnError(f"QUEUE_MAXLEN={maxlen!r}: must be a whole number of packets")
+    for name, value in (("QUEUE_MAXLEN", maxlen), ("QUEUES", queues)):
+        if value is not None and not value.isdigit():
+            raise secfn.SecfnError(f"{name}={value!r}: must be a whole number")
     return secfn.resolve(function, engine or None, queue_maxlen=int(maxlen) if maxlen else None,
+                         queues=int(queues) if queues else None,
                          fail_open=None if fail_open is None else fail_open in ("1", "yes", "true"))
 
 

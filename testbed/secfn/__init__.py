@@ -23,13 +23,19 @@ class Secfn:
     engine: str | None          # suricata | snort | passthrough (None without an engine)
     nat: bool
     mode: str | None            # passive | inline | None
-    queue_num: int
+    queue_num: int              # the first queue
     queue_maxlen: int
     fail_open: bool
+    queues: int = 1             # queues queue_num .. queue_num + queues - 1 (iptables --queue-balance)
+
+    @property
+    def queue_nums(self) -> list[int]:
+        return list(range(self.queue_num, self.queue_num + self.queues))
 
     def to_dict(self) -> dict[str, Any]:
         return {"function": self.function, "engine": self.engine, "nat": self.nat, "mode": self.mode,
-                "queue_num": self.queue_num, "queue_maxlen": self.queue_maxlen, "fail_open": self.fail_open}
+                "queue_num": self.queue_num, "queue_maxlen": self.queue_maxlen, "fail_open": self.fail_open,
+                "queues": self.queues}
 
 
 @lru_cache(maxsize=1)
@@ -38,7 +44,7 @@ def catalogue() -> dict[str, Any]:
 
 
 def resolve(function: str, engine: str | None = None, *, queue_maxlen: int | None = None,
-            fail_open: bool | None = None, check_engine: bool = True) -> Secfn:
+            fail_open: bool | None = None, queues: int | None = None, check_engine: bool = True) -> Secfn:
     """The checked combination; SecfnError lists the valid values. With check_engine, the
     engine module's own `check(sf)` hook (when it has one) may refuse settings it cannot honour."""
     cat = catalogue()
@@ -59,8 +65,11 @@ def resolve(function: str, engine: str | None = None, *, queue_maxlen: int | Non
     maxlen = int(q["queue_maxlen"] if queue_maxlen is None else queue_maxlen)
     if maxlen <= 0:
         raise SecfnError(f"QUEUE_MAXLEN must be a positive packet count, got {maxlen}")
+    nq = int(q["queues"] if queues is None else queues)
+    if not 1 <= nq <= 16:
+        raise SecfnError(f"QUEUES must be 1..16 (one engine thread each), got {nq}")
     sf = Secfn(function, engine, bool(funcs[function]["nat"]), mode, int(q["queue_num"]), maxlen,
-               bool(q["fail_open"] if fail_open is None else fail_open))
+               bool(q["fail_open"] if fail_open is None else fail_open), nq)
     if check_engine and engine is not None:
         from testbed.secfn import engines
         hook = getattr(engines.module(engine), "check", None)

@@ -64,7 +64,8 @@ def engine_facts(run_dir: Path, sf: dict[str, Any], died: str | None) -> tuple[d
     out = Path(run_dir) / ENGINE_DIR
     facts = engines.counters(sf["engine"], out).to_dict()
     facts["died"] = died
-    queue = engines.queue_stats(out, int(sf["queue_num"])) if sf.get("mode") == "inline" else None
+    nums = list(range(int(sf["queue_num"]), int(sf["queue_num"]) + int(sf.get("queues") or 1)))
+    queue = engines.queue_stats(out, nums) if sf.get("mode") == "inline" else None
     return facts, queue
 
 

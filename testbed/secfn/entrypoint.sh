@@ -50,12 +50,14 @@ load() {
   ((${#ARGV[@]})) || fail "$dir/engine.argv is empty"
 }
 
-# queue_rules -I|-D: the UE subnet's forwarded packets, both directions, into the queue.
+# queue_rules -I|-D: the UE subnet's forwarded packets, both directions, into the queue (QUEUES > 1:
+# spread over QUEUE_NUM .. QUEUE_NUM+QUEUES-1 by flow hash, --queue-balance).
 queue_rules() {
-  local op="$1" dir bypass=()
+  local op="$1" dir target=(--queue-num "$QUEUE_NUM") bypass=()
+  ((${QUEUES:-1} > 1)) && target=(--queue-balance "$QUEUE_NUM:$((QUEUE_NUM + QUEUES - 1))")
   [[ "$FAIL_OPEN" == 1 ]] && bypass=(--queue-bypass)
   for dir in -s -d; do
-    "$IPTABLES" "$op" FORWARD "$dir" "$UE_SUBNET" -j NFQUEUE --queue-num "$QUEUE_NUM" "${bypass[@]}"
+    "$IPTABLES" "$op" FORWARD "$dir" "$UE_SUBNET" -j NFQUEUE "${target[@]}" "${bypass[@]}"
   done
 }
 

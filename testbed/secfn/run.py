@@ -63,7 +63,8 @@ def run(results: Path, raw_params: dict[str, str], profile: str, bin_dir: Path,
     run_dir = mf.create(results, EXPERIMENT, profile, raw_params)
     m = mf.load(run_dir)
     p, sfd = m["parameters"], m["secfn"]
-    sf = resolve(sfd["function"], sfd["engine"], queue_maxlen=sfd["queue_maxlen"], fail_open=sfd["fail_open"])
+    sf = resolve(sfd["function"], sfd["engine"], queue_maxlen=sfd["queue_maxlen"], fail_open=sfd["fail_open"],
+                 queues=sfd["queues"])
     seed = int(p["order_seed"]) or secrets.randbits(32)
     order = [list(f) for f in ditg.plan(p["protocols"], p["rates"], p["runs"], seed)]
     mf.set_field(run_dir, "flows", {"seed": seed, "planned": len(order), "order": order})

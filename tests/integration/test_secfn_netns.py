@@ -36,10 +36,10 @@ def _needs(ids: str = "") -> None:
 
 
 def _run(tmp_path: Path, function: str, ids: str = "", profile: str = "baseline", protocols: str = "udp",
-         env: dict[str, str] | None = None) -> dict:
+         env: dict[str, str] | None = None, extra: tuple[str, ...] = ()) -> dict:
     _needs(ids)
     res = subprocess.run([sys.executable, "-m", "testbed", "secfn", f"SECFN={function}", f"IDS={ids}",
-                          f"PROTOCOLS={protocols}", "RATES=300", "RUNS=1", "DURATION=1", "ORDER_SEED=7",
+                          f"PROTOCOLS={protocols}", "RATES=300", "RUNS=1", "DURATION=1", "ORDER_SEED=7", *extra,
                           "--profile", profile, "--results", str(tmp_path / "results"),
                           "--state", str(tmp_path / "state")],
                          cwd=ROOT, capture_output=True, text=True, timeout=400, check=False,
@@ -97,6 +97,17 @@ def test_ips_nat_with_suricata_drops_inline(tmp_path: Path) -> None:
     assert tshark.count(m["_dir"] / "n6.pcap", f"udp.dstport == {rules.DROP_PORT}") == 0
     assert not (m["_dir"] / "server" / "drop-probe-received.txt").read_text()
     assert m["nfqueue"]["id_sequence"] >= m["engine"]["inspected"] > 100
+
+
+def test_ips_nat_over_two_queues(tmp_path: Path) -> None:
+    """QUEUES=2: the FORWARD rule balances flows over queues 4 and 5; the engine serves both and
+    every packet the kernel queued (summed over the queues) was inspected."""
+    m = _run(tmp_path, "ips-nat", "suricata", extra=("QUEUES=2",))
+    assert m["valid"] is True, m["validity"]
+    assert m["secfn"]["queues"] == 2
+    assert (m["_dir"] / "engine" / "forward-counters.txt").read_text().count("NFQUEUE balance 4:5") == 2
+    assert set(m["nfqueue"]["per_queue"]) == {"4", "5"}
+    assert m["nfqueue"]["id_sequence"] == m["engine"]["inspected"] > 100
 
 
 def test_ips_nat_passthrough_counts_every_queued_packet(tmp_path: Path) -> None:

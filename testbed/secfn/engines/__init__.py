@@ -82,7 +82,7 @@ def render_dir(sf: Secfn, out_dir: Path, *, log_at: Path, iface: str, ue_subnet:
     launch: Launch = mod.render(sf, out_dir, config_at=config_at, log_at=Path(log_at), iface=iface,
                                 home_net=home_net, program=program or mod.PROGRAM)
     env = {
-        "ENGINE": sf.engine, "MODE": sf.mode, "QUEUE_NUM": str(sf.queue_num),
+        "ENGINE": sf.engine, "MODE": sf.mode, "QUEUE_NUM": str(sf.queue_num), "QUEUES": str(sf.queues),
         "FAIL_OPEN": "1" if sf.fail_open else "0", "UE_SUBNET": ue_subnet, "UE_IFACE": iface,
         "LOG_DIR": str(log_at), "READY_FILE": str(Path(log_at) / launch.ready_file),
         "READY_LINE": launch.ready_line, "IPTABLES": iptables,
@@ -104,16 +104,23 @@ def counters(engine: str, log_dir: Path) -> Counters:
     return module(engine).counters(Path(log_dir))
 
 
-def queue_stats(log_dir: Path, queue_num: int) -> dict[str, int] | None:
-    """The queue's line of /proc/net/netfilter/nfnetlink_queue as entrypoint.sh saved it: packets
-    waiting, dropped by the kernel because the queue was full, dropped because the netlink
-    socket's buffer was full, and the last packet id (= packets queued so far)."""
+def queue_stats(log_dir: Path, queue_nums: list[int]) -> dict[str, Any] | None:
+    """The queues' lines of /proc/net/netfilter/nfnetlink_queue as entrypoint.sh saved them,
+    summed over the queues: packets waiting, dropped by the kernel because a queue was full,
+    dropped because the netlink socket's buffer was full, and the last packet ids (= packets
+    queued so far); `per_queue` keeps each queue's line."""
     f = Path(log_dir) / QUEUE_FILE
     if not f.is_file():
         return None
+    per: dict[str, dict[str, int]] = {}
     for line in f.read_text(encoding="utf-8", errors="replace").splitlines():
         p = line.split()
-        if len(p) >= 8 and p[0].isdigit() and int(p[0]) == queue_num:
-            return {"queue_total": int(p[2]), "queue_dropped": int(p[5]), "user_dropped": int(p[6]),
-                    "id_sequence": int(p[7])}
-    return None
+        if len(p) >= 8 and p[0].isdigit() and int(p[0]) in queue_nums:
+            per[p[0]] = {"queue_total": int(p[2]), "queue_dropped": int(p[5]), "user_dropped": int(p[6]),
+                         "id_sequence": int(p[7])}
+    if not per:
+        return None
+    out: dict[str, Any] = {k: sum(q[k] for q in per.values()) for k in next(iter(per.values()))}
+    if len(queue_nums) > 1:
+        out["per_queue"] = per
+    return out

@@ -16,8 +16,17 @@ SOURCE = Path(__file__).with_name("nfq_accept.c")
 OUT = "passthrough.out"          # entrypoint.sh: <LOG_DIR>/<engine>.out
 
 
+def check(sf: Secfn) -> str | None:
+    if sf.queues != 1:
+        return f"QUEUES={sf.queues}: the pass-through serves one queue; use IDS=suricata or IDS=snort for more"
+    return None
+
+
 def render(sf: Secfn, cfg_dir: Path, *, config_at: Path, log_at: Path, iface: str, home_net: str,
            program: str = PROGRAM) -> Launch:
+    problem = check(sf)
+    if problem:
+        raise SecfnError(problem)
     argv = [program, str(sf.queue_num), str(sf.queue_maxlen), "1" if sf.fail_open else "0"]
     return Launch(argv, OUT, "nfq-accept: serving queue")
 

@@ -74,7 +74,9 @@ def render(sf: Secfn, cfg_dir: Path, *, config_at: Path, log_at: Path, iface: st
     # -k none: checksums offloaded on veth/TUN are not errors; -l: alert_json.txt goes there
     argv = [program, "-c", str(config_at / "snort.lua"), "-l", str(log_at), "-k", "none"]
     if inline:
-        argv += ["--daq", "nfq", "-i", str(sf.queue_num), "--daq-var", f"queue_maxlen={sf.queue_maxlen}"]
+        # one packet thread per queue (-z): libdaq's nfq module serves one queue per instance
+        argv += ["--daq", "nfq", *[a for n in sf.queue_nums for a in ("-i", str(n))], "-z", str(sf.queues),
+                 "--daq-var", f"queue_maxlen={sf.queue_maxlen}"]
         if sf.fail_open:
             argv += ["--daq-var", "fail_open"]
         argv.append("-Q")

@@ -72,7 +72,10 @@ def render(sf: Secfn, cfg_dir: Path, *, config_at: Path, log_at: Path, iface: st
                                            encoding="utf-8")
     argv = [program, "-c", str(config_at / "suricata.yaml"), "--pidfile", str(log_at / "suricata.pid"),
             "-k", "none"]
-    argv += ["-q", str(sf.queue_num)] if sf.mode == "inline" else [f"--af-packet={iface}"]
+    if sf.mode == "inline":
+        argv += [a for n in sf.queue_nums for a in ("-q", str(n))]      # one receive thread per queue
+    else:
+        argv.append(f"--af-packet={iface}")
     return Launch(argv, "suricata.log", "Engine started")
 
 

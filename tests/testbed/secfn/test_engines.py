@@ -38,7 +38,8 @@ def test_engine_dir_for_the_entrypoint(tmp_path: Path) -> None:
     assert env["READY_FILE"] == "/var/log/testbed/secfn/snort.out"
     argv = (d / engines.ARGV_FILE).read_text().splitlines()
     assert argv[:3] == ["snort", "-c", "/etc/testbed/secfn/snort.lua"]
-    assert argv[-9:] == ["--daq", "nfq", "-i", "4", "--daq-var", "queue_maxlen=2048", "--daq-var", "fail_open", "-Q"]
+    assert argv[-11:] == ["--daq", "nfq", "-i", "4", "-z", "1", "--daq-var", "queue_maxlen=2048", "--daq-var",
+                          "fail_open", "-Q"]
     assert "include = '/etc/testbed/secfn/testbed-secfn.rules'" in (d / "snort.lua").read_text()
     assert json.loads((d / "secfn.json").read_text())["queue_maxlen"] == 2048
     with pytest.raises(secfn.SecfnError, match="runs no engine"):
@@ -120,3 +121,24 @@ def test_entrypoint_refuses_bad_input(tmp_path: Path) -> None:
     res = subprocess.run(["bash", str(ENTRYPOINT), str(tmp_path)], capture_output=True, text=True, timeout=10,
                          check=False, env={**os.environ, "SECFN_READY": str(tmp_path / "ready")})
     assert res.returncode == 1 and "has no engine.env/engine.argv" in res.stderr
+
+
+def test_several_queues_one_engine_thread_each(tmp_path: Path) -> None:
+    sf = secfn.resolve("ips-nat", "snort", queues=3)
+    assert sf.queue_nums == [4, 5, 6] and sf.to_dict()["queues"] == 3
+    argv = snort.render(sf, tmp_path, config_at=tmp_path, log_at=tmp_path, iface="ogstun", home_net="10.0.0.0/8").argv
+    assert argv[argv.index("nfq") + 1:argv.index("--daq-var")] == ["-i", "4", "-i", "5", "-i", "6", "-z", "3"]
+    argv = suricata.render(secfn.resolve("ips-nat", "suricata", queues=2), tmp_path, config_at=tmp_path,
+                           log_at=tmp_path, iface="ogstun", home_net="10.0.0.0/8").argv
+    assert argv[-4:] == ["-q", "4", "-q", "5"]
+    with pytest.raises(secfn.SecfnError, match="the pass-through serves one queue"):
+        secfn.resolve("ips-nat", "passthrough", queues=2)
+    with pytest.raises(secfn.SecfnError, match="QUEUES must be 1..16"):
+        secfn.resolve("ips-nat", "snort", queues=0)
+    (tmp_path / engines.QUEUE_FILE).write_text("    4  11     0     2 65531     1     2      100  1\n"
+                                               "    5  12     3     2 65531     0     0       50  1\n"
+                                               "    7  13     9     2 65531     9     9        9  1\n")
+    got = engines.queue_stats(tmp_path, [4, 5])
+    assert got is not None and got["id_sequence"] == 150 and got["queue_dropped"] == 1 and got["queue_total"] == 3
+    assert set(got["per_queue"]) == {"4", "5"}
+    assert engines.queue_stats(tmp_path, [4])["id_sequence"] == 100
