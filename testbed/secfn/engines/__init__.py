@@ -22,6 +22,7 @@ import importlib
 import ipaddress
 import json
 import shlex
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -60,6 +61,20 @@ class Counters:
         d["alerts_per_sid"] = {str(k): v for k, v in sorted(self.alerts_per_sid.items(), key=lambda kv: str(kv[0]))}
         d["alerts"] = sum(self.alerts_per_sid.values())
         return d
+
+
+def json_lines(path: Path) -> Iterator[dict[str, Any]]:
+    """The JSON objects of a one-object-a-line file (EVE JSON, alert_json); a cut last line or
+    other noise is skipped, a missing file gives nothing."""
+    if not Path(path).is_file():
+        return
+    for line in Path(path).read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(obj, dict):
+            yield obj
 
 
 def module(engine: str) -> ModuleType:

@@ -14,13 +14,12 @@ security-function engine.
 """
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from pathlib import Path
 
 from testbed.secfn import Secfn, rules
-from testbed.secfn.engines import Counters, Launch
+from testbed.secfn.engines import Counters, Launch, json_lines
 
 PROGRAM = "snort"
 RULE_FILE = "testbed-secfn.rules"
@@ -88,15 +87,10 @@ def render(sf: Secfn, cfg_dir: Path, *, config_at: Path, log_at: Path, iface: st
 def _alerts(path: Path) -> Counter[int | str]:
     """Alerts per rule: text rules (gid 1) by sid, Snort's built-in ones as "gid:sid"."""
     counts: Counter[int | str] = Counter()
-    if path.is_file():
-        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-            try:
-                e = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(e, dict) and "sid" in e:
-                gid = int(e.get("gid", 1))
-                counts[int(e["sid"]) if gid == 1 else f"{gid}:{e['sid']}"] += 1
+    for e in json_lines(path):
+        if "sid" in e:
+            gid = int(e.get("gid", 1))
+            counts[int(e["sid"]) if gid == 1 else f"{gid}:{e['sid']}"] += 1
     return counts
 
 

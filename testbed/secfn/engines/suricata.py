@@ -3,14 +3,13 @@
 goes into the output folder, the run directory."""
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
 
 import yaml
 
 from testbed.secfn import Secfn, SecfnError, rules
-from testbed.secfn.engines import Counters, Launch
+from testbed.secfn.engines import Counters, Launch, json_lines
 
 PROGRAM = "suricata"
 RULE_FILE = "testbed-secfn.rules"
@@ -80,16 +79,7 @@ def render(sf: Secfn, cfg_dir: Path, *, config_at: Path, log_at: Path, iface: st
 
 
 def _alerts(eve: Path) -> Counter[int]:
-    counts: Counter[int] = Counter()
-    if eve.is_file():
-        for line in eve.read_text(encoding="utf-8", errors="replace").splitlines():
-            try:
-                e = json.loads(line)
-            except ValueError:
-                continue
-            if e.get("event_type") == "alert":
-                counts[int(e["alert"]["signature_id"])] += 1
-    return counts
+    return Counter(int(e["alert"]["signature_id"]) for e in json_lines(eve) if e.get("event_type") == "alert")
 
 
 def _stats(stats: Path) -> dict[str, int]:
