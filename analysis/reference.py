@@ -97,7 +97,7 @@ REFERENCES: tuple[Reference, ...] = (
     # --- CPU (Figure 4) ---
     Reference("cpu-linear", WISEC2025, "Sec. 4, CPU (Fig. 4)", "cpu_slopes", "cpu_s_per_ue", None, "s/UE",
               "IPsec (ECDSA, AES256-GCM) vs TLS 1.3 (ECDSA, AES256-GCM) vs WireGuard: all linear, WireGuard lowest",
-              {}),
+              {"profile": ("aes256gcm", "tls13-aes256gcm", "wireguard")}),
     # --- TLS suites (Zeidler et al. 2024), overhead = TLS/noTLS - 1 ---
     Reference("tls-cold-range", WISEC2024, "Sec. 5, cold", "attach", "overhead_pct", None, "%",
               "cold: 28.01 % to 34.63 % over the 14 suites", {"experiment": "sbi", "profile": TLS2024, "role": "cold"},
