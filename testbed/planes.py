@@ -46,8 +46,11 @@ class Plane:
             raise PlaneError(f"plane {self.name}: nf-configs/stack.yaml has no {self.port_key}") from None
 
     def plaintext_filter(self, values: dict[str, Any]) -> str:
-        """The plane's own traffic as it looks without an overlay (tshark display filter)."""
-        return f"({self.transport}.port == {self.port(values)} || {self.protocol})"
+        """The plane's own traffic as it looks without an overlay (tshark display filter): its
+        protocol, or anything on its port whatever the transport (the namespace tests carry N2
+        over a TCP stand-in where the kernel has no SCTP; that must count as plaintext too)."""
+        port = self.port(values)
+        return f"(tcp.port == {port} || udp.port == {port} || sctp.port == {port} || {self.protocol})"
 
 
 @lru_cache(maxsize=4)
