@@ -175,13 +175,15 @@ def wireguard_sessions(run_dir: Path, m: dict[str, Any]) -> tuple[dict[str, Any]
         reset_at = max(t for t, _ in stamps)
         if any(h != 0 for _, hs in stamps for h in hs) or not any(hs for _, hs in stamps):
             problems.append(f"{tag}: sessions left after the reset")
-        pcap = run_dir / f"{tag}-sbi.pcap"
-        times = [float(r[0]) for r in tshark.fields(pcap, "wg.type == 1", ["frame.time_epoch"],
-                                                     extra=["-d", f"udp.port=={_wg_port()},wg"])] if pcap.is_file() else []
+        # the iteration's capture of every plane the run covers (itNN-<plane>.pcap)
+        pcaps = [run_dir / f"{tag}-{pl}.pcap" for pl in run_planes(m)]
+        times = [float(r[0]) for pcap in pcaps if pcap.is_file()
+                 for r in tshark.fields(pcap, "wg.type == 1", ["frame.time_epoch"],
+                                        extra=["-d", f"udp.port=={_wg_port()},wg"])]
         new = [t for t in times if t >= reset_at]
         if not new:
-            problems.append(f"{tag}: no WireGuard handshake after the reset in {pcap.name}: the cold UE's "
-                            "attach did not include them")
+            problems.append(f"{tag}: no WireGuard handshake after the reset in "
+                            f"{', '.join(p.name for p in pcaps)}: the cold UE's attach did not include them")
         ages = []
         for f in warms.get(tag, []):
             at, hs = _stamped(run_dir / f)
