@@ -171,3 +171,30 @@ def test_all_protected_gnb_amf_smf_upf(profile_id: str, make_lab: Callable[..., 
     else:
         env = (lab.dir / "render" / "upf" / "overlay.env").read_text()
         assert "WG_ROUTE_SRC='10.100.3.50=10.100.3.7 10.100.4.4=10.100.4.7'" in env, env
+
+
+@pytest.mark.parametrize("profile_id", ["aes128gcm-trap-drop", "aes128gcm-trap-queue"])
+def test_n4_trap_first_pfcp_message(profile_id: str, make_lab: Callable[..., netns.Lab], tmp_path: Path) -> None:
+    """The unpatched trap modes on N4 (docs/overlays/ipsec.md): the SMF's first PFCP message
+    triggers IKE; trap-drop loses it (Open5GS would retransmit after T1 = 2.5 s), trap-queue
+    delivers it once the SA exists. Kernel xfrm only (kernel-libipsec sends no acquires)."""
+    from testbed import datapath
+    if not datapath.probe_xfrm_esp()[0]:
+        pytest.skip("kernel xfrm ESP datapath missing (this kernel has no ESP): trap modes need it "
+                    "(kernel-libipsec sends no acquires); the full-kernel guest runs this")
+    lab = make_lab("n4", profile_id)
+    assert "ESTABLISHED" not in lab.exec("smf", ["swanctl", "--list-sas"], check=True).stdout
+    upf = lab.address("upf", "n4")
+    echo = _bg(lab, "upf", ["socat", f"UDP4-LISTEN:8805,bind={upf},reuseaddr,fork", "PIPE"])
+    try:
+        code = ("import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(2); "
+                f"s.bind(('{lab.address('smf', 'n4')}', 8805)); "
+                f"s.sendto(bytes.fromhex('{PFCP_HEARTBEAT}'), ('{upf}', 8805))\n"
+                "try:\n    print(s.recv(64).hex())\nexcept OSError:\n    print('lost')")
+        first = lab.exec("smf", ["python3", "-c", code]).stdout.strip()
+        assert first == ("lost" if profile_id.endswith("drop") else PFCP_HEARTBEAT), first
+        assert "ESTABLISHED" in lab.exec("smf", ["swanctl", "--list-sas"], check=True).stdout
+        assert lab.exec("smf", ["python3", "-c", code]).stdout.strip() == PFCP_HEARTBEAT
+    finally:
+        echo.terminate()
+        echo.wait(timeout=5)
