@@ -15,7 +15,6 @@ the same exchange (plaintext on the wire, no overlay).
 """
 from __future__ import annotations
 
-import secrets
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -26,6 +25,7 @@ import pytest
 from testbed import channels, keys, netns, planes, profiles, stack, validity
 from testbed.overlays import ipsec, wireguard
 from tests.conftest import require_root, require_tools
+from tests.integration.labs import lab_factory
 
 pytestmark = pytest.mark.netns
 
@@ -44,20 +44,8 @@ def keys_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def make_lab(keys_dir: Path, tmp_path: Path) -> Iterator[Callable[..., netns.Lab]]:
-    labs: list[netns.Lab] = []
-
-    def make(plane: str, profile: str, nodes: list[str] | None = None) -> netns.Lab:
-        lab = netns.Lab(f"pl-{secrets.token_hex(3)}", plane, profile, nodes=nodes,
-                        state_dir=tmp_path / "state", keys_dir=keys_dir)
-        labs.append(lab)
-        lab.up(timeout=60)
-        return lab
-
-    yield make
-    for lab in labs:
-        lab.down()
-    leftover = [ns for ns in netns.existing_namespaces() if any(ns.startswith(lab.name) for lab in labs)]
-    assert not leftover, f"lab down left namespaces behind: {leftover}"
+    with lab_factory("pl", tmp_path / "state", keys_dir) as make:
+        yield make
 
 
 def _bg(lab: netns.Lab, node: str, argv: list[str]) -> subprocess.Popen[bytes]:
