@@ -109,7 +109,8 @@ def _build_functions(build: str) -> tuple[str, list[str]]:
 
 
 def test_derivation_functions_exist_in_the_open5gs_source() -> None:
-    """Every `build` function of the SBI map exists in that file at the pinned Open5GS tag.
+    """Every `build` function of the SBI and N4 maps exists in that file at the pinned Open5GS tag
+    (N2's references are UERANSIM's and the AMF's, named for reading, not checked here).
     OPEN5GS_SRC = an open5gs/open5gs clone (work tree or git dir) with the tag, kept outside
     the repository (e.g. /work/ext/open5gs)."""
     src = os.environ.get("OPEN5GS_SRC")
@@ -118,7 +119,7 @@ def test_derivation_functions_exist_in_the_open5gs_source() -> None:
                     f"{stack.load()['open5gs_version']}): the map's source references are not checked")
     tag = stack.load()["open5gs_version"]
     checked = 0
-    for ch in channels.channels("sbi"):
+    for ch in channels.channels("sbi") + channels.channels("n4"):
         path, funcs = _build_functions(ch.build)
         text = subprocess.run(["git", "-C", src, "show", f"{tag}:{path}"], capture_output=True, text=True)
         if text.returncode != 0:
