@@ -9,6 +9,7 @@ Output folder layout::
 """
 from __future__ import annotations
 
+import importlib
 import logging
 import math
 from dataclasses import dataclass
@@ -182,6 +183,7 @@ def build(results: Path, out: Path, figure_names: list[str] | None = None,
     write_tables({**tables, "headline": head, "runs": prov, "dropped": dropped_frame(runs),
                   "counterparts": counterpart_frame()}, out / "tables")
     text = render(results, runs, ds, tables, head, prov, drawn)
+    text += importlib.import_module("analysis.ran_report").section(out, ds)  # RAN (issue 13); late: it imports report
     from analysis import secfn      # its own section (D-ITG runs are not in the datasets above)
     section = secfn.markdown_section(results, out / "figures", link_prefix="figures/")
     if section:

@@ -31,12 +31,13 @@ class Slot:
         return dataclasses.asdict(self)
 
 
-def slot_id(experiment: str, profile: str, rep: int) -> str:
-    return f"{experiment}.{profile}.r{rep:02d}"
+def slot_id(experiment: str, profile: str, rep: int, plane: str | None = None) -> str:
+    return f"{experiment}.{runparams.result_name(experiment, profile, plane)}.r{rep:02d}"
 
 
-def campaign_profiles(experiment: str, requested: list[str] | None = None, n3_profile: str = "baseline") -> list[str]:
-    """Every profile of the experiment's plane (the baseline included), or the requested ones.
+def campaign_profiles(experiment: str, requested: list[str] | None = None, plane: str | None = None,
+                      n3_profile: str = "baseline") -> list[str]:
+    """Every profile of the experiment's plane(s) (the baseline included), or the requested ones.
     The security-function experiments (secfn, secfn-lab) run over SECFN x IDS instead: every
     `<function>-<engine>` unit (or the requested ones) behind one N3 profile, as
     `<n3_profile>.<unit>` (their result directories' names)."""
@@ -53,7 +54,7 @@ def campaign_profiles(experiment: str, requested: list[str] | None = None, n3_pr
         if errors:
             raise profiles.ProfileError("\n".join(errors))
         return [f"{n3_profile}.{u}" for u in units]
-    plane = runparams.PLANE[experiment]
+    plane = plane or runparams.PLANE[experiment]
     if not requested:
         return profiles.names(plane)
     errors = []
@@ -90,16 +91,22 @@ def _slot_status(results: Path, campaign: str, experiment: str, profile: str,
 
 
 def plan(results: Path, campaign: str, experiment: str, reps: int, seed: int,
-         requested: list[str] | None = None, mark_stale: bool = False, n3_profile: str = "baseline") -> list[Slot]:
-    """All slots in run order: repetition by repetition, profiles shuffled with seed + rep."""
-    names = campaign_profiles(experiment, requested, n3_profile)
+         requested: list[str] | None = None, mark_stale: bool = False, plane: str | None = None,
+         n3_profile: str = "baseline") -> list[Slot]:
+    """All slots in run order: repetition by repetition, profiles shuffled with seed + rep.
+    `plane`: the PLANE expression of the runs (experiments with a PLANE parameter); `all`
+    gives each profile all of its planes. `n3_profile`: the N3 profile under the security
+    function (secfn experiments)."""
+    names = campaign_profiles(experiment, requested, None if plane == "all" else plane, n3_profile)
     out: list[Slot] = []
     for rep in range(1, reps + 1):
         order = list(names)
         random.Random(seed * 1000 + rep).shuffle(order)
         for p in order:
-            sid = slot_id(experiment, p, rep)
-            status, run_ids = _slot_status(results, campaign, experiment, p, sid, mark_stale)
+            pl = None if plane is None else ",".join(profiles.planes_for(profiles.get(p), plane))
+            sid = slot_id(experiment, p, rep, pl)
+            status, run_ids = _slot_status(results, campaign, experiment,
+                                           runparams.result_name(experiment, p, pl), sid, mark_stale)
             out.append(Slot(sid, experiment, p, rep, status, run_ids))
     return out
 

@@ -260,14 +260,15 @@ def create(results: Path, experiment: str, profile_id: str, raw_params: dict[str
     Parameters are validated again (runparams) so a manifest never holds an unchecked value.
     """
     params = runparams.validate(experiment, raw_params, profile_id)
-    prof = profiles.get(profile_id, runparams.PLANE[experiment])
+    plane = runparams.plane_of(experiment, params)
+    prof = profiles.get(profile_id, plane)
     campaign = params["campaign"] or "adhoc"
-    slot_dir, extra = prof.id, {}
+    slot_dir, extra = runparams.result_name(experiment, prof.id, plane), {}
     if experiment in SECFN_EXPERIMENTS:
         from testbed import secfn
         sf = secfn.resolve(params["secfn"], params["ids"], queue_maxlen=params["queue_maxlen"],
                            fail_open=params["fail_open"] == "1", queues=params["queues"])
-        slot_dir = f"{prof.id}.{secfn.unit(sf)}"
+        slot_dir = f"{slot_dir}.{secfn.unit(sf)}"
         extra = {"secfn": {**sf.to_dict(), "unit": secfn.unit(sf),
                            "form": "namespaces" if experiment == "secfn-lab" else "stack"}}
     elif experiment not in NO_STACK and os.environ.get("SECFN"):
@@ -291,7 +292,7 @@ def create(results: Path, experiment: str, profile_id: str, raw_params: dict[str
         "schema_version": SCHEMA_VERSION,
         "experiment": experiment,
         "profile": prof.id,
-        "plane": runparams.PLANE[experiment],
+        "plane": plane,
         "protocol": prof.protocol,
         "campaign": campaign,
         "run": run,
