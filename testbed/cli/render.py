@@ -6,7 +6,7 @@ import os
 import sys
 from pathlib import Path
 
-from testbed import keys, nas, planes, profiles, render, secfn, stack
+from testbed import dimensions, keys, nas, planes, profiles, render, stack
 from testbed.render import layout
 
 
@@ -22,11 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument("--nas", default=os.environ.get("NAS") or "",
                         help="NAS security algorithms, e.g. nea2-nia2 (default: $NAS, or the stack's "
                              "orders; docs/nas.md)")
-    parser.add_argument("--secfn", default=os.environ.get("SECFN") or "",
-                        help="UPF security function none|nat|ids-nat|ips-nat (default: $SECFN, or none "
-                             "of the stack's own; docs/secfn.md)")
-    parser.add_argument("--ids", default=os.environ.get("IDS") or "",
-                        help="its engine suricata|snort|passthrough (default: $IDS, or suricata)")
+    dimensions.add_arguments(parser)       # each dimension's own options (testbed/dimensions.py)
     parser.add_argument("--quiet", action="store_true", help="print only the render dir")
 
 
@@ -36,24 +32,9 @@ def resolve(profile_id: str, plane: str | None) -> tuple[profiles.Profile, str]:
     return prof, planes.expr(profiles.planes_for(prof, plane))
 
 
-def resolve_secfn(function: str, engine: str) -> secfn.Secfn | None:
-    """The checked security function (with QUEUE_MAXLEN/FAIL_OPEN from the environment), None
-    without SECFN; SecfnError names the valid values."""
-    if not function:
-        return None
-    maxlen = os.environ.get("QUEUE_MAXLEN") or None
-    queues = os.environ.get("QUEUES") or None
-    fail_open = os.environ.get("FAIL_OPEN") or None
-    for name, value in (("QUEUE_MAXLEN", maxlen), ("QUEUES", queues)):
-        if value is not None and not value.isdigit():
-            raise secfn.SecfnError(f"{name}={value!r}: must be a whole number")
-    return secfn.resolve(function, engine or None, queue_maxlen=int(maxlen) if maxlen else None,
-                         queues=int(queues) if queues else None,
-                         fail_open=None if fail_open is None else fail_open in ("1", "yes", "true"))
-
-
 def render_profile(profile_id: str, plane: str | None, state: Path | None, scp: bool,
-                   nas_choice: str | None = None, sf: secfn.Secfn | None = None) -> render.Rendered:
+                   nas_choice: str | None = None,
+                   dims: tuple[dimensions.Dimension, ...] = ()) -> render.Rendered:
     prof, pl = resolve(profile_id, plane)
     nas_choice = os.environ.get("NAS", "") if nas_choice is None else nas_choice
     values = nas.apply(stack.load(), nas_choice)        # NasError before anything is written
@@ -61,17 +42,14 @@ def render_profile(profile_id: str, plane: str | None, state: Path | None, scp: 
     root = keys.ensure(state_dir)
     out = layout.render_dir(state_dir, pl, prof.id)
     return render.render(prof, pl, out, subscribers=keys.subscribers(root), keys_dir=root,
-                         values=values, use_scp=scp or None, secfn=sf)
+                         values=values, use_scp=scp or None, dimensions=dims)
 
 
 def run(args: argparse.Namespace) -> int:
     try:
-        sf = resolve_secfn(args.secfn, args.ids)
-        if sf is not None and "n3" not in profiles.get(args.profile).planes:
-            raise secfn.SecfnError(f"SECFN needs an N3 profile (the UPF's user plane): {args.profile} runs on "
-                                   f"{', '.join(profiles.get(args.profile).planes)} (make profiles PLANE=n3)")
-        r = render_profile(args.profile, args.plane, args.state, args.scp, args.nas, sf)
-    except (profiles.ProfileError, nas.NasError, secfn.SecfnError) as exc:
+        dims = dimensions.select(args, *resolve(args.profile, args.plane))
+        r = render_profile(args.profile, args.plane, args.state, args.scp, args.nas, dims)
+    except (profiles.ProfileError, nas.NasError, dimensions.SelectionError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except (render.RenderError, keys.KeysError, ValueError, KeyError) as exc:

@@ -6,9 +6,12 @@ returns what it wrote. `plane` is a PLANE expression (one plane, several, or `al
 module of the profile's protocol contributes only through the typed hooks of
 testbed/overlays/__init__.py (docs/contracts.md): `render`, `nf_config_overrides`,
 `nf_environment`, `compose_env`, `compose_services` (the Compose overlay fragment, written by
-testbed/render/compose_overlay.py). Nothing here names a protocol or a plane. A UPF security
-function (SECFN/IDS, orthogonal to the profile) contributes its own Compose fragment and
-variables through testbed/secfn/compose.py.
+testbed/render/compose_overlay.py). Dimensions orthogonal to the profile (the UPF security
+function, the RAN variant, ...) come in as `dimensions`, chosen values that contribute only through
+the typed hooks of testbed/dimensions.py: `render` (<render dir>/<name>/ and compose.env
+variables), `compose_services` (<render dir>/<name>.compose.yaml, after the overlay's),
+`describe`, and the overlays' `nf_config_overrides`/`nf_environment`. Nothing here names a
+protocol, a plane or a dimension.
 """
 from __future__ import annotations
 
@@ -24,6 +27,8 @@ from typing import Any
 import yaml
 
 from testbed import ROOT, overlays, planes, profiles, stack
+from testbed import dimensions as _dimensions
+from testbed.dimensions import Dimension
 from testbed.profiles import Profile
 from testbed.render import compose_env as cenv
 from testbed.render import compose_overlay, layout, open5gs, ueransim
@@ -51,17 +56,19 @@ class Rendered:
     nodes: list[str]                                   # Open5GS NFs that run
     files: list[Path] = dataclasses.field(default_factory=list)
     overlay_dirs: dict[str, Path] = dataclasses.field(default_factory=dict)
-    secfn: Any = None                                  # testbed.secfn.Secfn, or None
+    dimensions: tuple[Dimension, ...] = ()             # testbed/dimensions.py, in compose order
 
 
-def compose_files(use_scp: bool, fragment: Path | None, compose_dir: Path = COMPOSE_DIR) -> list[Path]:
-    """base.yaml, then scp.yaml (with the SCP), then the render's overlay fragment if any."""
+def compose_files(use_scp: bool, fragment: Path | None, compose_dir: Path = COMPOSE_DIR,
+                  extra: list[Path] | None = None) -> list[Path]:
+    """base.yaml, then scp.yaml (with the SCP), then the render's overlay fragment if any, then
+    the dimensions' fragments (`extra`)."""
     files = [compose_dir / "base.yaml"]
     if use_scp:
         files.append(compose_dir / "scp.yaml")
     if fragment is not None:
         files.append(fragment)
-    return files
+    return files + list(extra or [])
 
 
 def git_commit(repo: Path = ROOT) -> str:
@@ -133,11 +140,15 @@ def overlay_module(protocol: str) -> Any:
 def render(profile: Profile, plane: str, out_dir: Path, *, subscribers: dict[str, Any],
            keys_dir: Path, values: dict[str, Any] | None = None, use_scp: bool | None = None,
            commit: str | None = None, mongo_uri: str | None = None,
-           compose_dir: Path = COMPOSE_DIR, repo_dir: Path = ROOT, secfn: Any = None) -> Rendered:
+           compose_dir: Path = COMPOSE_DIR, repo_dir: Path = ROOT,
+           dimensions: tuple[Dimension, ...] = ()) -> Rendered:
     """Write the render dir for (profile, plane) and return what was written.
 
     The dir is replaced as a whole, so no stale file of an earlier render survives.
+    `dimensions`: chosen values of the dimensions orthogonal to the profile (testbed/dimensions.py).
     """
+    dims = tuple(dimensions)
+    _dimensions.check_names(dims)
     v = values or stack.load()
     try:
         covered = profiles.planes_for(profile, plane)
@@ -157,15 +168,17 @@ def render(profile: Profile, plane: str, out_dir: Path, *, subscribers: dict[str
     written: list[Path] = []
 
     nodes = open5gs.nf_nodes(v, scp)
-    nf_hook = _hook(mod, "nf_config_overrides")
+    # the overlay's, then each dimension's (same hook, same signature)
+    nf_hooks = [h for h in (_hook(mod, "nf_config_overrides"),
+                            *(_dimensions.hook(d, "nf_config_overrides") for d in dims)) if h is not None]
     for nf in nodes:
         cfg = open5gs.nf_config(nf, v, scp)
-        if nf_hook is not None:
+        for nf_hook in nf_hooks:
             cfg = deep_merge(cfg, nf_hook(nf, profile, v) or {})
         written.append(_write(out_dir / layout.OPEN5GS_DIR / f"{nf}.yaml", _dump_yaml(cfg, header)))
 
     gnb = ueransim.gnb_config(v)
-    if nf_hook is not None:
+    for nf_hook in nf_hooks:
         gnb = deep_merge(gnb, nf_hook("gnb", profile, v) or {})
     written.append(_write(out_dir / layout.UERANSIM_DIR / "gnb.yaml", _dump_yaml(gnb, header)))
     for ue, cfg in ueransim.ue_configs(subscribers, v).items():
@@ -173,9 +186,10 @@ def render(profile: Profile, plane: str, out_dir: Path, *, subscribers: dict[str
     written.append(_write(out_dir / layout.PROVISION_FILE,
                           json.dumps(provision_input(subscribers, v), indent=1) + "\n", 0o600))
 
-    env_hook = _hook(mod, "nf_environment")
+    env_hooks = [h for h in (_hook(mod, "nf_environment"),
+                             *(_dimensions.hook(d, "nf_environment") for d in dims)) if h is not None]
     for node in PROGRAM_NODES:
-        extra = dict(env_hook(node, profile, v) or {}) if env_hook is not None else {}
+        extra = {k: val for env_hook in env_hooks for k, val in dict(env_hook(node, profile, v) or {}).items()}
         written.append(_write(out_dir / layout.ENV_DIR / f"{node}.env",
                               f"# extra environment of the {node} container ({profile.id})\n"
                               + (cenv.format_env(extra) if extra else "")))
@@ -194,12 +208,19 @@ def render(profile: Profile, plane: str, out_dir: Path, *, subscribers: dict[str
     env_extra_hook = _hook(mod, "compose_env")
     if env_extra_hook is not None:
         env.update({str(k): str(val) for k, val in (env_extra_hook(profile, plane, v) or {}).items()})
-    secfn_fragment = None
-    if secfn is not None:
-        from testbed.secfn import compose as secfn_compose
-        secfn_fragment, secfn_env = secfn_compose.render(secfn, v, out_dir / "secfn", header)
-        written.append(secfn_fragment)
-        env.update(secfn_env)
+    dim_fragments: list[Path] = []
+    for d in dims:
+        d_dir = out_dir / d.name
+        d_dir.mkdir(mode=0o700)
+        env.update({str(k): str(val) for k, val in (d.render(profile, plane, v, d_dir) or {}).items()})
+        written += sorted(p for p in d_dir.rglob("*") if p.is_file())
+        d_services = dict(d.compose_services(profile, plane, v) or {})
+        if d_services:
+            dim_fragments.append(compose_overlay.write(
+                out_dir, d_services, f"{d.name} with profile {profile.id} on {plane}",
+                name=compose_overlay.DIMENSION_FRAGMENT.format(d.name),
+                source=f"the {d.name} dimension's compose_services hook (testbed/dimensions.py)"))
+    written += dim_fragments
     written.append(_write(out_dir / layout.COMPOSE_ENV, header + cenv.format_env(env)))
     services_hook = _hook(mod, "compose_services")
     services = dict(services_hook(profile, plane, v) or {}) if services_hook is not None else {}
@@ -207,11 +228,9 @@ def render(profile: Profile, plane: str, out_dir: Path, *, subscribers: dict[str
                 if services else None)
     if fragment is not None:
         written.append(fragment)
-    files = compose_files(scp, fragment, compose_dir)
-    if secfn_fragment is not None:
-        files.append(secfn_fragment)
+    files = compose_files(scp, fragment, compose_dir, dim_fragments)
     written.append(_write(out_dir / layout.COMPOSE_FILES, "".join(f"{f}\n" for f in files)))
-    result = Rendered(out_dir, profile, plane, files, env, nodes, written, overlay_dirs, secfn)
+    result = Rendered(out_dir, profile, plane, files, env, nodes, written, overlay_dirs, dims)
     written.append(_write(out_dir / layout.PLAN_FILE, plan(result)))
     log.info("rendered %s (%s) into %s: %d files", profile.id, plane, out_dir, len(written))
     return result
@@ -229,10 +248,7 @@ def plan(r: Rendered) -> str:
         f"database  MONGO_URI={r.env['MONGO_URI']} (provisioned by the provision service)",
         f"ping      the UE pings {r.env['PING_TARGET']} (the Docker host on n6) through the UPF",
     ]
-    if r.secfn is not None:
-        from testbed.secfn import unit
-        lines.append(f"secfn     {unit(r.secfn)}: upf {r.secfn.function} ({r.secfn.mode or 'no engine'}), "
-                     f"N6 server dn {r.env['DN_SERVER_IP']}, D-ITG sender ue-ditg in ue1's namespace")
+    lines += [f"{d.name:<9} {d.describe(r.env)}" for d in r.dimensions]
     if r.overlay_dirs:
         lines.append("overlay   " + ", ".join(f"{n} -> {p}" for n, p in sorted(r.overlay_dirs.items())))
         frag = next((f for f in r.compose_files if f.name == compose_overlay.FRAGMENT), None)

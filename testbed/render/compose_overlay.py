@@ -1,9 +1,11 @@
-"""The Compose overlay fragment of a render, written by code (no per-NF stanza by hand).
+"""The Compose fragments of a render, written by code (no per-NF stanza by hand).
 
 An overlay module's `compose_services(profile, plane, values)` hook returns the service
 overrides it needs ({service: {...}}, merged by Compose over compose/base.yaml); render writes
 them into `<render dir>/overlay.compose.yaml` and lists that file after base.yaml (and
-scp.yaml). For the tunnel overlays every endpoint of the plane(s) gets the same holder
+scp.yaml). A dimension's `compose_services` hook (testbed/dimensions.py) goes the same way into
+`<render dir>/<dimension>.compose.yaml`, listed after the overlay's; a service a hook adds of
+its own gets `least_privilege()`. For the tunnel overlays every endpoint of the plane(s) gets the same holder
 override from `holder_service()`: the overlay entrypoint as the command of `<node>-net`,
 least privilege (CAP_NET_ADMIN only, `no-new-privileges`, /dev/net/tun only where the
 datapath may be userspace), the overlay folder and the node's rendered dir read-only.
@@ -11,6 +13,7 @@ datapath may be userspace), the overlay folder and the node's rendered dir read-
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -20,6 +23,7 @@ import yaml
 from testbed import datapath
 
 FRAGMENT = "overlay.compose.yaml"
+DIMENSION_FRAGMENT = "{}.compose.yaml"           # per dimension name
 TUN = "/dev/net/tun:/dev/net/tun"
 NO_NEW_PRIVILEGES = "no-new-privileges:true"
 # per protocol: the environment variable that forces a datapath, its kernel value, the host probe
@@ -66,13 +70,23 @@ def holder_service(protocol: str, node: str, *, userspace: bool, environment: di
     return svc
 
 
-def fragment_text(services: dict[str, dict[str, Any]], title: str) -> str:
-    header = (f"# Rendered by testbed/render/compose_overlay.py for {title}. Do not edit: the\n"
-              "# overlay module's compose_services hook and nf-configs/channels.yaml are the source.\n")
+def least_privilege(cap_add: Sequence[str]) -> dict[str, Any]:
+    """The privileges of a service a hook adds of its own (not one of base.yaml's): every
+    capability dropped but `cap_add`, no-new-privileges; never privileged, no devices."""
+    return {"cap_drop": ["ALL"], "cap_add": list(cap_add), "security_opt": [NO_NEW_PRIVILEGES]}
+
+
+OVERLAY_SOURCE = "the overlay module's compose_services hook and nf-configs/channels.yaml"
+
+
+def fragment_text(services: dict[str, dict[str, Any]], title: str, source: str = OVERLAY_SOURCE) -> str:
+    header = (f"# Rendered by testbed/render/compose_overlay.py for {title}. Do not edit: it is\n"
+              f"# rendered from {source}.\n")
     return header + yaml.safe_dump({"services": services}, sort_keys=False, default_flow_style=False)
 
 
-def write(render_dir: Path, services: dict[str, dict[str, Any]], title: str) -> Path:
-    path = Path(render_dir) / FRAGMENT
-    path.write_text(fragment_text(services, title), encoding="utf-8")
+def write(render_dir: Path, services: dict[str, dict[str, Any]], title: str, name: str = FRAGMENT,
+          source: str = OVERLAY_SOURCE) -> Path:
+    path = Path(render_dir) / name
+    path.write_text(fragment_text(services, title, source), encoding="utf-8")
     return path

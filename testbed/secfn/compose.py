@@ -1,11 +1,14 @@
 """The security function in the Docker stack (`make up ... SECFN=... IDS=...`, docs/secfn.md):
-the one place that turns a resolved Secfn into Compose services, called by testbed/render.
+the one place that turns a resolved Secfn into Compose services and the engine directory,
+called through the dimension hooks (testbed/secfn/dimension.py; render writes the services into
+<render dir>/secfn.compose.yaml with testbed/render/compose_overlay.py).
 
 What it adds to base.yaml (and to whatever the profile's N3 overlay adds):
 - `secfn`: the engine, in the UPF's network namespace (network_mode: service:upf-net), started
   once the UPF is healthy (ogstun exists), running testbed/secfn/entrypoint.sh over the engine
   directory rendered here; only NET_ADMIN (queue, iptables, promiscuous) and NET_RAW (AF_PACKET,
-  iptables' raw socket). Image: SNORT_IMAGE for Snort 3, TOOLS_IMAGE for Suricata and the
+  iptables' raw socket). Every service of its own drops all other capabilities and gets
+  no-new-privileges (compose_overlay.least_privilege). Image: SNORT_IMAGE for Snort 3, TOOLS_IMAGE for Suricata and the
   pass-through (both in the tools image).
 - `dn`: the N6 server (testbed/secfn/server.sh) at nf-configs/stack.yaml's dn_server address;
   NET_BIND_SERVICE for ports 80 and 445, NET_ADMIN only without NAT (its route back to the UEs).
@@ -21,11 +24,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from testbed.render.compose_overlay import least_privilege
 from testbed.secfn import Secfn, collect, engines, rules
 
-FRAGMENT = "compose-secfn.yaml"
+NAME = "secfn"                                    # the dimension: <render dir>/secfn/, secfn.compose.yaml
 ENGINE_AT = Path("/etc/testbed/secfn")            # the rendered engine directory, read-only
 LOG_AT = Path("/var/log/testbed/secfn")           # $SECFN_OUT/engine
 SCRIPTS_AT = "/opt/testbed/secfn"                 # testbed/secfn/*.sh, read-only
@@ -41,40 +43,37 @@ def _health(path: str) -> dict[str, Any]:
             "retries": 3, "start_period": "${HEALTH_START_PERIOD:-180s}", "start_interval": "1s"}
 
 
-def _base(image_var: str) -> dict[str, Any]:
+def _base(image_var: str, caps: list[str]) -> dict[str, Any]:
     return {"image": f"${{{image_var}:?set by scripts/lib/compose.sh}}", "labels": dict(LABELS),
-            "cap_drop": ["ALL"], "security_opt": ["no-new-privileges:true"], "restart": "no",
-            "tmpfs": ["/run/testbed"]}
+            **least_privilege(caps), "restart": "no", "tmpfs": ["/run/testbed"]}
 
 
 def services(sf: Secfn, values: dict[str, Any]) -> dict[str, Any]:
     scripts = f"${{REPO_DIR}}/testbed/secfn:{SCRIPTS_AT}:ro"
     out: dict[str, Any] = {}
     dn: dict[str, Any] = {
-        **_base("TOOLS_IMAGE"),
+        # ports 80/445; without NAT also its route back to the UEs
+        **_base("TOOLS_IMAGE", ["NET_BIND_SERVICE"] + ([] if sf.nat else ["NET_ADMIN"])),
         "command": [f"{SCRIPTS_AT}/server.sh", SERVER_AT, str(rules.DROP_PORT)],
         "networks": {"n6": {"ipv4_address": "${DN_SERVER_IP}", "aliases": ["dn"]}},
         "volumes": [scripts, f"${{SECFN_OUT}}/{collect.SERVER_DIR}:{SERVER_AT}",
                     f"${{SECFN_OUT}}/{collect.DITG_DIR}:{DITG_AT}"],
         "environment": {"SECFN_SERVER_READY": "/run/testbed/server-ready"},
-        "cap_add": ["NET_BIND_SERVICE"],
         "stop_grace_period": "10s",
         "healthcheck": _health("/run/testbed/server-ready"),
     }
     if not sf.nat:
         dn["environment"].update(ROUTE_TO="${UE_SUBNET}", ROUTE_VIA="${UPF_N6_IP}")
-        dn["cap_add"].append("NET_ADMIN")
     out["dn"] = dn
     ue_deps: dict[str, Any] = {"dn": {"condition": "service_healthy"}}
     if sf.engine:
         out["secfn"] = {
-            **_base(IMAGE_VAR.get(sf.engine, "TOOLS_IMAGE")),
+            **_base(IMAGE_VAR.get(sf.engine, "TOOLS_IMAGE"), ["NET_ADMIN", "NET_RAW"]),
             "command": [f"{SCRIPTS_AT}/entrypoint.sh", str(ENGINE_AT)],
             "network_mode": "service:upf-net",
-            "volumes": [scripts, f"${{RENDER_DIR}}/secfn/engine:{ENGINE_AT}:ro",
+            "volumes": [scripts, f"${{RENDER_DIR}}/{NAME}/engine:{ENGINE_AT}:ro",
                         f"${{SECFN_OUT}}/{collect.ENGINE_DIR}:{LOG_AT}"],
             "environment": {"SECFN_READY": f"/run/testbed/{engines.READY_NAME}"},
-            "cap_add": ["NET_ADMIN", "NET_RAW"],
             # SIGTERM: the entrypoint saves the queue counters, the engine writes its own
             "stop_grace_period": "45s",
             "depends_on": {"upf": {"condition": "service_healthy"}},
@@ -82,12 +81,11 @@ def services(sf: Secfn, values: dict[str, Any]) -> dict[str, Any]:
         }
         ue_deps["secfn"] = {"condition": "service_healthy"}
     out["ue-ditg"] = {
-        **_base("TOOLS_IMAGE"),
+        **_base("TOOLS_IMAGE", ["NET_RAW"]),        # ping
         "command": ["sleep", "infinity"],
         "init": True,                    # sleep as PID 1 would ignore SIGTERM
         "network_mode": "service:ue1",
         "volumes": [scripts, f"${{SECFN_OUT}}/{collect.DITG_DIR}:{DITG_AT}"],
-        "cap_add": ["NET_RAW"],
         "stop_grace_period": "5s",
         "depends_on": {"ue1": {"condition": "service_healthy"}},
     }
@@ -97,9 +95,9 @@ def services(sf: Secfn, values: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def render(sf: Secfn, values: dict[str, Any], out_dir: Path, header: str = "") -> tuple[Path, dict[str, str]]:
-    """Write out_dir/engine/ (the engine directory for the container), out_dir/out/ (default
-    outputs) and the Compose fragment; returns (fragment, compose variables)."""
+def render(sf: Secfn, values: dict[str, Any], out_dir: Path) -> dict[str, str]:
+    """Write out_dir/engine/ (the engine directory for the container) and out_dir/out/ (default
+    outputs); returns the compose variables the services use."""
     out_dir = Path(out_dir)
     if sf.engine:
         engines.render_dir(sf, out_dir / "engine", log_at=LOG_AT, config_at=ENGINE_AT,
@@ -107,9 +105,5 @@ def render(sf: Secfn, values: dict[str, Any], out_dir: Path, header: str = "") -
                            home_net=str(values["networks"]["n6"]["subnet"]), iptables="iptables")
     for sub in (collect.ENGINE_DIR, collect.SERVER_DIR, collect.DITG_DIR):
         (out_dir / "out" / sub).mkdir(parents=True, exist_ok=True)
-    frag = out_dir / FRAGMENT
-    frag.write_text(header + "# UPF security function (testbed/secfn/compose.py; docs/secfn.md)\n"
-                    + yaml.safe_dump({"services": services(sf, values)}, sort_keys=False), encoding="utf-8")
-    env = {"SECFN": sf.function, "IDS": sf.engine or "none", "SECFN_OUT": str((out_dir / "out").resolve()),
-           "DN_SERVER_IP": str(values["dn_server"]["address"])}
-    return frag, env
+    return {"SECFN": sf.function, "IDS": sf.engine or "none", "SECFN_OUT": str((out_dir / "out").resolve()),
+            "DN_SERVER_IP": str(values["dn_server"]["address"])}

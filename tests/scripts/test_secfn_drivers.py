@@ -64,7 +64,7 @@ def test_stack_dry_run_sends_from_the_ue_to_the_n6_server(tmp_path: Path) -> Non
     assert send[send.index("ITGSend"):][:13] == ["ITGSend", "-T", "UDP", "-a", "10.100.6.20", "-sa", "UE_IP",
                                                  "-Ssa", "UE_IP", "-c", "512", "-O", "100"]
     assert any(c.endswith("stop -t 45 secfn dn") for c in cmds)
-    assert any("secfn/compose-secfn.yaml" in c for c in cmds)              # the fragment is in the stack
+    assert any("/secfn.compose.yaml" in c for c in cmds)                  # the fragment is in the stack
 
 
 def test_lab_dry_run_and_the_small_defaults_of_run_overlay(tmp_path: Path) -> None:

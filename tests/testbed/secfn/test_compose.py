@@ -1,5 +1,5 @@
-"""The security function in the Docker stack (testbed/secfn/compose.py through testbed/render):
-every SECFN x IDS unit under the baseline and both N3 overlays renders, passes the stack's own
+"""The security function in the Docker stack (testbed/secfn/compose.py through the dimension
+hooks of testbed/dimensions.py that testbed/render calls): every SECFN x IDS unit under the baseline and both N3 overlays renders, passes the stack's own
 configuration check, and asks for no more privilege than it needs; `docker compose config`
 where Compose v2 exists."""
 from __future__ import annotations
@@ -18,6 +18,7 @@ from testbed.check.rules import image_defaults
 from testbed.render import layout
 from testbed.secfn import compose as secfn_compose
 from testbed.secfn import engines
+from testbed.secfn.dimension import SecfnDimension
 from tests.testbed.render.helpers import keys_root
 
 UNITS = secfn.all_units()
@@ -27,11 +28,15 @@ def _render(profile: str, unit: str, out: Path) -> render.Rendered:
     root = keys_root()
     sf = secfn.resolve(*secfn.parse_unit(unit))
     return render.render(profiles.get(profile, "n3"), "n3", out, subscribers=keys.subscribers(root), keys_dir=root,
-                         commit="test", secfn=sf)
+                         commit="test", dimensions=(SecfnDimension(sf),))
+
+
+def _fragment(r: render.Rendered) -> Path:
+    return r.dir / "secfn.compose.yaml"
 
 
 def _services(r: render.Rendered) -> dict:
-    return yaml.safe_load((r.dir / "secfn" / secfn_compose.FRAGMENT).read_text())["services"]
+    return yaml.safe_load(_fragment(r).read_text())["services"]
 
 
 @pytest.mark.parametrize("profile", ["baseline", "aes128gcm", "wireguard"])
@@ -39,7 +44,7 @@ def _services(r: render.Rendered) -> dict:
 def test_every_unit_renders_and_passes_the_stack_check(profile: str, unit: str, tmp_path: Path) -> None:
     r = _render(profile, unit, tmp_path / "r")
     files = (r.dir / layout.COMPOSE_FILES).read_text().split()
-    assert files[-1] == str(r.dir / "secfn" / secfn_compose.FRAGMENT)
+    assert files[-1] == str(_fragment(r))                  # after base.yaml and the overlay's
     findings = check.check_render(r.dir, keys_root=keys_root())
     assert not findings, "\n".join(f.format() for f in findings)
     svc = _services(r)
