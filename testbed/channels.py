@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)
 CHANNEL_FILE = ROOT / "nf-configs" / "sbi-channels.yaml"
 PHASES = ("startup", "ue")
 # the network that carries each overlaid plane (stack.yaml networks)
-PLANE_NETWORK = {"sbi": "sbi", "n3": "n3"}
+PLANE_NETWORK = {"sbi": "sbi", "n3": "n3", "n2": "n2"}   # n2: the DTLS relay's link (stack.yaml relay_links)
 GTPU_PORT = 2152
 
 Pair = tuple[str, str]

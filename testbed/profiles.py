@@ -16,8 +16,8 @@ import yaml
 from testbed import ROOT
 
 CATALOGUE = ROOT / "profiles.yaml"
-PLANES = ("n3", "sbi")
-PROTOCOLS = ("none", "ipsec", "wireguard", "tls")
+PLANES = ("n3", "sbi", "n2")
+PROTOCOLS = ("none", "ipsec", "wireguard", "tls", "dtls")
 
 
 class ProfileError(ValueError):
@@ -31,10 +31,11 @@ class Profile:
     planes: tuple[str, ...]
     label: str
     params: dict[str, Any]
+    refused: str | None = None         # why this profile cannot run here (listed, never run)
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "protocol": self.protocol, "planes": list(self.planes),
-                "label": self.label, "params": dict(self.params)}
+                "label": self.label, "params": dict(self.params), "refused": self.refused}
 
 
 def _ipsec_profiles(cat: dict[str, Any]) -> list[Profile]:
@@ -66,7 +67,20 @@ def _ipsec_profiles(cat: dict[str, Any]) -> list[Profile]:
     return out
 
 
+def _dtls_profiles(cat: dict[str, Any]) -> list[Profile]:
+    out: list[Profile] = []
+    for pid, d in cat["profiles"].items():
+        params = {k: v for k, v in d.items() if k != "refused"}
+        params.setdefault("relay", "dtls")
+        label = (f"DTLS {d['version']} {d['cipher']} relay ({str(d['cert']).upper()})"
+                 if params["relay"] == "dtls" else "relay without DTLS (plain UDP): the relay's own cost")
+        refused = " ".join(str(d["refused"]).split()) if d.get("refused") else None
+        out.append(Profile(pid, "dtls", tuple(cat["planes"]), label, params, refused))
+    return out
+
+
 def _expand(raw: dict[str, Any]) -> dict[str, Profile]:
+    # the baseline runs on every plane; n2 (NGAP) is for now only the DTLS relay's plane
     profiles: list[Profile] = [Profile("baseline", "none", PLANES, "no overlay", {})]
     profiles += _ipsec_profiles(raw["ipsec"])
     for pid, wg in raw["wireguard"].items():
@@ -75,6 +89,7 @@ def _expand(raw: dict[str, Any]) -> dict[str, Profile]:
         params = dict(tls)
         label = f"TLS {tls['version']} {tls['cipher']} ({tls['cert'].upper()})"
         profiles.append(Profile(pid, "tls", ("sbi",), label, params))
+    profiles += _dtls_profiles(raw.get("dtls") or {"planes": [], "profiles": {}})
     by_id: dict[str, Profile] = {}
     for p in profiles:
         if p.id in by_id:
@@ -91,7 +106,8 @@ def load(path: Path = CATALOGUE) -> dict[str, Profile]:
 
 
 def names(plane: str | None = None) -> list[str]:
-    return [p.id for p in load().values() if plane is None or plane in p.planes]
+    """Ids of the profiles that can run (on that plane); refused ones are left out."""
+    return [p.id for p in load().values() if (plane is None or plane in p.planes) and not p.refused]
 
 
 def get(profile_id: str, plane: str | None = None) -> Profile:
@@ -106,6 +122,8 @@ def get(profile_id: str, plane: str | None = None) -> Profile:
         raise ProfileError(
             f"unknown PROFILE {profile_id!r}. Valid profiles{where} ({len(valid)}): "
             + " ".join(valid) + "\nRun `make profiles` for details.")
+    if prof.refused:
+        raise ProfileError(f"PROFILE {profile_id!r} ({prof.protocol}) is refused on this testbed: {prof.refused}")
     if plane is not None and plane not in prof.planes:
         raise ProfileError(
             f"PROFILE {profile_id!r} ({prof.protocol}) cannot run on the {plane} plane "
@@ -119,12 +137,16 @@ def format_table(plane: str | None = None) -> str:
     width = max(len(p.id) for p in rows)
     lines = [f"{'PROFILE'.ljust(width)}  {'PLANES':8}  {'PROTOCOL':9}  PARAMETERS"]
     for p in rows:
-        lines.append(f"{p.id.ljust(width)}  {','.join(p.planes):8}  {p.protocol:9}  {p.label}")
+        label = f"REFUSED ({p.refused})" if p.refused else p.label
+        lines.append(f"{p.id.ljust(width)}  {','.join(p.planes):8}  {p.protocol:9}  {label}")
     counts: dict[str, int] = {}
     for p in rows:
-        counts[p.protocol] = counts.get(p.protocol, 0) + 1
+        if not p.refused:
+            counts[p.protocol] = counts.get(p.protocol, 0) + 1
     lines.append("")
-    lines.append(f"{len(rows)} profiles: " + ", ".join(f"{n} {k}" for k, n in counts.items()))
+    refused = sum(1 for p in rows if p.refused)
+    lines.append(f"{len(rows) - refused} profiles: " + ", ".join(f"{n} {k}" for k, n in counts.items())
+                 + (f" ({refused} more listed as refused)" if refused else ""))
     return "\n".join(lines)
 
 

@@ -12,6 +12,7 @@ MODULES: dict[str, str] = {
     "ipsec": "ipsec",
     "wireguard": "wireguard",
     "tls": "tls",
+    "dtls": "dtls",
 }
 
 

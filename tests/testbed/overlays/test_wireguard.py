@@ -125,7 +125,7 @@ def test_render_refuses_wrong_profile_plane_and_nodes(tmp_path: Path) -> None:
     with pytest.raises(wireguard.WireGuardError, match="not a WireGuard profile"):
         wireguard.render(profiles.get("baseline"), "n3", values, tmp_path, tmp_path)
     with pytest.raises(wireguard.WireGuardError, match="unknown plane"):
-        wireguard.pairs("n2", values)
+        wireguard.pairs("x9", values)   # not a plane (n2 is one now: the DTLS relay's)
     with pytest.raises(wireguard.WireGuardError, match="mongo: not a WireGuard endpoint"):
         wireguard.render(profiles.get("wireguard"), "n3", values, tmp_path, tmp_path, nodes=["gnb", "mongo"])
     lonely = copy.deepcopy(values)
