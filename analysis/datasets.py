@@ -33,7 +33,15 @@ PARAM_COLUMNS = ["mode", "auth", "version", "cipher", "cert"]
 # pooled (and a profile is only compared with a baseline measured the same way)
 MEASUREMENT_COLUMNS = ["host", "cpu", "interval", "count", "sets"]
 RUN_COLUMNS = (["campaign", "experiment", "profile", "protocol", "plane", "datapath", "run"] + PARAM_COLUMNS
-               + MEASUREMENT_COLUMNS)
+               + MEASUREMENT_COLUMNS + ["nas"])
+
+
+def nas_of(run: Run) -> str:
+    """The run's NAS algorithms (nea<i>-nia<j>): the choice its N2 captures proved (manifest
+    `nas.proven`, testbed/validity.py), else the one it asked for; "" when neither is known.
+    Attach times are grouped by it, never pooled across algorithms."""
+    rec = run.get("nas") or {}
+    return str(rec.get("proven") or (run.get("parameters") or {}).get("nas") or "")
 
 
 def run_columns(run: Run) -> dict[str, object]:
@@ -44,7 +52,7 @@ def run_columns(run: Run) -> dict[str, object]:
             "protocol": run.protocol, "plane": run.get("plane"), "datapath": run.datapath,
             "run": run.run_id, **{c: params.get(c) for c in PARAM_COLUMNS},
             "host": host.get("hostname"), "cpu": host.get("cpu_model"), "interval": measured.get("interval"),
-            "count": measured.get("pings"), "sets": measured.get("sets")}
+            "count": measured.get("pings"), "sets": measured.get("sets"), "nas": nas_of(run)}
 
 
 def _with_run(frame: pd.DataFrame, run: Run, **extra: object) -> pd.DataFrame:

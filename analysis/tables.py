@@ -111,10 +111,11 @@ def _runs_per_group(frame: pd.DataFrame, by: list[str]) -> pd.DataFrame:
 
 
 def attach(ds: Datasets, confidence: float = CONFIDENCE, permutations: int = 0) -> pd.DataFrame:
-    """Attach time (ms) per profile, datapath and role (cold/warm); incomplete ones counted."""
+    """Attach time (ms) per profile, datapath, NAS algorithms and role (cold/warm); incomplete ones
+    counted. A profile's overhead is against the baseline with the same NAS algorithms."""
     by = ["campaign", "experiment", "profile", "protocol", "mode", "auth", "version", "cipher", "cert", "datapath",
-          "host", "cpu", "role"]
-    match = ["campaign", "experiment", "host", "cpu", "role"]
+          "host", "cpu", "nas", "role"]
+    match = ["campaign", "experiment", "host", "cpu", "nas", "role"]
     a = _fill(ds.attach, by)
     table = _summary(complete_attach(a) if not a.empty else a, by, "attach_ms", match, confidence, per_file=True)
     if not a.empty and not table.empty:

@@ -105,6 +105,8 @@ iteration() {
 
 main() {
   docker_driver_begin "$EXPERIMENT" "$@"
+  # NAS (--nas or NAS=) reaches the render of every iteration's stack (scripts/up.sh -> render)
+  export NAS
   local images=() it
   mapfile -t images < <(docker_image_args)
   run_begin "$EXPERIMENT" "${images[@]}"
