@@ -37,9 +37,13 @@ def figure(runs: pd.DataFrame, attach: pd.DataFrame, out: Path) -> list[Path]:
         return []
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     ax = axes[0]
+    hs = hs[hs > 0]
     if not hs.empty:
         ax.bar(range(len(hs)), hs.to_numpy(), color="0.45")
         ax.set_xticks(range(len(hs)), hs.index, rotation=45, ha="right", fontsize=8)
+    else:
+        ax.text(0.5, 0.5, "no overlay handshake\nin these captures", ha="center", va="center", transform=ax.transAxes)
+        ax.set_xticks([])
     ax.set_ylabel("handshake bytes per capture (frames)")
     ax.set_title("Overlay handshakes on the wire")
     ax = axes[1]
@@ -53,7 +57,8 @@ def figure(runs: pd.DataFrame, attach: pd.DataFrame, out: Path) -> list[Path]:
                   for p in profiles if p in sub.index]
             ax.bar(xs, ys, width=0.4, yerr=es, capsize=3, color="white", edgecolor="black", hatch=hatch, label=role)
         ax.set_xticks(range(len(profiles)), profiles, rotation=45, ha="right", fontsize=8)
-        ax.legend(title="UE")
+        ax.set_ylim(top=ax.get_ylim()[1] * 1.2)
+        ax.legend(title="UE", loc="upper right", ncol=2)
     ax.set_ylabel("bytes per attach (all captured interfaces)")
     ax.set_title("Signalling bytes per UE attach")
     fig.tight_layout()
