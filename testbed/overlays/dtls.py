@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from testbed import keys, stack, tshark
+from testbed.render import _write      # atomic write with the file's mode (one home for it)
 from testbed.overlays.tls import SCSV, SUITE_IDS
 from testbed.overlays.verdict import Verdict
 
@@ -233,15 +234,6 @@ def overlay_env(node: str, profile: Any, values: dict[str, Any], planes: Iterabl
     if s.relay == "dtls":
         env.update({"DTLS_VERSION": s.socat_version, "DTLS_CIPHER": str(s.cipher)})
     return env
-
-
-def _write(path: Path, text: str, mode: int) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    os.chmod(tmp, mode)
-    os.replace(tmp, path)
 
 
 def _copy_keys(keys_dir: Path, node: str, cert: str, dest: Path) -> None:

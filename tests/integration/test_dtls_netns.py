@@ -69,6 +69,16 @@ def _send(lab: netns.Lab, target: str) -> subprocess.CompletedProcess[str]:
                     timeout=15)
 
 
+def _exchange(lab: netns.Lab, target: str) -> subprocess.CompletedProcess[str]:
+    """The AMF stand-in up, the gNB stand-in's messages sent to `target`, the stand-in stopped."""
+    echo = _echo_amf(lab)
+    try:
+        return _send(lab, target)
+    finally:
+        echo.kill()
+        echo.wait()
+
+
 def _stop(cap: netns.Capture | None) -> Path:
     assert cap is not None
     return cap.stop()
@@ -80,12 +90,7 @@ def test_dtls_relay_carries_the_stream_and_the_capture_proves_it(
     pcap = tmp_path / "n2.pcap"
     lab = make_lab(profile_id, capture=pcap)
     assert all(line.startswith("datapath: dtls=socat") for line in map(lab.ready, lab.nodes))
-    echo = _echo_amf(lab)
-    try:
-        res = _send(lab, "127.0.0.1")              # the gNB's NF connects to the local relay
-    finally:
-        echo.kill()
-        echo.wait()
+    res = _exchange(lab, "127.0.0.1")              # the gNB's NF connects to the local relay
     assert res.stdout.split() == MESSAGES, res.stderr
     wire = _stop(lab.boot_capture).read_bytes()
     assert not any(m.encode() in wire for m in MESSAGES), "a message crossed the link in the clear"
@@ -108,12 +113,7 @@ def test_ends_pinned_to_different_suites_never_connect(make_lab: Callable[..., n
     carried, and the capture is invalid for both profiles."""
     pcap = tmp_path / "n2.pcap"
     lab = make_lab("dtls12-aes128gcm", overrides={"amf": "dtls12-aes256gcm"}, capture=pcap)
-    echo = _echo_amf(lab)
-    try:
-        res = _send(lab, "127.0.0.1")
-    finally:
-        echo.kill()
-        echo.wait()
+    res = _exchange(lab, "127.0.0.1")
     assert not any(m in res.stdout for m in MESSAGES)
     _stop(lab.boot_capture)
     for pid in ("dtls12-aes128gcm", "dtls12-aes256gcm"):
@@ -125,12 +125,7 @@ def test_plain_relay_carries_the_stream_in_udp_and_is_told_apart(
         make_lab: Callable[..., netns.Lab], tmp_path: Path) -> None:
     pcap = tmp_path / "n2.pcap"
     lab = make_lab("dtls-relay-plain", capture=pcap)
-    echo = _echo_amf(lab)
-    try:
-        res = _send(lab, "127.0.0.1")
-    finally:
-        echo.kill()
-        echo.wait()
+    res = _exchange(lab, "127.0.0.1")
     assert res.stdout.split() == MESSAGES
     wire = _stop(lab.boot_capture).read_bytes()
     assert all(m.encode() in wire for m in MESSAGES), "the plain relay should carry the messages readable"
@@ -145,12 +140,7 @@ def test_direct_connection_is_plaintext_for_every_relay_profile(
     """No relay (baseline lab): the gNB stand-in talks to the AMF's address directly."""
     pcap = tmp_path / "n2.pcap"
     lab = make_lab("baseline", capture=pcap, nodes=["gnb", "amf"])
-    echo = _echo_amf(lab)
-    try:
-        res = _send(lab, lab.address("amf"))
-    finally:
-        echo.kill()
-        echo.wait()
+    res = _exchange(lab, lab.address("amf"))
     assert res.stdout.split() == MESSAGES
     _stop(lab.boot_capture)
     for pid in ("dtls12-aes128gcm", "dtls-relay-plain"):
