@@ -37,6 +37,8 @@ def plane_filter(experiment: str, plane: str, values: dict[str, Any]) -> str:
         return "icmp"
     if plane == "n3":
         return "gtp || udp.port == 2152"
+    if plane == "n2":
+        return "ngap || sctp"
     return f"tcp.port == {int(values['sbi_port'])}"
 
 
