@@ -1,5 +1,5 @@
 """Signalling bytes per UE attach (analysis/attach_bytes.py) and the bytes section
-(analysis/wire_bytes_report.py) on a real Open5GS N2 capture (tests/data/roastedbeans-n1-n2.pcap:
+(analysis/wire_bytes_report.py) on a real Open5GS N2 capture (tests/data/roastedbeans-open5gs-roaming/n1_n2_interfaces.pcap:
 one registration with PDU session), checked against tshark counting the window on its own."""
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from analysis.results import discover
 from tests.analysis.results_tree import _manifest, _write_run
 from tests.conftest import require_tools
 
-N2 = Path(__file__).resolve().parents[1] / "data" / "roastedbeans-n1-n2.pcap"
+N2 = Path(__file__).resolve().parents[1] / "data" / "roastedbeans-open5gs-roaming" / "n1_n2_interfaces.pcap"
 T0, T1 = "1746074502.498860829", "1746074503.229997676"     # its Registration Request / PDU Session Accept
 
 

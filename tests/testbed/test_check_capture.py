@@ -9,7 +9,7 @@ import pytest
 from testbed.cli import main
 from tests.conftest import require_tools
 
-N2 = Path(__file__).resolve().parents[1] / "data" / "roastedbeans-n1-n2.pcap"
+N2 = Path(__file__).resolve().parents[1] / "data" / "roastedbeans-open5gs-roaming" / "n1_n2_interfaces.pcap"
 
 
 def test_plaintext_n2_is_a_valid_baseline_and_no_relay(capsys: pytest.CaptureFixture[str]) -> None:

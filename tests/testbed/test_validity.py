@@ -99,7 +99,7 @@ def test_wireguard_cold_and_warm_are_proven_from_the_records(tmp_path) -> None:
     assert validity.wireguard_sessions(other, manifest.load(other)) is None
 
 
-N2_CAPTURE = Path(__file__).resolve().parents[1] / "data" / "roastedbeans-n1-n2.pcap"   # SMC: NEA0/NIA2
+N2_CAPTURE = Path(__file__).resolve().parents[1] / "data" / "roastedbeans-open5gs-roaming" / "n1_n2_interfaces.pcap"   # SMC: NEA0/NIA2
 
 
 def _sbi_run_with_n2(tmp_path: Path, nas_choice: str, n2: Path = N2_CAPTURE) -> Path:
