@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from testbed import ROOT
+from testbed import ROOT, planes
 from testbed.check import Finding
 from testbed.check import compose_model as cm
 from testbed.render import compose_env as cenv
@@ -383,7 +383,7 @@ class Checker:
     def _relay_to_amf(self) -> Any:
         """The N2 relay link when the render runs a relay overlay on n2, else None; its server
         side must connect to the AMF's real N2 address (checked here from the rendered relay)."""
-        if self.env.get("PROTOCOL") != "dtls" or self.env.get("PLANE") != "n2":
+        if self.env.get("PROTOCOL") != "dtls" or "n2" not in planes.split(self.env.get("PLANE") or "n3"):
             return None
         from testbed.overlays import dtls
         lk = dtls.link("n2", self.values)

@@ -32,7 +32,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from testbed import keys, stack, tshark
+from testbed import keys, planes, stack, tshark
 from testbed.render import _write      # atomic write with the file's mode (one home for it)
 from testbed.overlays.tls import SCSV, SUITE_IDS
 from testbed.overlays.verdict import Verdict
@@ -140,17 +140,20 @@ def settings(profile: Any) -> DtlsSettings:
 
 
 def _planes(profile: Any, values: dict[str, Any]) -> list[str]:
-    """The planes the relay covers in this render: the renderer's list when it gives one
-    (values["planes"]), else the profile's planes; only planes with a relay link."""
-    wanted = values.get("planes") or list(getattr(profile, "planes", ()))
+    """The planes the relay covers in this render: the renderer's (values["overlay_planes"]),
+    else the profile's planes; only planes with a relay link."""
+    wanted = values.get("overlay_planes") or list(getattr(profile, "planes", ()))
     have = links(values)
     return [p for p in wanted if p in have]
 
 
 def endpoints(plane: str, values: dict[str, Any] | None = None) -> list[str]:
-    """The link's two nodes: client, server."""
-    lk = link(plane, values)
-    return [lk.client, lk.server]
+    """The ends of the link(s) of a PLANE expression: client, server (per plane, no repeats)."""
+    out: list[str] = []
+    for p in planes.split(plane):
+        lk = link(p, values)
+        out += [n for n in (lk.client, lk.server) if n not in out]
+    return out
 
 
 # --- hooks of the stack renderer ------------------------------------------------------------
@@ -179,6 +182,22 @@ def nf_config_overrides(node: str, profile: Any, values: dict[str, Any]) -> dict
             raise DtlsError(f"relay link {plane}: no way to point a {kind!r} node ({node}) at the relay; "
                             f"known kinds: {', '.join(CLIENT_OVERRIDES)} (testbed/overlays/dtls.py)")
         out.update(CLIENT_OVERRIDES[kind](lk))
+    return out
+
+
+def compose_services(profile: Any, plane: str, values: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The link ends' holders run dtls/entrypoint.sh with their rendered dir (the render's overlay
+    fragment, testbed/render/compose_overlay.py). socat is userspace and binds ports above 1024:
+    no capability, no device; the NF side is real SCTP in the stack."""
+    from testbed.render import compose_overlay
+    settings(profile)
+    out = {}
+    for node in endpoints(plane, values):
+        svc = compose_overlay.holder_service("dtls", node, userspace=False,
+                                             environment={"DTLS_NF_TRANSPORT": "sctp"}, sysctls={})
+        svc.pop("cap_add", None)
+        svc.pop("sysctls", None)
+        out[f"{node}-net"] = svc
     return out
 
 
@@ -252,7 +271,8 @@ def render(profile: Any, plane: str, values: dict[str, Any], keys_dir: Path,
     """out_dir/<node>/{overlay.env, openssl.cnf, node.key, node.crt, ca.crt} for both ends of the
     plane's link (`nodes`: only those); returns {node: dir}."""
     s = settings(profile)
-    if plane not in profile.planes:
+    covered = planes.split(plane)
+    if not set(covered) <= set(profile.planes):
         raise DtlsError(f"profile {profile.id!r} does not cover the {plane} plane "
                         f"(it covers: {', '.join(profile.planes)})")
     ends = endpoints(plane, values)
@@ -265,7 +285,7 @@ def render(profile: Any, plane: str, values: dict[str, Any], keys_dir: Path,
         d = Path(out_dir) / node
         d.mkdir(parents=True, exist_ok=True)
         os.chmod(d, 0o700)
-        env = overlay_env(node, profile, values, [plane])
+        env = overlay_env(node, profile, values, covered)
         _write(d / "overlay.env", "# rendered by testbed/overlays/dtls.py for dtls/entrypoint.sh\n"
                + "".join(f"{k}={shlex.quote(v)}\n" for k, v in env.items()), 0o644)
         if s.relay == "dtls":

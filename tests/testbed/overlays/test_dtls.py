@@ -21,7 +21,7 @@ RUNNABLE = ["dtls12-aes128gcm", "dtls12-aes256gcm", "dtls-relay-plain"]
 
 def test_catalogue_lists_the_dtls_profiles_and_refuses_dtls13_with_its_reason() -> None:
     assert overlays.get("dtls") is dtls
-    assert [p for p in profiles.names("n2") if p != "baseline"] == RUNNABLE
+    assert [p for p in profiles.names("n2") if profiles.get(p).protocol == "dtls"] == RUNNABLE
     prof = profiles.load()["dtls13-aes128gcm"]
     assert prof.refused and "OpenSSL" in prof.refused and "4.1" in prof.refused
     with pytest.raises(profiles.ProfileError, match="refused on this testbed: no DTLS 1.3 relay"):
@@ -106,20 +106,26 @@ def test_host_needs_and_plaintext_tap() -> None:
     assert dtls.plaintext_tap("n2") == {"node": "gnb", "iface": "lo", "capture_filter": "sctp port 38412"}
 
 
-def test_compose_fragment_overrides_exactly_the_link_ends() -> None:
-    import re
+def test_compose_services_turn_exactly_the_link_ends_into_relays(tmp_path: Path) -> None:
+    """The render's overlay fragment: gnb-net and amf-net run dtls/entrypoint.sh with their rendered
+    dir, real SCTP on the NF side, no capability and no device (socat is userspace)."""
     from testbed import ROOT
-    doc = yaml.safe_load((ROOT / "compose" / "overlay-dtls-n2.yaml").read_text())
-    assert sorted(doc["services"]) == sorted(f"{n}-net" for n in dtls.endpoints("n2"))
+    v = stack.load()
+    services = dtls.compose_services(profiles.get("dtls12-aes128gcm"), "n2", v)
+    assert sorted(services) == sorted(f"{n}-net" for n in dtls.endpoints("n2", v))
     base = yaml.safe_load((ROOT / "compose" / "base.yaml").read_text())
-    for name, svc in doc["services"].items():
+    for name, svc in services.items():
         assert name in base["services"]
         assert svc["command"] == ["/opt/testbed/dtls/entrypoint.sh", "/etc/testbed/overlay"]
-        assert svc["environment"]["DTLS_NF_TRANSPORT"] == "sctp"
-        assert "cap_add" not in svc and "devices" not in svc      # userspace relay: no privilege
+        assert svc["environment"] == {"DTLS_NF_TRANSPORT": "sctp"}
+        assert "cap_add" not in svc and "devices" not in svc and "no-new-privileges:true" in svc["security_opt"]
         node = name.removesuffix("-net")
-        assert "../dtls:/opt/testbed/dtls:ro" in svc["volumes"]
-        assert any(re.fullmatch(rf"\$\{{OVERLAY_DIR:\?[^}}]*\}}/{node}:/etc/testbed/overlay:ro", v)
-                   for v in svc["volumes"]), svc["volumes"]
+        assert any(v_.endswith(f"/{node}:/etc/testbed/overlay:ro") for v_ in svc["volumes"])
+        assert any(v_.endswith("/dtls:/opt/testbed/dtls:ro") for v_ in svc["volumes"])
+    root = keys_root()
+    r = render.render(profiles.get("dtls12-aes128gcm", "n2"), "n2", tmp_path / "r",
+                      subscribers=keys.subscribers(root), keys_dir=root, commit="test")
+    fragment = yaml.safe_load((r.dir / "overlay.compose.yaml").read_text())
+    assert sorted(fragment["services"]) == ["amf-net", "gnb-net"]
     assert (ROOT / "dtls" / "entrypoint.sh").stat().st_mode & 0o111
     assert "socat" in (ROOT / "images" / "tools" / "Dockerfile").read_text()
