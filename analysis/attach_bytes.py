@@ -7,8 +7,8 @@ Establishment Accept. Every frame of every wire capture of the same iteration (N
 when captured; all taken on the same host clock) inside that window is counted: packets and
 frame bytes per interface, and their sum. Overlay traffic on the wire (ESP, WireGuard, TLS,
 DTLS, handshakes made during the window) is counted with the rest: that is what the overlay
-costs. Captures marked `tap` (a plaintext tap behind an overlay, docs/overlays/dtls.md) are not
-the wire and are left out. Statistics: one boot = one iteration (a fresh core); profiles are set
+costs. Captures with a `view` (run-sbi's gNB-side plaintext N2, view=gnb-plaintext) or marked
+`tap` are not the wire: they give the window, never the counts. Statistics: one boot = one iteration (a fresh core); profiles are set
 against the baseline of the same campaign, interface, role and NAS algorithms.
 """
 from __future__ import annotations
@@ -50,7 +50,7 @@ def _wire_captures(run: Run, timing: RawFile) -> list[RawFile]:
     if it is None:
         return [timing]
     return [f for f in run.files("pcap") if f.attrs.get("iteration") == it
-            and not f.attrs.get("tap") and f.attrs.get("iface")]
+            and not f.attrs.get("tap") and not f.attrs.get("view") and f.attrs.get("iface")]
 
 
 def run_rows(run: Run, attach: pd.DataFrame | None = None) -> list[dict[str, object]]:

@@ -187,15 +187,15 @@ def nf_config_overrides(node: str, profile: Any, values: dict[str, Any]) -> dict
 
 def compose_services(profile: Any, plane: str, values: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """The link ends' holders run dtls/entrypoint.sh with their rendered dir (the render's overlay
-    fragment, testbed/render/compose_overlay.py). socat is userspace and binds ports above 1024:
-    no capability, no device; the NF side is real SCTP in the stack."""
+    fragment, testbed/render/compose_overlay.py). socat itself needs no privilege; the holder keeps
+    NET_ADMIN only for run-sbi's gNB-side timing capture (an nftables log rule on the gNB's NGAP to
+    the relay's listener, scripts/run-sbi.sh). No device, no sysctl; the NF side is real SCTP."""
     from testbed.render import compose_overlay
     settings(profile)
     out = {}
     for node in endpoints(plane, values):
         svc = compose_overlay.holder_service("dtls", node, userspace=False,
                                              environment={"DTLS_NF_TRANSPORT": "sctp"}, sysctls={})
-        svc.pop("cap_add", None)
         svc.pop("sysctls", None)
         out[f"{node}-net"] = svc
     return out

@@ -108,7 +108,8 @@ def test_host_needs_and_plaintext_tap() -> None:
 
 def test_compose_services_turn_exactly_the_link_ends_into_relays(tmp_path: Path) -> None:
     """The render's overlay fragment: gnb-net and amf-net run dtls/entrypoint.sh with their rendered
-    dir, real SCTP on the NF side, no capability and no device (socat is userspace)."""
+    dir, real SCTP on the NF side, no device (socat is userspace; NET_ADMIN stays for run-sbi's
+    gNB-side timing capture)."""
     from testbed import ROOT
     v = stack.load()
     services = dtls.compose_services(profiles.get("dtls12-aes128gcm"), "n2", v)
@@ -118,7 +119,8 @@ def test_compose_services_turn_exactly_the_link_ends_into_relays(tmp_path: Path)
         assert name in base["services"]
         assert svc["command"] == ["/opt/testbed/dtls/entrypoint.sh", "/etc/testbed/overlay"]
         assert svc["environment"] == {"DTLS_NF_TRANSPORT": "sctp"}
-        assert "cap_add" not in svc and "devices" not in svc and "no-new-privileges:true" in svc["security_opt"]
+        assert svc["cap_add"] == ["NET_ADMIN"] and "devices" not in svc
+        assert "no-new-privileges:true" in svc["security_opt"]
         node = name.removesuffix("-net")
         assert any(v_.endswith(f"/{node}:/etc/testbed/overlay:ro") for v_ in svc["volumes"])
         assert any(v_.endswith("/dtls:/opt/testbed/dtls:ro") for v_ in svc["volumes"])
