@@ -5,8 +5,9 @@ study ran it: socat carries the link's SCTP stream over DTLS/UDP between the two
     NF --SCTP--> socat SCTP-LISTEN <listen>:<port>      socat OPENSSL-DTLS-SERVER <addr>:<relay_port>
                    OPENSSL-DTLS-CLIENT ---- DTLS/UDP ---->   SCTP <addr>:<port> --> NF
 
-The link (network, client node, server node, port, local listen address, relay UDP port) is plane
-data: nf-configs/stack.yaml `relay_links`, never code. The client's NF is pointed at the local
+The link is plane data, never code: network, port and the client -> server pair from the plane
+(nf-configs/channels.yaml), the local listen address and the relay's UDP port from
+nf-configs/stack.yaml `relay_links`. The client's NF is pointed at the local
 listener through `nf_config_overrides` (UERANSIM: the AMF address; the server's NF is unchanged:
 the relay connects to it from inside its namespace, so that leg never reaches the wire). Both
 ends are pinned to the profile's version and suite (socat options and an OPENSSL_CONF with
@@ -70,13 +71,24 @@ class RelayLink:
 
 
 def links(values: dict[str, Any] | None = None) -> dict[str, RelayLink]:
-    """Every relay link of the stack values, by plane (DtlsError names a missing field)."""
+    """Every relay link, by plane: network, port and the one client -> server pair from the plane
+    data (nf-configs/channels.yaml), the relay's own addresses from stack.yaml `relay_links`
+    (DtlsError names what is missing or ambiguous)."""
+    from testbed import channels
     v = values or stack.load()
     out = {}
     for plane, spec in (v.get("relay_links") or {}).items():
         try:
-            out[plane] = RelayLink(plane, str(spec["network"]), str(spec["client"]), str(spec["server"]),
-                                   int(spec["port"]), str(spec["listen"]), int(spec["relay_port"]))
+            pl = planes.get(plane)
+            ends = sorted({(c.client, c.server) for c in channels.channels(plane)})
+        except (planes.PlaneError, channels.ChannelError) as exc:
+            raise DtlsError(f"nf-configs/stack.yaml: relay_links.{plane}: {exc}") from None
+        if len(ends) != 1:
+            raise DtlsError(f"relay_links.{plane}: a relay carries one client -> server link, the plane has "
+                            f"{len(ends)} ({', '.join(f'{a}->{b}' for a, b in ends) or 'none'})")
+        try:
+            out[plane] = RelayLink(plane, pl.network, ends[0][0], ends[0][1], pl.port(v),
+                                   str(spec["listen"]), int(spec["relay_port"]))
         except KeyError as exc:
             raise DtlsError(f"nf-configs/stack.yaml: relay_links.{plane} lacks {exc.args[0]!r}") from None
     return out

@@ -43,7 +43,7 @@ def test_settings_map_versions_and_suites_to_wire_values() -> None:
         dtls.settings(profiles.get("wireguard"))
 
 
-def test_the_link_is_stack_data_and_matches_the_ngap_port() -> None:
+def test_the_link_is_plane_data() -> None:
     v = stack.load()
     lk = dtls.link("n2", v)
     assert (lk.client, lk.server, lk.port, lk.listen) == ("gnb", "amf", int(v["ngap_port"]), "127.0.0.1")
@@ -51,9 +51,10 @@ def test_the_link_is_stack_data_and_matches_the_ngap_port() -> None:
     assert lk.server_address(v) == stack.address("amf", "n2", v)
     with pytest.raises(dtls.DtlsError, match="no relay link on plane 'n3'"):
         dtls.link("n3", v)
-    broken = {**v, "relay_links": {"f1c": {"network": "f1c", "client": "du", "server": "cucp", "port": 38472}}}
-    with pytest.raises(dtls.DtlsError, match="relay_links.f1c lacks 'listen'"):
-        dtls.links(broken)
+    with pytest.raises(dtls.DtlsError, match="relay_links.n2 lacks 'listen'"):
+        dtls.links({**v, "relay_links": {"n2": {"relay_port": 2155}}})
+    with pytest.raises(dtls.DtlsError, match="relay_links.sbi: a relay carries one client -> server link"):
+        dtls.links({**v, "relay_links": {"sbi": {"listen": "127.0.0.1", "relay_port": 2155}}})
 
 
 def test_render_writes_each_end_with_private_key_and_pinned_openssl_conf(tmp_path: Path) -> None:
