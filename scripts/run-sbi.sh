@@ -91,6 +91,16 @@ for p in planes.split(sys.argv[1]): print(p, planes.network(p))' "$PLANE")
     dumpcap -q -i "$(bridge_of "$(plane_value n2 network)")" -w "${RUN_DIR:-.}/$tag-n2.pcap"
 }
 
+# gnb_amf_address: the address the rendered gNB config connects NGAP to (dry run: the AMF's).
+gnb_amf_address() {
+  if [[ -n "${RENDER:-}" && -r "${RENDER:-}/ueransim/gnb.yaml" ]]; then
+    "$PYTHON" -c 'import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))["amfConfigs"][0]["address"])' \
+      "$RENDER/ueransim/gnb.yaml" || die "no amfConfigs address in $RENDER/ueransim/gnb.yaml" 1
+  else
+    stack_address amf "$(plane_value n2 network)"
+  fi
+}
+
 # plane_value PLANE FIELD: a field of the plane (nf-configs/channels.yaml); port = its number.
 plane_value() {
   "$PYTHON" -c 'import sys; from testbed import planes, stack
@@ -106,9 +116,11 @@ readonly NFLOG_GROUP=38
 # NFLOG_GROUP, and dumpcap in the gNB's holder (tools image) writes them whole. Started after the
 # gNB's NG Setup, before UE 1: the attach window is inside it; the holder has NET_ADMIN as an
 # overlay endpoint. Its timestamps are the gNB's, so the window includes the gNB's own crypto.
+# The peer is the address the gNB connects to (its rendered amfConfigs): the AMF's, or with a
+# relay overlay (dtls) the relay's local listener, where NGAP is still in the clear.
 gnb_timing_capture() {
   local it="$1" tag="$2" amf port proto
-  amf="$(stack_address amf "$(plane_value n2 network)")"
+  amf="$(gnb_amf_address)"
   port="$(plane_value n2 port)"
   proto="$(plane_value n2 transport)"
   run_cmd "${DC[@]}" exec -T gnb-net nft -f - <<NFT || die "could not add the NGAP log rule in gnb-net" 1
@@ -169,6 +181,8 @@ iteration() {
 
 main() {
   docker_driver_begin "$EXPERIMENT" "$@"
+  # NAS (--nas or NAS=) reaches the render of every iteration's stack (scripts/up.sh -> render)
+  export NAS
   local images=() it
   mapfile -t images < <(docker_image_args)
   run_begin "$EXPERIMENT" "${images[@]}"

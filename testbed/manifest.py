@@ -185,6 +185,9 @@ def datapath_for(protocol: str, facts: dict[str, Any] | None = None) -> dict[str
     overlay entrypoint actually reported (`datapath: ipsec=...` lines) via set_datapath().
     """
     dp: dict[str, Any] = {"ipsec": None, "wireguard": None, "userspace": False}
+    if protocol == "dtls":
+        # the DTLS relay is socat in userspace, always (testbed/overlays/dtls.py)
+        return {**dp, "dtls": "socat", "userspace": True}
     if protocol not in ("ipsec", "wireguard"):
         return dp                    # baseline and TLS: no kernel/userspace choice to record
     if facts is None:
@@ -388,7 +391,8 @@ def add_event(run_dir: Path, level: str, message: str) -> None:
     write(run_dir, m)
 
 
-def set_datapath(run_dir: Path, ipsec: str | None = None, wireguard: str | None = None) -> dict[str, Any]:
+def set_datapath(run_dir: Path, ipsec: str | None = None, wireguard: str | None = None,
+                 dtls: str | None = None) -> dict[str, Any]:
     """Record the datapath the overlay reported; returns the new datapath object."""
     m = _running(run_dir)
     dp = dict(m["datapath"])
@@ -396,7 +400,10 @@ def set_datapath(run_dir: Path, ipsec: str | None = None, wireguard: str | None 
         dp["ipsec"] = ipsec
     if wireguard is not None:
         dp["wireguard"] = wireguard
-    dp["userspace"] = dp["ipsec"] == "libipsec" or dp["wireguard"] == "wireguard-go"
+    if dtls is not None:
+        dp["dtls"] = dtls
+    dp["userspace"] = (dp["ipsec"] == "libipsec" or dp["wireguard"] == "wireguard-go"
+                       or dp.get("dtls") is not None)
     m["datapath"] = dp
     write(run_dir, m)
     return dp
@@ -407,7 +414,7 @@ def set_path_waits(run_dir: Path, waits: dict[str, Any]) -> None:
     set_field(run_dir, "path_waits", waits)
 
 
-SET_FIELDS = ("path_waits", "wireguard_sessions", "secfn", "engine", "nfqueue", "proof", "flows")
+SET_FIELDS = ("path_waits", "wireguard_sessions", "nas", "secfn", "engine", "nfqueue", "proof", "flows")
 
 
 def set_field(run_dir: Path, key: str, value: Any) -> None:

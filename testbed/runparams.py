@@ -141,6 +141,8 @@ SPECS: dict[str, tuple[Param, ...]] = {
         Param("ATTACH_TIMEOUT", "int", "30", "seconds a UE may take to get its PDU session", 1, 600),
         Param("RETRIES", "int", "3", "attempts per UE and iteration before the sample is failed", 1, 100),
         Param("WARM_GAP", "float", "2", "seconds between UE 1's PDU session and starting UE 2", 0.0, 100.0),
+        Param("NAS", "word", "", "NAS security algorithms nea<i>-nia<j> (docs/nas.md; empty: the stack's "
+              "orders, NEA0/NIA2); proven from every iteration's N2 Security Mode Commands"),
     ),
     # every repetition boots a fresh core: REPS are the boots (BOOTS = campaign blocks)
     "cpu": _COMMON + (_boots("1"),) + (
@@ -281,6 +283,12 @@ def validate(experiment: str, raw: dict[str, str], profile: str | None = None) -
         if both:
             errors.append(f"CPUSET_STACK={out['cpuset_stack']} and CPUSET_TOOLS={out['cpuset_tools']} share "
                           f"CPU(s) {', '.join(map(str, sorted(both)))}: the instrument would load the CPUs it measures")
+    if out.get("nas"):
+        from testbed import nas
+        try:
+            nas.get(out["nas"])
+        except nas.NasError as exc:
+            errors.append(f"NAS={out['nas']!r}: {exc}")
     if experiment == "sbi" and not errors:
         if out["attach_timeout"] + out["warm_gap"] >= CURL_IDLE_LIMIT_S:
             errors.append(f"ATTACH_TIMEOUT + WARM_GAP = {out['attach_timeout'] + out['warm_gap']:g} s: "

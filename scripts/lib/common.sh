@@ -398,7 +398,7 @@ datapath_from_log() {
   [[ "$DRY_RUN" == 1 || -z "$RUN_DIR" ]] && return 0
   while read -r line; do
     kv+=("${line#datapath: }")
-  done < <(grep -ohE 'datapath: (ipsec=(kernel|libipsec)|wireguard=(kernel|wireguard-go))' "$file" 2>/dev/null | sort -u)
+  done < <(grep -ohE 'datapath: (ipsec=(kernel|libipsec)|wireguard=(kernel|wireguard-go)|dtls=socat)' "$file" 2>/dev/null | sort -u)
   ((${#kv[@]})) && tbm set-datapath "$RUN_DIR" "${kv[@]}" >/dev/null
   dp="$(tbm get "$RUN_DIR" datapath)"
   if [[ "$(tbm get "$RUN_DIR" datapath.userspace)" == true ]]; then

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from testbed import ROOT
+from testbed import ROOT, planes
 from testbed.check import Finding
 from testbed.check import compose_model as cm
 from testbed.render import compose_env as cenv
@@ -357,18 +357,45 @@ class Checker:
     def check_ran(self) -> None:
         amf, gnb = self.runner("open5gs:amf"), self.runner("gnb")
         ngap_port = self.values.get("ngap_port")
+        relay = self._relay_to_amf()
         for svc, path, d in self.configs.get("gnb", []):
             self.expect(path, "linkIp", d.get("linkIp"), svc, "ran", "gNB radio link address")
-            self.expect(path, "ngapIp", d.get("ngapIp"), svc, "n2", "gNB NGAP address")
             self.expect(path, "gtpIp", d.get("gtpIp"), svc, "n3", "gNB GTP-U address")
+            if relay is not None:
+                # a relay overlay (dtls) on N2: the gNB connects to the relay's local listener
+                for key, value in [("ngapIp", d.get("ngapIp"))] + [
+                        (f"amfConfigs[{i}].address", a.get("address")) for i, a in enumerate(d.get("amfConfigs") or [])]:
+                    if str(value) != relay.listen:
+                        self.add(path, key, f"{value}: with the N2 relay the gNB must use the relay's listener "
+                                 f"{relay.listen} (nf-configs/stack.yaml relay_links.n2)", "address")
+            else:
+                self.expect(path, "ngapIp", d.get("ngapIp"), svc, "n2", "gNB NGAP address")
             for i, a in enumerate(d.get("amfConfigs") or []):
-                self.expect(path, f"amfConfigs[{i}].address", a.get("address"), amf, "n2", "AMF address")
+                if relay is None:
+                    self.expect(path, f"amfConfigs[{i}].address", a.get("address"), amf, "n2", "AMF address")
                 if ngap_port is not None and a.get("port") is not None and int(a["port"]) != int(ngap_port):
                     self.add(path, f"amfConfigs[{i}].port", f"{a['port']} differs from stack.yaml ngap_port {ngap_port}",
                              "address")
         for svc, path, d in self.configs.get("ue", []):
             for i, a in enumerate(d.get("gnbSearchList") or []):
                 self.expect(path, f"gnbSearchList[{i}]", a, gnb, "ran", "gNB address")
+
+    def _relay_to_amf(self) -> Any:
+        """The N2 relay link when the render runs a relay overlay on n2, else None; its server
+        side must connect to the AMF's real N2 address (checked here from the rendered relay)."""
+        if self.env.get("PROTOCOL") != "dtls" or "n2" not in planes.split(self.env.get("PLANE") or "n3"):
+            return None
+        from testbed.overlays import dtls
+        lk = dtls.link("n2", self.values)
+        env_file = self.render_dir / layout.OVERLAY_DIR / lk.server / "overlay.env"
+        relays = cenv.parse_env(env_file.read_text(encoding="utf-8")).get("DTLS_RELAYS", "") if env_file.is_file() else ""
+        amf = self.runner("open5gs:amf")
+        fields = relays.strip("'\"").split()
+        if len(fields) < 6:
+            self.add(env_file, "DTLS_RELAYS", "no relay rendered for the AMF's side of N2", "reference")
+        else:
+            self.expect(env_file, "DTLS_RELAYS (NF side)", fields[4], amf, "n2", "AMF address behind the relay")
+        return lk
 
     # --- PLMN, TAC, slices, DNN -----------------------------------------------------------
     def check_plmn(self) -> None:

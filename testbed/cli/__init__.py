@@ -29,6 +29,7 @@ COMMANDS: dict[str, str] = {
     "secfn": "secfn",
     "secfn-plan": "secfn",
     "secfn-finish": "secfn",
+    "check-capture": "check_capture",
 }
 
 

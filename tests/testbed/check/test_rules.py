@@ -77,6 +77,7 @@ def assert_found(findings: list[Finding], file: Path, key: str, kind: str, text:
     ("baseline", "n3", False), ("baseline", "sbi", False), ("baseline", "sbi", True),
     ("aes256gcm", "n3", False), ("aes128gcm-psk-trap", "sbi", False),
     ("wireguard", "n3", False), ("wireguard", "sbi", False), ("tls12-rsa-aes256gcm", "sbi", False),
+    ("baseline", "n2", False), ("dtls12-aes128gcm", "n2", False), ("dtls-relay-plain", "n2", False),
 ])
 def test_real_files_pass(profile: str, plane: str, use_scp: bool, tmp_path: Path) -> None:
     kr = keys_root()
@@ -114,6 +115,18 @@ def test_amf_ngap_address_in_gnb_config(tmp_path: Path) -> None:
     t = make_tree(tmp_path)
     f = t.edit_yaml("ueransim/gnb.yaml", lambda d: d["amfConfigs"][0].update(address="10.100.2.6"))
     assert_found(t.check(), f, "amfConfigs[0].address", "address", "10.100.2.6")
+
+
+def test_gnb_past_the_n2_relay_and_relay_to_another_amf_address(tmp_path: Path) -> None:
+    """DTLS relay on N2: the gNB must connect to the relay's listener (not the AMF directly),
+    and the relay's server side must connect to the AMF's N2 address."""
+    t = make_tree(tmp_path, "dtls12-aes128gcm", "n2")
+    amf = stack.address("amf", "n2", t.values)
+    f = t.edit_yaml("ueransim/gnb.yaml", lambda d: d["amfConfigs"][0].update(address=amf))
+    assert_found(t.check(), f, "amfConfigs[0].address", "address", "relay's listener 127.0.0.1")
+    env = t.render_dir / layout.OVERLAY_DIR / "amf" / "overlay.env"
+    t.edit_text(env, f"2155 {amf} 38412", "2155 10.100.2.99 38412")
+    assert_found(t.check(), env, "DTLS_RELAYS (NF side)", "address", "10.100.2.99")
 
 
 def test_nrf_uri(tmp_path: Path) -> None:
