@@ -79,3 +79,20 @@ def test_table_knee_figures_findings_and_dropped_runs(tmp_path: Path) -> None:
 
 def test_no_runs_no_section(tmp_path: Path) -> None:
     assert secfn.write_report(tmp_path, tmp_path / "out") is None
+
+
+def test_the_report_includes_the_section(tmp_path: Path) -> None:
+    import pandas as pd
+
+    from analysis.datasets import Datasets
+    from analysis.report_sections import extra_sections
+    from analysis.results import discover
+    res, out = tmp_path / "results", tmp_path / "out"
+    res.mkdir()
+    ds = Datasets.load(discover(res))
+    assert not any(s.startswith("## UPF security functions") for s in extra_sections(res, out, pd.DataFrame(), ds))
+    _run(res, "nat", None, _sweep((0.001, 0.001, 0.0012)))
+    ds = Datasets.load(discover(res))
+    sections = [s for s in extra_sections(res, out, pd.DataFrame(), ds) if s.startswith("## UPF security functions")]
+    assert len(sections) == 1 and "figures/fig_secfn_delay.png" in sections[0]
+    assert (out / "figures" / "fig_secfn_delay.png").stat().st_size > 0
