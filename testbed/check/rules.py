@@ -15,6 +15,7 @@ import yaml
 from testbed import ROOT
 from testbed.check import Finding
 from testbed.check import compose_model as cm
+from testbed.check import privilege_rules
 from testbed.render import compose_env as cenv
 from testbed.render import layout
 
@@ -161,6 +162,9 @@ class Checker:
             if mode.startswith("service:") and mode.split(":", 1)[1] not in self.model.services:
                 self.add(self.svc_file(svc_name, "network_mode"), f"services.{svc_name}.network_mode",
                          f"{mode}: no such service", "reference")
+
+    def check_privileges(self) -> None:
+        privilege_rules.check(self.model, self.env.get("PROTOCOL", "none"), self.add)
 
     def check_compose_vs_stack(self) -> None:
         services = self.model.services
@@ -517,6 +521,7 @@ def run(render_dir: Path, stack_file: Path | None = None, keys_root: Path | None
     c = Checker(render_dir, Path(stack_file or stack.STACK_FILE), keys_root)
     c.check_stack()
     c.check_compose()
+    c.check_privileges()
     c.check_compose_vs_stack()
     c.check_mounts()
     c.check_dependencies()

@@ -6,7 +6,7 @@ import os
 import sys
 from pathlib import Path
 
-from testbed import keys, nas, profiles, render
+from testbed import keys, nas, privileges, profiles, render
 from testbed.check import check_render, summary
 from testbed.cli import render as render_cli
 
@@ -46,7 +46,11 @@ def run(args: argparse.Namespace) -> int:
     keys_root = keys.keys_root(state)
     total = 0
     for d in dirs:
-        findings = check_render(d, keys_root=keys_root if keys_root.exists() else None)
+        try:
+            findings = check_render(d, keys_root=keys_root if keys_root.exists() else None)
+        except privileges.PrivilegeError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
         for f in findings:
             print(f.format())
         total += len(findings)

@@ -229,7 +229,8 @@ def test_compose_fragment_overrides_exactly_the_endpoint_holders(plane: str) -> 
         svc, holder = frag[f"{node}-net"], base[f"{node}-net"]
         assert holder["command"] == ["/opt/testbed/entrypoints/holder.sh"]      # it is a holder in base.yaml
         assert "/run/testbed/overlay-ready" in " ".join(holder["healthcheck"]["test"])
-        assert set(svc) <= {"command", "volumes", "cap_add", "devices", "sysctls", "healthcheck", "environment"}
+        assert set(svc) <= {"command", "volumes", "cap_add", "devices", "sysctls", "healthcheck", "environment",
+                            "labels", "tmpfs"}
         mounts = {v.rsplit(":", 2)[1]: v.rsplit(":", 2)[0] for v in svc["volumes"]}
         assert mounts["/etc/testbed/overlay"].endswith(f"}}/{node}")
         assert mounts["/etc/testbed/overlay"].startswith("${OVERLAY_DIR")
