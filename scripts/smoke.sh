@@ -57,9 +57,11 @@ main() {
   cid="$(stack_container "$RENDER" ue1)"
   [[ -n "$cid" ]] || stack_die "no ue1 container after bring-up"
   stack_log "pinging $target from UE 1 (uesimtun0) through the UPF, $PINGS times"
-  # ping from a tools container inside UE 1's network namespace (the UERANSIM image need not have ping)
+  # ping from a tools container inside UE 1's network namespace (the UERANSIM image need not have ping),
+  # holding only NET_RAW for ping's raw socket (least privilege, as the stack: docs/stack.md)
   local out
-  out="$(docker run --rm --network "container:$cid" --label testbed.role=smoke "$TOOLS_IMAGE" \
+  out="$(docker run --rm --network "container:$cid" --label testbed.role=smoke \
+    --cap-drop ALL --cap-add NET_RAW --security-opt no-new-privileges:true --read-only "$TOOLS_IMAGE" \
     ping -n -c "$PINGS" -W 2 -I uesimtun0 "$target" 2>&1)" || true
   printf '%s\n' "$out"
   grep -q " $PINGS received" <<<"$out" \
