@@ -181,7 +181,7 @@ check_avx() {
   elif mongo_needs_avx; then
     report fail "AVX (MongoDB 5+)" "the CPU has no AVX and MONGO_IMAGE=$MONGO_IMAGE needs it" \
       "the database: mongod dies with 'Illegal instruction' (exit 132), UDR and PCF exit, no UE attaches: $EVERY_EXPERIMENT" \
-      "use MONGO_IMAGE=mongo:4.4, or the MongoDB-compatible FerretDB image: \`make build IMAGES=ferretdb\` then MONGO_IMAGE=$FERRETDB_IMAGE"
+      "use MONGO_IMAGE=mongo:4.4, or the MongoDB-compatible FerretDB image built here: MONGO_IMAGE=ferretdb (\`make up\` builds it)"
   else
     report ok "AVX (MongoDB 5+)" "the CPU has no AVX; MONGO_IMAGE=$MONGO_IMAGE does not need it"
   fi

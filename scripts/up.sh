@@ -86,18 +86,17 @@ check_sctp() {
   fi
 }
 
-# ensure_images: build the testbed's own images (names from images/defaults.env or the
-# environment) when they are missing, so the first `make up` or run-* on a fresh host needs no
-# separate `make build`. AUTO_BUILD=0 turns this off.
+# ensure_images: build the testbed's own images when there is none for their current build inputs
+# (a fresh host, or a changed Dockerfile or patch: the tag carries the inputs' hash), so `make up`
+# and run-* never run old binaries; an image named explicitly and built from other inputs only
+# gets a warning. AUTO_BUILD=0 turns this off.
 ensure_images() {
-  local missing=() name var
+  local missing=() names=(open5gs ueransim tools)
   [[ "${AUTO_BUILD:-1}" == 1 ]] || return 0
-  for name in open5gs ueransim tools; do
-    var="${name^^}_IMAGE"
-    docker image inspect "${!var}" >/dev/null 2>&1 || missing+=("$name")
-  done
+  [[ "$MONGO_IMAGE" != "$FERRETDB_IMAGE" ]] || names+=(ferretdb)
+  mapfile -t missing < <(images_to_build "$STACK_REPO" "${names[@]}")
   ((${#missing[@]})) || return 0
-  stack_log "images missing: ${missing[*]}; building them now (once; AUTO_BUILD=0 to skip; docs/images.md)"
+  stack_log "no image for the current build inputs of: ${missing[*]}; building them now (AUTO_BUILD=0 to skip; docs/images.md)"
   bash "$STACK_REPO/scripts/build.sh" "${missing[@]}" \
     || stack_die "building ${missing[*]} failed (see above); fix it, or run \`make build\` by hand"
 }

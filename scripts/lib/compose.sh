@@ -12,7 +12,7 @@ STACK_REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 readonly STACK_REPO
 
 # Image names: images/defaults.env is their one home; a variable already set in the
-# environment wins (e.g. MONGO_IMAGE=g5tb/ferretdb:1.24.0-1).
+# environment wins (e.g. MONGO_IMAGE=mongo:4.4; MONGO_IMAGE=ferretdb names the FerretDB image built here).
 # shellcheck source=scripts/lib/images.sh
 source "$STACK_REPO/scripts/lib/images.sh"
 load_image_defaults "$STACK_REPO" || return 1

@@ -12,22 +12,23 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from testbed import ROOT
+from testbed import images
 from testbed.check import Finding
 from testbed.check import compose_model as cm
 from testbed.check import privilege_rules
 from testbed.render import compose_env as cenv
 from testbed.render import layout
 
-IMAGE_DEFAULTS = ROOT / "images" / "defaults.env"
 OPEN5GS_SECTIONS = ("nrf", "scp", "ausf", "udm", "udr", "pcf", "bsf", "nssf", "amf", "smf", "upf")
 
 
-def image_defaults(path: Path = IMAGE_DEFAULTS) -> dict[str, str]:
-    """The default image names (images/defaults.env, which scripts/lib/compose.sh exports)."""
-    if not path.exists():
+def image_defaults() -> dict[str, str]:
+    """The image names scripts/lib/compose.sh exports (testbed/images.py: images/defaults.env with
+    each built image's content hash; the environment's values win)."""
+    try:
+        return images.resolve()
+    except images.ImageError:
         return {}
-    return {k: v for k, v in cenv.parse_env(path.read_text(encoding="utf-8")).items() if k.endswith("_IMAGE")}
 
 
 class Checker:

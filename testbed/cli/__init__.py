@@ -27,6 +27,7 @@ COMMANDS: dict[str, str] = {
     "lab": "lab",
     "bench-crypto": "bench_crypto",
     "secfn": "secfn",
+    "images": "images",
 }
 
 

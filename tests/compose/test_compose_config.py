@@ -85,9 +85,13 @@ def test_the_compose_wrapper_exports_the_image_defaults() -> None:
     out = subprocess.run(["bash", "-c", script], cwd=ROOT, capture_output=True, text=True, env=env, timeout=30)
     assert out.stdout.strip() == "|".join(ours[k] for k in ("OPEN5GS_IMAGE", "UERANSIM_IMAGE", "TOOLS_IMAGE",
                                                              "MONGO_IMAGE")), out.stderr
-    env["MONGO_IMAGE"] = "g5tb/ferretdb:1.24.0-1"
+    assert ours["OPEN5GS_IMAGE"].startswith("g5tb/open5gs:2.7.7-"), "built images carry their inputs' hash"
+    env["MONGO_IMAGE"] = "mongo:4.4"
     out = subprocess.run(["bash", "-c", script], cwd=ROOT, capture_output=True, text=True, env=env, timeout=30)
-    assert out.stdout.strip().endswith("|g5tb/ferretdb:1.24.0-1")
+    assert out.stdout.strip().endswith("|mongo:4.4"), "an explicit name is used as it is"
+    env["MONGO_IMAGE"] = "ferretdb"
+    out = subprocess.run(["bash", "-c", script], cwd=ROOT, capture_output=True, text=True, env=env, timeout=30)
+    assert out.stdout.strip().endswith("|" + image_defaults()["FERRETDB_IMAGE"]), out.stderr
 
 
 @pytest.mark.docker
