@@ -9,9 +9,10 @@ EXPERIMENT_VARS := CAMPAIGN SLOT UP_TIMEOUT BOOTS CPUSET_STACK CPUSET_TOOLS SIZE
                    ITERATIONS ATTACH_TIMEOUT RETRIES WARM_GAP UES REPS TRANSPORTS DURATION \
                    UDP_BITRATE STREAMS SEED PROFILES DRY_RUN
 EXPERIMENT_ENV = $(foreach v,$(EXPERIMENT_VARS),$(v)="$($(v))")
-# the checks before any Docker driver (images engineer's doctor; skipped with DOCTOR=0)
+# the checks before any Docker driver (images engineer's doctor; skipped with DOCTOR=0, and for
+# DRY_RUN=1, which needs none of the host's prerequisites)
 DOCTOR ?= 1
-DOCTOR_FIRST = $(if $(filter 1,$(DOCTOR)),$(if $(wildcard scripts/doctor.sh),bash scripts/doctor.sh &&,),)
+DOCTOR_FIRST = $(if $(filter 1,$(DOCTOR)),$(if $(filter 1,$(DRY_RUN)),,$(if $(wildcard scripts/doctor.sh),bash scripts/doctor.sh &&,)),)
 # $(call CHECKS_FIRST,EXPERIMENT[,profile]): parameters (and PROFILE for its plane) are checked
 # before the doctor, so a typo is a usage error (exit 2) and not reported as a host problem.
 CHECKS_FIRST = $(EXPERIMENT_ENV) $(PYTHON) -m testbed params $(1) --from-env $(if $(2),--profile "$(PROFILE)") \

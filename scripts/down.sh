@@ -26,6 +26,7 @@ main() {
     esac
   done
   trap 'exit 130' INT TERM
+  state_lock "scripts/down.sh" "$@"
   stack_require_compose
   local cur dir=""
   cur="$(stack_current_file)"

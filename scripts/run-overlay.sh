@@ -34,7 +34,6 @@ EOF
 }
 
 preflight() {
-  require_root
   local tools=(ip ping tshark)
   case "$PROTOCOL" in
     ipsec) tools+=(swanctl) ;;
@@ -42,10 +41,12 @@ preflight() {
     none) ;;
     *) die "profile $PROFILE ($PROTOCOL) has no namespace overlay; use an n3 profile (make profiles PLANE=n3)" 2 ;;
   esac
+  [[ "$DRY_RUN" != 1 ]] || return 0        # a dry run needs none of the host's prerequisites
+  require_root
   require_tools "${tools[@]}"
   [[ -c /dev/net/tun || "$PROTOCOL" == none ]] \
     || die "/dev/net/tun is missing: the userspace overlays need TUN (modprobe tun); see make doctor" 1
-  if [[ "$PROTOCOL" == ipsec && "$DRY_RUN" != 1 ]]; then
+  if [[ "$PROTOCOL" == ipsec ]]; then
     # a profile userspace ESP cannot run (e.g. AES-GMAC, trap modes) stops here on a host without
     # kernel ESP, before anything starts (the overlay module knows which ones)
     local why
@@ -159,6 +160,7 @@ main() {
   parse_params "$EXPERIMENT" "$@"
   load_params "$EXPERIMENT"
   preflight
+  driver_lock
   TARGET="$(stack_address upf n3)"
   install_traps
   run_begin "$EXPERIMENT"

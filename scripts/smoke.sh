@@ -48,6 +48,7 @@ main() {
       *) echo "smoke.sh: unknown argument $1" >&2; usage >&2; exit 2 ;;
     esac
   done
+  state_lock "scripts/smoke.sh" "${UP_ARGS[@]}"
   trap finish EXIT
   trap 'exit 130' INT TERM
   "$(dirname "${BASH_SOURCE[0]}")/up.sh" "${UP_ARGS[@]}" || stack_die "bring-up failed"

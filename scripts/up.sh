@@ -22,6 +22,9 @@ usage: up.sh [--profile ID] [--plane n3|sbi] [--scp] [--ues N] [--timeout SECOND
                  captures on the bridges, so they hold every packet from the first NF's start)
   --start-created  start a stack made by --create-only (the same arguments otherwise)
 Environment: OPEN5GS_IMAGE UERANSIM_IMAGE TOOLS_IMAGE MONGO_IMAGE MONGO_URI RUN_ID STATE
+  DRY_RUN=1      check the input, render and check the configs, print what would run: no Docker
+One run at a time per STATE directory (its lock names the holder); another STATE runs its own
+stack beside this one (own project, bridges and addresses: \`python -m testbed instance\`).
 Exit: 0 up, 1 failure (stack torn down), 2 usage error, 130 interrupted (stack torn down).
 USAGE
 }
@@ -118,17 +121,24 @@ main() {
   # the user's input first (an unknown profile lists the valid ones), the host after it
   (cd "$STACK_REPO" && "$PYTHON" -m testbed check-profile "$PROFILE_ID" ${PLANE_ID:+--plane "$PLANE_ID"} >/dev/null) \
     || exit 2
-  stack_require_compose
-  check_sctp
+  state_lock "scripts/up.sh" "$@" "(profile $PROFILE_ID${DRY_RUN:+, DRY_RUN=$DRY_RUN})"
+  if [[ "${DRY_RUN:-0}" != 1 ]]; then
+    stack_require_compose
+    check_sctp
+  fi
   RENDER="$(stack_render "$PROFILE_ID" "$PLANE_ID" "${SCP_FLAG[@]}")" || exit $?
   (cd "$STACK_REPO" && "$PYTHON" -m testbed check-config --render-dir "$RENDER" --no-render) \
     || stack_die "configuration check failed for $RENDER (see above); fix nf-configs/stack.yaml or compose/ and retry"
   cat "$RENDER/plan.txt" >&2
-  ensure_images
   local scale_max
   scale_max="$(stack_env "$RENDER" SCALE_MAX)"
   ((UES_N <= scale_max)) \
     || stack_die "--ues $UES_N exceeds the $scale_max provisioned scaling subscribers (nf-configs/stack.yaml subscribers.scale.count)"
+  if [[ "${DRY_RUN:-0}" == 1 ]]; then
+    dry_run_plan
+    return 0
+  fi
+  ensure_images
   # a stack created by --create-only (captures were started on its bridges since) is kept
   [[ "$PHASE" == start ]] || down_previous
   export UES="$UES_N"
@@ -173,6 +183,16 @@ main() {
     stack_log "UE 1 has its PDU session: uesimtun0 $addr"
   fi
   stack_log "stack up: profile $PROFILE_ID, render dir $RENDER (\`make down\` stops it)"
+}
+
+# dry_run_plan: what a real `make up` would run next (images first, then Compose), without Docker.
+dry_run_plan() {
+  stack_compose_argv "$RENDER"
+  stack_log "DRY_RUN: nothing started; project $COMPOSE_PROJECT, bridges $BRIDGE_PREFIX-<network>, state $STATE_DIR"
+  printf '+ %s\n' "images: build those without an image for their current inputs (python3 -m testbed.cli.images plan): $OPEN5GS_IMAGE $UERANSIM_IMAGE $TOOLS_IMAGE"
+  printf '+'
+  printf ' %q' "${STACK_CMD[@]}" up -d --remove-orphans
+  printf '\n'
 }
 
 main "$@"

@@ -198,6 +198,13 @@ def versions(images: list[str] | None = None, stack_run: bool = True) -> dict[st
     return out
 
 
+def _instance() -> dict[str, Any]:
+    """Which stack of the host this run used (STATE's project and address slot, testbed/instance.py)."""
+    from testbed import instance
+    inst = instance.of()
+    return {"state": str(inst.state), "project": inst.project, "slot": inst.slot}
+
+
 def datapath_for(protocol: str, facts: dict[str, Any] | None = None) -> dict[str, Any]:
     """The manifest's datapath object: what the host offers for the profile's protocol.
 
@@ -312,6 +319,7 @@ def create(results: Path, experiment: str, profile_id: str, raw_params: dict[str
         "profile_params": dict(prof.params),
         "host": host_facts(),
         "versions": versions(images, stack_run=experiment not in NO_STACK),
+        "instance": _instance(),
         "started": utcnow(),
         "finished": None,
         "driver": {"pid": driver_pid or os.getppid(), "hostname": socket.gethostname()},

@@ -322,7 +322,7 @@ _record_command() {
 run_cmd() {
   _record_command "$@"
   [[ "$DRY_RUN" == 1 ]] && return 0
-  "$@" 3>&- 4>&-
+  "$@" 3>&- 4>&- 9>&-
 }
 
 # run_bg_wait CMD...: like run_cmd, but the driver's Ctrl-C/TERM trap fires at once (the child
@@ -331,7 +331,7 @@ run_bg_wait() {
   _record_command "$@"
   [[ "$DRY_RUN" == 1 ]] && return 0
   local rc=0
-  "$@" 3>&- 4>&- &
+  "$@" 3>&- 4>&- 9>&- &
   CHILD_PID=$!
   wait "$CHILD_PID" || rc=$?
   CHILD_PID=""
@@ -446,7 +446,7 @@ capture_start() {
   [[ -z "${CPUSET_TOOLS:-}" ]] || set -- taskset -c "$CPUSET_TOOLS" "$@"
   _record_command "$@"
   [[ "$DRY_RUN" == 1 ]] && return 0
-  setsid "$@" >>"$RUN_DIR/${rel%.*}.capture.log" 2>&1 3>&- 4>&- &
+  setsid "$@" >>"$RUN_DIR/${rel%.*}.capture.log" 2>&1 3>&- 4>&- 9>&- &
   _CAPTURE_PID[$name]=$!
   _CAPTURE_FILE[$name]="$rel"
   _CAPTURE_ATTRS[$name]="${attrs[*]}"
@@ -630,6 +630,17 @@ _docker_watch() {
   return "$rc"
 }
 
+# driver_lock: this STATE directory's stack and lock (scripts/lib/state.sh) for the rest of the
+# driver: one run at a time per STATE; a campaign's or boots' drivers inherit their parent's lock.
+driver_lock() {
+  # shellcheck source=scripts/lib/state.sh
+  source "$TESTBED_ROOT/scripts/lib/state.sh"
+  state_instance || die "cannot work out the stack of STATE=$STATE (see above)" 1
+  local dry=""
+  [[ "$DRY_RUN" != 1 ]] || dry=" DRY_RUN=1"
+  state_lock "$SCRIPT_NAME PROFILE=$PROFILE${BOOT:+ boot $BOOT/${BOOTS:-?}}$dry"
+}
+
 # docker_driver_begin EXPERIMENT ARGS... [-- TOOLS...]: the common start of every Docker driver:
 # parameters checked before anything starts, root and tools (not for DRY_RUN), the compose
 # wrapper, traps, and the run directory with the images recorded.
@@ -643,6 +654,7 @@ docker_driver_begin() {
   PROFILE="${PROFILE:-baseline}"
   parse_params "$experiment" "${args[@]}"
   load_params "$experiment"
+  driver_lock
   if [[ "$DRY_RUN" != 1 ]]; then
     require_root
     require_tools "${tools[@]}"

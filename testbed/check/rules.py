@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from testbed import images
+from testbed import images, instance
 from testbed.check import Finding
 from testbed.check import compose_model as cm
 from testbed.check import privilege_rules
@@ -43,7 +43,9 @@ class Checker:
                       (render_dir / layout.COMPOSE_FILES).read_text(encoding="utf-8").split("\n") if line.strip()]
         self.project_dir = self.files[0].parent if self.files else render_dir
         self.model = cm.load(self.files, self.env)
-        self.values: dict[str, Any] = yaml.safe_load(stack_file.read_text(encoding="utf-8")) or {}
+        # the values of this stack: moved to its own address block beside another (testbed/instance.py)
+        self.values: dict[str, Any] = instance.shift(yaml.safe_load(stack_file.read_text(encoding="utf-8")) or {},
+                                                     instance.env_slot())
         self.configs: dict[str, list[tuple[str, Path, Any]]] = {}   # kind -> [(service, file, data)]
 
     # --- helpers --------------------------------------------------------------------------

@@ -28,6 +28,7 @@ COMMANDS: dict[str, str] = {
     "bench-crypto": "bench_crypto",
     "secfn": "secfn",
     "images": "images",
+    "instance": "instance",
 }
 
 

@@ -6,7 +6,7 @@ import os
 import sys
 from pathlib import Path
 
-from testbed import keys, nas, privileges, profiles, render
+from testbed import keys, nas, privileges, profiles, render, statelock
 from testbed.check import check_render, summary
 from testbed.cli import render as render_cli
 
@@ -39,6 +39,13 @@ def run(args: argparse.Namespace) -> int:
     except (profiles.ProfileError, nas.NasError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except statelock.Busy as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"error: cannot render {args.profile} for checking: cannot write {exc.filename or 'the state directory'} "
+              f"({exc.strerror or exc}); set STATE=<a writable directory>", file=sys.stderr)
+        return 1
     except (render.RenderError, keys.KeysError, ValueError, KeyError) as exc:
         print(f"error: cannot render {args.profile} for checking: {exc}", file=sys.stderr)
         return 1

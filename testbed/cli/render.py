@@ -6,7 +6,7 @@ import os
 import sys
 from pathlib import Path
 
-from testbed import keys, nas, profiles, render, stack
+from testbed import instance, keys, nas, profiles, render, stack, statelock
 from testbed.render import layout
 
 
@@ -34,12 +34,14 @@ def render_profile(profile_id: str, plane: str | None, state: Path | None, scp: 
                    nas_choice: str | None = None) -> render.Rendered:
     prof, pl = resolve(profile_id, plane)
     nas_choice = os.environ.get("NAS", "") if nas_choice is None else nas_choice
-    values = nas.apply(stack.load(), nas_choice)        # NasError before anything is written
     state_dir = Path(state) if state is not None else keys.default_state_dir()
-    root = keys.ensure(state_dir)
-    out = layout.render_dir(state_dir, pl, prof.id)
-    return render.render(prof, pl, out, subscribers=keys.subscribers(root), keys_dir=root,
-                         values=values, use_scp=scp or None)
+    instance.apply(state_dir)                           # that directory's stack addresses
+    values = nas.apply(stack.load(), nas_choice)        # NasError before anything is written
+    with statelock.hold(state_dir):                     # never under a running stack's feet
+        root = keys.ensure(state_dir)
+        out = layout.render_dir(state_dir, pl, prof.id)
+        return render.render(prof, pl, out, subscribers=keys.subscribers(root), keys_dir=root,
+                             values=values, use_scp=scp or None)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -48,6 +50,13 @@ def run(args: argparse.Namespace) -> int:
     except (profiles.ProfileError, nas.NasError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except statelock.Busy as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"error: render {args.profile}: cannot write {exc.filename or 'the state directory'} "
+              f"({exc.strerror or exc}); set STATE=<a writable directory>", file=sys.stderr)
+        return 1
     except (render.RenderError, keys.KeysError, ValueError, KeyError) as exc:
         print(f"error: render {args.profile}: {exc}", file=sys.stderr)
         return 1
