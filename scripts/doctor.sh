@@ -258,6 +258,10 @@ main() {
     esac
     shift
   done
+  local v
+  for v in DISK_FAIL_GIB DISK_WARN_GIB; do
+    [[ "${!v}" =~ ^[0-9]+$ ]] || die "$v='${!v}': must be a whole number of GiB" 2
+  done
   trap 'exit 130' INT TERM
   cd "$TESTBED_ROOT"
   echo "testbed doctor: what this host offers the 5G security-latency testbed (docs/images.md)"

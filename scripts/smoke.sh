@@ -48,6 +48,12 @@ main() {
       *) echo "smoke.sh: unknown argument $1" >&2; usage >&2; exit 2 ;;
     esac
   done
+  # the user's input first (an unknown profile lists the valid ones), the host after it
+  local profile="${PROFILE:-baseline}" plane="${PLANE:-}" i
+  for ((i = 0; i < ${#UP_ARGS[@]}; i += 2)); do
+    case "${UP_ARGS[i]}" in --profile) profile="${UP_ARGS[i + 1]}" ;; --plane) plane="${UP_ARGS[i + 1]}" ;; esac
+  done
+  (cd "$STACK_REPO" && "$PYTHON" -m testbed check-profile "$profile" ${plane:+--plane "$plane"} >/dev/null) || exit 2
   state_lock "scripts/smoke.sh" "${UP_ARGS[@]}"
   trap finish EXIT
   trap 'exit 130' INT TERM

@@ -15,13 +15,14 @@ Standard library only (scripts/lib/state.sh runs it before a venv may exist).
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import hashlib
 import ipaddress
 import os
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 from testbed import ROOT
 
@@ -125,12 +126,18 @@ def shift(values: dict[str, Any], slot: int) -> dict[str, Any]:
     return walk(copy.deepcopy(values))
 
 
-def apply(state: str | os.PathLike[str] | None = None) -> Instance:
-    """For a Python command given a state directory: its address slot, unless the environment
-    already names one (a stack script exported it), so stack.load() sees that stack's addresses."""
+@contextlib.contextmanager
+def addresses_of(state: str | os.PathLike[str] | None = None) -> Iterator[Instance]:
+    """For a Python command given a state directory: stack.load() sees that stack's addresses in
+    the block (its slot, unless the environment already names one: a stack script exported it)."""
     inst = of(state)
-    os.environ.setdefault(SLOT_ENV, str(inst.slot))
-    return inst
+    before = os.environ.get(SLOT_ENV)
+    os.environ[SLOT_ENV] = before if before else str(inst.slot)
+    try:
+        yield inst
+    finally:
+        if before is None:
+            os.environ.pop(SLOT_ENV, None)
 
 
 def shell_env(inst: Instance) -> dict[str, str]:

@@ -105,7 +105,7 @@ def get(profile_id: str, plane: str | None = None) -> Profile:
     if prof is None:
         raise ProfileError(
             f"unknown PROFILE {profile_id!r}. Valid profiles{where} ({len(valid)}): "
-            + " ".join(valid) + "\nRun `make profiles` for details.")
+            + " ".join(valid) + " (`make profiles` for details)")
     if plane is not None and plane not in prof.planes:
         raise ProfileError(
             f"PROFILE {profile_id!r} ({prof.protocol}) cannot run on the {plane} plane "

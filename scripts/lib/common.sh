@@ -288,10 +288,10 @@ run_begin() {
     printf '\n'
     return 0
   fi
-  mkdir -p "$RESULTS" || die "cannot create the results root $RESULTS; set RESULTS=<writable dir>" 1
+  mkdir -p "$RESULTS" 2>/dev/null || die "cannot create the results root $RESULTS; set RESULTS=<writable dir>" 1
+  # on failure `manifest create` said why in one line (a read-only RESULTS, a bad parameter)
   RUN_DIR="$(tbm create "$RESULTS" --experiment "$exp" --profile "$PROFILE" \
-    --driver-pid "$$" "$@" "${PARAM_ARGS[@]/#/--param=}")" \
-    || die "could not create a run directory under $RESULTS (see above)" 1
+    --driver-pid "$$" "$@" "${PARAM_ARGS[@]/#/--param=}")" || exit 1
   log "run directory: $RUN_DIR"
 }
 

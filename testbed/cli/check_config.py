@@ -6,7 +6,7 @@ import os
 import sys
 from pathlib import Path
 
-from testbed import keys, nas, privileges, profiles, render, statelock
+from testbed import instance, keys, nas, privileges, profiles, render, statelock
 from testbed.check import check_render, summary
 from testbed.cli import render as render_cli
 
@@ -54,7 +54,8 @@ def run(args: argparse.Namespace) -> int:
     total = 0
     for d in dirs:
         try:
-            findings = check_render(d, keys_root=keys_root if keys_root.exists() else None)
+            with instance.addresses_of(state):          # that directory's stack addresses
+                findings = check_render(d, keys_root=keys_root if keys_root.exists() else None)
         except privileges.PrivilegeError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1

@@ -15,10 +15,10 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     state = args.state if args.state is not None else keys.default_state_dir()
-    instance.apply(state)                  # certificates name that directory's stack addresses
     before = keys.files(keys.keys_root(state)) if keys.keys_root(state).exists() else {}
     try:
-        with statelock.hold(state):
+        # certificates name that directory's stack addresses
+        with statelock.hold(state), instance.addresses_of(state):
             root = keys.ensure(state)
     except (keys.KeysError, statelock.Busy) as exc:
         print(f"error: {exc}", file=sys.stderr)

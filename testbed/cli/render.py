@@ -35,9 +35,9 @@ def render_profile(profile_id: str, plane: str | None, state: Path | None, scp: 
     prof, pl = resolve(profile_id, plane)
     nas_choice = os.environ.get("NAS", "") if nas_choice is None else nas_choice
     state_dir = Path(state) if state is not None else keys.default_state_dir()
-    instance.apply(state_dir)                           # that directory's stack addresses
-    values = nas.apply(stack.load(), nas_choice)        # NasError before anything is written
-    with statelock.hold(state_dir):                     # never under a running stack's feet
+    with instance.addresses_of(state_dir):              # that directory's stack addresses
+        values = nas.apply(stack.load(), nas_choice)    # NasError before anything is written
+    with statelock.hold(state_dir), instance.addresses_of(state_dir):   # never under a running stack
         root = keys.ensure(state_dir)
         out = layout.render_dir(state_dir, pl, prof.id)
         return render.render(prof, pl, out, subscribers=keys.subscribers(root), keys_dir=root,
