@@ -1,7 +1,6 @@
 """Published values to set beside our measurements (data, with their source).
 
-Transcribed from ``/work/shared/design/REFERENCE.md`` (the project's digest of the papers in
-``../papers/``). Each entry names the paper and section, the quantity, the value and unit, the
+Transcribed from the papers (WiSec 2024, 2025, 2026 and the IPsec throughput study). Each entry names the paper and section, the quantity, the value and unit, the
 paper's own words, and ``match``: which of our summary-table rows measure the same thing
 (columns of ``analysis.tables``; a tuple value matches any of its items; ``cipher_contains``
 matches a substring of the cipher). N3 figures also match the ``overlay`` experiment, the

@@ -11,6 +11,9 @@ import yaml
 from testbed import ROOT, instance
 
 STACK_FILE = ROOT / "nf-configs" / "stack.yaml"
+# Every SBI NF Open5GS has in the 5GC (stack.yaml nodes of kind open5gs, minus the UPF): the one
+# home of this list (the NF renderer and the TLS overlay read it).
+SBI_NFS = ("nrf", "scp", "ausf", "udm", "udr", "pcf", "bsf", "nssf", "amf", "smf")
 
 
 def load(path: Path = STACK_FILE) -> dict[str, Any]:

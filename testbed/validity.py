@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from testbed import manifest, overlays, profiles, stack, tshark
+from testbed import channels, manifest, overlays, profiles, stack, tshark
 from testbed.overlays.verdict import Verdict
 
 log = logging.getLogger(__name__)
@@ -36,7 +36,7 @@ def plane_filter(experiment: str, plane: str, values: dict[str, Any]) -> str:
     if experiment == "overlay":
         return "icmp"
     if plane == "n3":
-        return "gtp || udp.port == 2152"
+        return f"gtp || udp.port == {channels.GTPU_PORT}"
     return f"tcp.port == {int(values['sbi_port'])}"
 
 

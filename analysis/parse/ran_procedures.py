@@ -3,8 +3,8 @@
 One value per UE registration: NGAP PDUSessionResourceSetupRequest (initiatingMessage,
 procedure 29) to the next E1AP BearerContextSetupResponse (successfulOutcome, procedure 8) or
 F1AP UEContextSetupResponse (successfulOutcome, procedure 5). Walk the matching frames in time
-order, remember the latest start, emit stop - start at a stop and forget the start
-(../shared/data/rwth-internal-ran-security/SOURCE.md).
+order, remember the latest start, emit stop - start at a stop and forget the start (the
+RWTH-SPICe extraction scripts' rule, as their data set's SOURCE.md describes it).
 """
 from __future__ import annotations
 

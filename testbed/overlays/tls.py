@@ -31,8 +31,7 @@ from testbed.overlays.verdict import Verdict
 log = logging.getLogger(__name__)
 
 PLANE = "sbi"
-# Every SBI NF of Open5GS (the UPF and the RAN take no part in the SBI).
-SBI_NFS = ("nrf", "scp", "ausf", "udm", "udr", "pcf", "bsf", "nssf", "amf", "smf")
+SBI_NFS = stack.SBI_NFS                            # the UPF and the RAN take no part in the SBI
 GROUPS = "P-256"                                   # both papers: ECDHE over P-256
 KEYS_IN_CONTAINER = Path("/etc/testbed/keys")      # docs/contracts.md, "Paths inside containers"
 NODE_KEYS = KEYS_IN_CONTAINER / "node"
