@@ -35,8 +35,10 @@ class Role:
     protocols: tuple[str, ...] = ()       # overlay protocols the role belongs to; () = any
     writable: str | None = None           # why the root filesystem stays writable
 
-    def compose_fields(self) -> dict[str, Any]:
-        """The compose keys a service of this role carries (cap_drop ALL first, then its own)."""
+    def compose_fields(self, devices: bool = True) -> dict[str, Any]:
+        """The compose keys a service of this role carries (cap_drop ALL first, then its own).
+        devices=False leaves the role's devices out (an overlay holder on a kernel datapath
+        needs no TUN)."""
         fields: dict[str, Any] = {
             "labels": {ROLE_LABEL: self.name},
             "cap_drop": ["ALL"],
@@ -44,7 +46,7 @@ class Role:
         }
         if self.capabilities:
             fields["cap_add"] = sorted(self.capabilities)
-        if self.devices:
+        if self.devices and devices:
             fields["devices"] = [f"{d}:{d}" for d in sorted(self.devices)]
         if self.read_only:
             fields["read_only"] = True

@@ -6,7 +6,7 @@ import os
 import sys
 from pathlib import Path
 
-from testbed import instance, keys, nas, privileges, profiles, render, statelock
+from testbed import instance, keys, privileges, profiles
 from testbed.check import check_render, summary
 from testbed.cli import render as render_cli
 
@@ -36,19 +36,8 @@ def _dirs(args: argparse.Namespace) -> list[Path]:
 def run(args: argparse.Namespace) -> int:
     try:
         dirs = _dirs(args)
-    except (profiles.ProfileError, nas.NasError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except statelock.Busy as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    except OSError as exc:
-        print(f"error: cannot render {args.profile} for checking: cannot write {exc.filename or 'the state directory'} "
-              f"({exc.strerror or exc}); set STATE=<a writable directory>", file=sys.stderr)
-        return 1
-    except (render.RenderError, keys.KeysError, ValueError, KeyError) as exc:
-        print(f"error: cannot render {args.profile} for checking: {exc}", file=sys.stderr)
-        return 1
+    except render_cli.RENDER_ERRORS as exc:
+        return render_cli.report_error(exc, f"cannot render {args.profile} for checking")
     state = args.state if args.state is not None else keys.default_state_dir()
     keys_root = keys.keys_root(state)
     total = 0

@@ -44,22 +44,29 @@ def render_profile(profile_id: str, plane: str | None, state: Path | None, scp: 
                              values=values, use_scp=scp or None)
 
 
+# What rendering can fail with, and how each is told (one line; 2 = the user's input).
+RENDER_ERRORS = (profiles.ProfileError, nas.NasError, statelock.Busy, OSError, render.RenderError,
+                 keys.KeysError, ValueError, KeyError)
+
+
+def report_error(exc: BaseException, what: str) -> int:
+    """Print one error line for a failed render of `what`; the exit status."""
+    if isinstance(exc, (profiles.ProfileError, nas.NasError, statelock.Busy)):
+        print(f"error: {exc}", file=sys.stderr)
+        return 2 if not isinstance(exc, statelock.Busy) else 1
+    if isinstance(exc, OSError):
+        print(f"error: {what}: cannot write {exc.filename or 'the state directory'} "
+              f"({exc.strerror or exc}); set STATE=<a writable directory>", file=sys.stderr)
+        return 1
+    print(f"error: {what}: {exc}", file=sys.stderr)
+    return 1
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         r = render_profile(args.profile, args.plane, args.state, args.scp, args.nas)
-    except (profiles.ProfileError, nas.NasError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except statelock.Busy as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    except OSError as exc:
-        print(f"error: render {args.profile}: cannot write {exc.filename or 'the state directory'} "
-              f"({exc.strerror or exc}); set STATE=<a writable directory>", file=sys.stderr)
-        return 1
-    except (render.RenderError, keys.KeysError, ValueError, KeyError) as exc:
-        print(f"error: render {args.profile}: {exc}", file=sys.stderr)
-        return 1
+    except RENDER_ERRORS as exc:
+        return report_error(exc, f"render {args.profile}")
     if args.quiet:
         print(r.dir)
         return 0

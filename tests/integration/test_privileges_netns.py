@@ -8,7 +8,6 @@ without noticing. The rendered overlay dirs are handed to another user first (07
 when `make render` ran as a normal user): root needs DAC_READ_SEARCH to read them."""
 from __future__ import annotations
 
-import os
 import secrets
 import subprocess
 from collections.abc import Callable, Iterator
@@ -16,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from testbed import keys, netns, privileges, stack
-from testbed.render import compose_env as cenv
+from testbed import keys, netns, privileges
 from tests.conftest import ROOT, require_root, require_tools
+from tests.integration.test_stack_upf_entrypoint import UPF_SH, upf_stub_env
 
 pytestmark = pytest.mark.netns
 
@@ -114,53 +113,34 @@ def _caps_mask(caps: list[str]) -> int:
     return sum(1 << CAP_NUMBERS[c] for c in caps)
 
 
-@pytest.fixture
-def bare_netns() -> Iterator[str]:
-    require_root()
-    require_tools("setpriv", "ip", "nft", "unshare")
+def test_upf_entrypoint_runs_with_the_upf_role(fresh_netns: str, tmp_path: Path) -> None:
+    require_tools("setpriv", "nft")
     if not Path("/dev/net/tun").exists():
         pytest.skip("no /dev/net/tun on this host")
-    name = f"priv-upf-{secrets.token_hex(3)}"
-    subprocess.run(["ip", "netns", "add", name], check=True)
-    try:
-        yield name
-    finally:
-        subprocess.run(["ip", "netns", "del", name], check=False)
-
-
-def test_upf_entrypoint_runs_with_the_upf_role(bare_netns: str, tmp_path: Path) -> None:
-    values = stack.load()
-    ue = cenv.ue_vars(values)
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    (bindir / "open5gs-upfd").write_text("#!/usr/bin/env bash\nexit 0\n")
-    (bindir / "open5gs-upfd").chmod(0o755)
-    cfg = tmp_path / "upf.yaml"
-    cfg.write_text("upf: {}\n")
-    env = {**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}", "OGSTUN": ue["OGSTUN"],
-           "UE_SUBNET": ue["UE_SUBNET"], "UE_GATEWAY_CIDR": ue["UE_GATEWAY_CIDR"]}
-    upf_sh = ROOT / "compose" / "entrypoints" / "upf.sh"
+    netns = fresh_netns
+    env, cfg = upf_stub_env(tmp_path, "exit 0")
 
     def run(caps: list[str]) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(["ip", "netns", "exec", bare_netns, *setpriv_argv(caps), "--", "bash", str(upf_sh),
+        return subprocess.run(["ip", "netns", "exec", netns, *setpriv_argv(caps), "--", "bash", str(UPF_SH),
                                str(cfg)], env=env, capture_output=True, text=True, timeout=60, check=False)
 
     assert run([]).returncode != 0, "the UPF entrypoint cannot work without NET_ADMIN"
     res = run(role_caps("upf"))
     assert res.returncode == 0, res.stderr
-    addr = subprocess.run(["ip", "netns", "exec", bare_netns, "ip", "-4", "-o", "addr", "show", "dev", ue["OGSTUN"]],
+    addr = subprocess.run(["ip", "netns", "exec", netns, "ip", "-4", "-o", "addr", "show", "dev", env["OGSTUN"]],
                           capture_output=True, text=True, check=True).stdout
-    assert ue["UE_GATEWAY_CIDR"] in addr
+    assert env["UE_GATEWAY_CIDR"] in addr
 
 
-def test_holder_runs_without_any_capability(bare_netns: str) -> None:
+def test_holder_runs_without_any_capability(fresh_netns: str) -> None:
     """The baseline holder (role holder: no capability) gets ready on its tmpfs and idles."""
     holder = ROOT / "compose" / "entrypoints" / "holder.sh"
     script = ("mount -t tmpfs -o mode=0755 tmpfs /run && mkdir /run/testbed && "
               f"({' '.join(setpriv_argv(role_caps('holder')))} -- bash {holder} & pid=$!; "
               "for _ in $(seq 50); do [ -f /run/testbed/overlay-ready ] && break; sleep 0.1; done; "
               "ls /run/testbed; grep CapBnd /proc/$pid/status; kill $pid; wait $pid)")
-    res = subprocess.run(["ip", "netns", "exec", bare_netns, "unshare", "--mount", "--propagation", "private",
+    require_tools("setpriv", "unshare")
+    res = subprocess.run(["ip", "netns", "exec", fresh_netns, "unshare", "--mount", "--propagation", "private",
                           "sh", "-c", script], capture_output=True, text=True, timeout=30, check=False)
     assert res.returncode == 0, res.stderr
     assert "overlay-ready" in res.stdout and "CapBnd:\t0000000000000000" in res.stdout, res.stdout + res.stderr

@@ -29,6 +29,7 @@ def test_compose_fields_drop_everything_first() -> None:
     assert fields["cap_add"] == ["DAC_READ_SEARCH", "NET_ADMIN", "NET_BIND_SERVICE"]
     assert fields["devices"] == ["/dev/net/tun:/dev/net/tun"] and fields["read_only"] is True
     assert fields["labels"] == {privileges.ROLE_LABEL: "holder-ipsec"} and fields["tmpfs"] == ["/run", "/tmp"]
+    assert "devices" not in privileges.role("holder-wireguard").compose_fields(devices=False)
     nf = privileges.role("nf").compose_fields()
     assert "cap_add" not in nf and "devices" not in nf
 
