@@ -41,7 +41,8 @@ preflight() {
     none) ;;
     *) die "profile $PROFILE ($PROTOCOL) has no namespace overlay; use an n3 profile (make profiles PLANE=n3)" 2 ;;
   esac
-  [[ "$DRY_RUN" != 1 ]] || return 0        # a dry run needs none of the host's prerequisites
+  # a dry run only prints the plan: it needs none of the host's prerequisites
+  [[ "$DRY_RUN" == 1 ]] && return 0
   require_root
   require_tools "${tools[@]}"
   [[ -c /dev/net/tun || "$PROTOCOL" == none ]] \

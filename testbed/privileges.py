@@ -35,15 +35,15 @@ class Role:
     protocols: tuple[str, ...] = ()       # overlay protocols the role belongs to; () = any
     writable: str | None = None           # why the root filesystem stays writable
 
-    def compose_fields(self, devices: bool = True) -> dict[str, Any]:
+    def compose_fields(self, devices: bool = True, over_base: bool = False) -> dict[str, Any]:
         """The compose keys a service of this role carries (cap_drop ALL first, then its own).
         devices=False leaves the role's devices out (an overlay holder on a kernel datapath
-        needs no TUN)."""
-        fields: dict[str, Any] = {
-            "labels": {ROLE_LABEL: self.name},
-            "cap_drop": ["ALL"],
-            "security_opt": [NO_NEW_PRIVILEGES],
-        }
+        needs no TUN). over_base=True: for a fragment merged over a compose/base.yaml service,
+        which already drops every capability and sets no-new-privileges (Compose refuses the
+        same item twice in the merged list); check-config judges the merged service."""
+        fields: dict[str, Any] = {"labels": {ROLE_LABEL: self.name}}
+        if not over_base:
+            fields.update({"cap_drop": ["ALL"], "security_opt": [NO_NEW_PRIVILEGES]})
         if self.capabilities:
             fields["cap_add"] = sorted(self.capabilities)
         if self.devices and devices:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from testbed import profiles, stack
+from testbed import planes, profiles, stack
 
 # Open5GS's HTTP/2 client (libcurl) drops a connection idle for more than 118 s (curl's default
 # CURLOPT_MAXAGE_CONN; Open5GS lib/sbi/client.c sets none):
@@ -27,7 +27,7 @@ class ParamError(ValueError):
 @dataclasses.dataclass(frozen=True)
 class Param:
     name: str                       # Make variable / env name, UPPER_CASE
-    kind: str                       # int | float | ints | choice | word | words (choices)
+    kind: str                       # int | float | ints | choice | word | words (choices) | cpus | planes
     default: str
     help: str
     minimum: float | None = None
@@ -105,6 +105,9 @@ SPECS: dict[str, tuple[Param, ...]] = {
     "overlay": _COMMON + (_boots("5"),) + _ping_params("1", "200", "0.005", "10"),
     # every iteration boots a fresh core: ITERATIONS are the boots (BOOTS = campaign blocks)
     "sbi": _COMMON + (_boots("1"),) + (
+        Param("PLANE", "planes", "sbi",
+              "plane(s) PROFILE's overlay covers: sbi, n2, n4, n3, several (n2,n4) or all of the "
+              "profile's; one validation capture per plane, attach times from N2"),
         Param("MODE", "choice", "both", "cold: UE 1 only; warm and both: UE 1 then UE 2",
               choices=("cold", "warm", "both")),
         Param("ITERATIONS", "int", "20", "fresh cores (one cold + one warm attach each)", 1, 10_000),
@@ -129,8 +132,22 @@ SPECS: dict[str, tuple[Param, ...]] = {
     ),
 }
 
-# the plane a profile must support for each experiment
+# the plane a profile must support for each experiment (the default of a PLANE parameter)
 PLANE: dict[str, str] = {"n3": "n3", "overlay": "n3", "throughput": "n3", "sbi": "sbi", "cpu": "sbi"}
+
+
+def plane_of(experiment: str, params: dict[str, Any]) -> str:
+    """The canonical PLANE expression a run covers: its `plane` parameter, else the experiment's."""
+    return str(params.get("plane") or PLANE[experiment])
+
+
+def result_name(experiment: str, profile: str, plane: str | None = None) -> str:
+    """The profile's directory name under results/<campaign>/<experiment>/: the profile id on the
+    experiment's own plane (the paths of earlier results), `<profile>@<planes>` otherwise
+    (e.g. aes128gcm@n2+n4), so runs on other planes never mix with them."""
+    if not plane or planes.split(plane) == (PLANE[experiment],):
+        return profile
+    return f"{profile}@{planes.key(plane)}"
 
 
 def _word_ok(s: str) -> bool:
@@ -153,6 +170,13 @@ def _convert(p: Param, raw: str) -> tuple[Any, str | None]:
             v = [int(x) for x in raw.replace(",", " ").split()]
             if not v:
                 raise ValueError(raw)
+        elif p.kind == "planes":
+            if raw.strip() == planes.ALL:
+                return planes.ALL, None
+            try:
+                return planes.expr(raw), None
+            except planes.PlaneError as exc:
+                return None, f"{p.name}={raw!r}: {exc}"
         elif p.kind == "cpus":
             if raw.strip():
                 cpu_list(raw)
@@ -219,10 +243,14 @@ def validate(experiment: str, raw: dict[str, str], profile: str | None = None) -
                           "Open5GS's HTTP/2 client drops idle connections after 118 s; lower them")
     if profile is not None:
         try:
-            profiles.get(profile, PLANE[experiment])
+            prof = profiles.get(profile, PLANE[experiment] if "plane" not in out else None)
+            if "plane" in out:
+                out["plane"] = planes.expr(profiles.planes_for(prof, out["plane"]))
         except profiles.ProfileError as exc:
             errors.append(str(exc))
         out["profile"] = profile
+    elif out.get("plane") == planes.ALL:
+        out["plane"] = PLANE[experiment] if experiment in PLANE else planes.names()[0]
     if errors:
         raise ParamError("\n".join(errors))
     return out
@@ -240,7 +268,7 @@ def shell_assignments(experiment: str, params: dict[str, Any]) -> str:
         prof = profiles.get(params["profile"])
         lines.append(f"PROFILE={shlex.quote(prof.id)}")
         lines.append(f"PROTOCOL={shlex.quote(prof.protocol)}")
-        lines.append(f"PLANE={shlex.quote(PLANE[experiment])}")
+        lines.append(f"PLANE={shlex.quote(plane_of(experiment, params))}")
     return "\n".join(lines)
 
 

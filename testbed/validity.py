@@ -1,8 +1,11 @@
 """Does a run's own capture show the overlay it claims? (a run counts only if it does)
 
 For every capture the run recorded with purpose "validation", the profile's overlay module
-checks it (`verify_capture`, docs/contracts.md "Overlays"). The baseline has its own rule:
-no overlay on the wire (no ESP, IKE or WireGuard) and the plane's traffic present in the clear.
+checks it (`verify_capture`, docs/contracts.md "Overlays") for the plane that capture shows
+(its `iface` attribute; a run may cover several planes, PLANE=n2,n4,n3,sbi, with one capture
+per plane). Every plane the run claims needs its own valid capture. The baseline has its own
+rule: no overlay on the wire (no ESP, IKE or WireGuard) and the plane's traffic in the clear.
+IPsec runs also have the daemons' negotiated SAs checked per plane (`sas_by_plane`).
 The namespace micro-benchmark (experiment "overlay") adds a rule of its own for the overlays:
 its pings between the two endpoints must never appear in the clear on the overlaid network.
 The verdict is written into the run's manifest (`valid`, `validity`).
@@ -14,7 +17,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from testbed import channels, manifest, overlays, profiles, stack, tshark
+from testbed import channels, manifest, overlays, planes, profiles, stack, tshark
 from testbed.overlays.verdict import Verdict
 
 log = logging.getLogger(__name__)
@@ -35,9 +38,7 @@ def plane_filter(experiment: str, plane: str, values: dict[str, Any]) -> str:
     """The traffic the run is about, as it looks without an overlay."""
     if experiment == "overlay":
         return "icmp"
-    if plane == "n3":
-        return f"gtp || udp.port == {channels.GTPU_PORT}"
-    return f"tcp.port == {int(values['sbi_port'])}"
+    return planes.get(plane).plaintext_filter(values)
 
 
 def _overlay_lab_peers(values: dict[str, Any]) -> tuple[str, str]:
@@ -77,10 +78,17 @@ def combine(verdicts: list[Verdict]) -> Verdict:
                    "; ".join(v.details for v in verdicts))
 
 
-def check_capture(pcap: Path, m: dict[str, Any], values: dict[str, Any] | None = None) -> Verdict:
+def run_planes(m: dict[str, Any]) -> tuple[str, ...]:
+    """The planes a run covers (manifest `plane`: one plane or a PLANE expression)."""
+    return planes.split(str(m["plane"]))
+
+
+def check_capture(pcap: Path, m: dict[str, Any], values: dict[str, Any] | None = None,
+                  plane: str | None = None) -> Verdict:
+    """Check one capture of the plane it shows (default: the run's first plane)."""
     values = values or stack.load()
     prof = profiles.get(m["profile"])
-    plane, experiment = m["plane"], m["experiment"]
+    plane, experiment = plane or run_planes(m)[0], m["experiment"]
     if prof.protocol == "none":
         return baseline_verdict(pcap, experiment, plane, values)
     try:
@@ -167,13 +175,15 @@ def wireguard_sessions(run_dir: Path, m: dict[str, Any]) -> tuple[dict[str, Any]
         reset_at = max(t for t, _ in stamps)
         if any(h != 0 for _, hs in stamps for h in hs) or not any(hs for _, hs in stamps):
             problems.append(f"{tag}: sessions left after the reset")
-        pcap = run_dir / f"{tag}-sbi.pcap"
-        times = [float(r[0]) for r in tshark.fields(pcap, "wg.type == 1", ["frame.time_epoch"],
-                                                     extra=["-d", f"udp.port=={_wg_port()},wg"])] if pcap.is_file() else []
+        # the iteration's capture of every plane the run covers (itNN-<plane>.pcap)
+        pcaps = [run_dir / f"{tag}-{pl}.pcap" for pl in run_planes(m)]
+        times = [float(r[0]) for pcap in pcaps if pcap.is_file()
+                 for r in tshark.fields(pcap, "wg.type == 1", ["frame.time_epoch"],
+                                        extra=["-d", f"udp.port=={_wg_port()},wg"])]
         new = [t for t in times if t >= reset_at]
         if not new:
-            problems.append(f"{tag}: no WireGuard handshake after the reset in {pcap.name}: the cold UE's "
-                            "attach did not include them")
+            problems.append(f"{tag}: no WireGuard handshake after the reset in "
+                            f"{', '.join(p.name for p in pcaps)}: the cold UE's attach did not include them")
         ages = []
         for f in warms.get(tag, []):
             at, hs = _stamped(run_dir / f)
@@ -191,9 +201,43 @@ def wireguard_sessions(run_dir: Path, m: dict[str, Any]) -> tuple[dict[str, Any]
                             "each reset, warm sessions younger than 120 s")
 
 
+_CHILD_LINE = re.compile(r"^  (\S+): #\d+, reqid \d+, INSTALLED, TUNNEL(?:-in-UDP)?, ESP:(\S+)", re.M)
+
+
+def sas_by_plane(records: dict[str, str], prof: Any, plane: str, values: dict[str, Any]) -> dict[str, list[str]]:
+    """{plane: problems} for the `swanctl --list-sas` records of the endpoints ({node: text}):
+    on every plane, each link's CHILD_SA (named as testbed/overlays/ipsec.py renders it) must be
+    INSTALLED at both ends with exactly the profile's ESP, and every IKE/ESP proposal in the
+    record must be the profile's. A node without a record is a problem of each of its planes."""
+    from testbed.overlays import ipsec
+    want = ipsec.expected_esp(prof)
+    out: dict[str, list[str]] = {p: [] for p in planes.split(plane)}
+    for node in sorted({n for link in channels.links(plane, values) for n in (link.a, link.b)}):
+        conns = ipsec.connections(node, plane, values)
+        text = records.get(node)
+        if text is None:
+            for p in {link.plane for _, link in conns}:
+                out[p].append(f"{node}: no swanctl --list-sas record")
+            continue
+        children = dict(_CHILD_LINE.findall(text))
+        wrong_ike = [x for x in ipsec.check_sas(text, prof) if x.startswith("IKE ")]
+        for name, link in conns:
+            esp = children.get(name)
+            if esp is None:
+                out[link.plane].append(f"{node}: no INSTALLED CHILD_SA {name} ({link.plane} link to {link.other(node)})")
+            elif esp != want:
+                out[link.plane].append(f"{node}: CHILD_SA {name} negotiated ESP {esp}, profile wants {want}")
+            out[link.plane] += [f"{node}: {x}" for x in wrong_ike if f"{node}: {x}" not in out[link.plane]]
+    return out
+
+
+_SA_AFTER = re.compile(r"^(.*?)-?sa-after-(.+)\.txt$")     # [itNN-]sa-after-<node>.txt
+
+
 def negotiated_sas_verdict(run_dir: Path, m: dict[str, Any]) -> Verdict | None:
     """IPsec: the proposals the daemons negotiated (their `swanctl --list-sas`, recorded by the
-    drivers as *sa-before*/*sa-after* logs) must be exactly the profile's; None for other runs."""
+    drivers as *sa-before*/*sa-after* logs) must be exactly the profile's, on every plane the run
+    covers, for every link of it (records *sa-after* per iteration); None for other runs."""
     prof = profiles.get(m["profile"])
     if prof.protocol != "ipsec":
         return None
@@ -208,10 +252,22 @@ def negotiated_sas_verdict(run_dir: Path, m: dict[str, Any]) -> Verdict | None:
         problems += [f"{rel}: {p}" for p in ipsec.check_sas(text, prof)]
     if not records:
         problems.append("no swanctl --list-sas record of the negotiated SAs")
+    # per plane: every link's CHILD_SA at both ends, per iteration (the after-records hold them all)
+    plane = planes.expr(run_planes(m))
+    values = stack.load()
+    by_iteration: dict[str, dict[str, str]] = {}
+    for rel in records:
+        hit = _SA_AFTER.match(Path(rel).name)
+        if hit:
+            by_iteration.setdefault(hit.group(1), {})[hit.group(2)] = (run_dir / rel).read_text(
+                encoding="utf-8", errors="replace")
+    for it, recs in sorted(by_iteration.items()):
+        for pl, probs in sas_by_plane(recs, prof, plane, values).items():
+            problems += [f"{it or 'run'} {pl}: {x}" for x in probs]
     if problems:
         return Verdict(False, 0, 0, "negotiated SAs: " + "; ".join(problems[:4]) + " -> INVALID")
     return Verdict(True, 0, 0, f"negotiated SAs: {len(records)} record(s), exactly IKE {ipsec.expected_ike(prof)}, "
-                   f"ESP {ipsec.expected_esp(prof)}")
+                   f"ESP {ipsec.expected_esp(prof)}, every link of {plane} at both ends")
 
 
 def check_run(run_dir: Path, record: bool = True) -> Verdict:
@@ -220,16 +276,25 @@ def check_run(run_dir: Path, record: bool = True) -> Verdict:
     m = manifest.load(run_dir)
     values = stack.load()
     verdicts: list[Verdict] = []
+    covered = run_planes(m)
+    checked: set[str] = set()
     for f in m["files"]:
         if f["kind"] == "pcap" and f.get("purpose") == "validation":
+            # the capture's own interface says which plane it shows (run-overlay: "overlay")
+            iface = str(f.get("iface") or "")
+            plane = iface if iface in covered else covered[0]
+            checked.add(plane)
             try:
-                v = check_capture(run_dir / f["path"], m, values)
+                v = check_capture(run_dir / f["path"], m, values, plane)
             except Exception as exc:  # noqa: BLE001 - a check that cannot run never counts as valid
                 v = Verdict(False, 0, 0, f"check failed: {exc} -> INVALID")
             verdicts.append(Verdict(v.valid, v.protected_packets, v.plaintext_packets,
                                     f"{f['path']}: {v.details}"))
     if not verdicts:
         verdicts.append(Verdict(False, 0, 0, "no validation capture recorded -> INVALID"))
+    elif set(covered) - checked:
+        verdicts.append(Verdict(False, 0, 0, "no validation capture of the "
+                                + ", ".join(p for p in covered if p not in checked) + " plane -> INVALID"))
     sas = negotiated_sas_verdict(run_dir, m)
     if sas is not None:
         verdicts.append(sas)

@@ -1,6 +1,6 @@
 """RWTH-SPICe/Internal-Ran-Security result text files -> record with a tidy value frame.
 
-Format (the RWTH-SPICe result files, as their data set's SOURCE.md describes them)::
+Format (see tests/data/rwth-internal-ran-security/SOURCE.md)::
 
     KEY = value            one line per run parameter
     <blank line>

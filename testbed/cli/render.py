@@ -1,4 +1,4 @@
-"""Render a profile's configs into $STATE/render/<plane>/<profile>/ and print what will run."""
+"""Render a profile's configs into $STATE/render/<planes>/<profile>/ and print what will run."""
 from __future__ import annotations
 
 import argparse
@@ -6,15 +6,16 @@ import os
 import sys
 from pathlib import Path
 
-from testbed import instance, keys, nas, profiles, render, stack, statelock
+from testbed import instance, keys, nas, planes, profiles, render, stack, statelock
 from testbed.render import layout
 
 
 def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument("--profile", default=os.environ.get("PROFILE") or "baseline",
                         help="profile id (default: $PROFILE or baseline; `make profiles` lists them)")
-    parser.add_argument("--plane", choices=profiles.PLANES, default=os.environ.get("PLANE") or None,
-                        help="plane the overlay covers (default: $PLANE or the profile's first plane)")
+    parser.add_argument("--plane", default=os.environ.get("PLANE") or None,
+                        help="plane(s) the overlay covers: one, several (n2,n4,n3,sbi) or `all` of the "
+                             "profile's (default: $PLANE or the profile's first plane)")
     parser.add_argument("--state", type=Path, default=None, help="state dir (default: $STATE or .state)")
     parser.add_argument("--scp", action="store_true", default=os.environ.get("SCP", "") in ("1", "yes", "true"),
                         help="indirect communication through the SCP (default: $SCP, off)")
@@ -25,9 +26,9 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
 
 
 def resolve(profile_id: str, plane: str | None) -> tuple[profiles.Profile, str]:
-    """(profile, plane) or ProfileError naming the valid choices."""
+    """(profile, canonical PLANE expression) or ProfileError naming the valid choices."""
     prof = profiles.get(profile_id, plane)
-    return prof, plane or prof.planes[0]
+    return prof, planes.expr(profiles.planes_for(prof, plane))
 
 
 def render_profile(profile_id: str, plane: str | None, state: Path | None, scp: bool,

@@ -25,7 +25,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from testbed import keys, stack, tshark
+from testbed import keys, privileges, stack, tshark
 from testbed.overlays.verdict import Verdict
 
 log = logging.getLogger(__name__)
@@ -192,6 +192,21 @@ def compose_env(profile: Any, plane: str, values: dict[str, Any]) -> dict[str, s
     _check_plane(plane)
     s = settings(profile)
     return {**tls_environment(s), "TLS_CERT_TYPE": s.cert}
+
+
+def compose_services(profile: Any, plane: str, values: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each SBI NF container (the SCP too when it runs) gets its own key directory and the two
+    CA certificates (never the CA keys), read-only, at the paths of docs/contracts.md. The
+    holders keep the baseline command: there is no tunnel."""
+    _check_plane(plane)
+    kdir = "${KEYS_DIR:?run through scripts/lib/compose.sh (make up)}"
+    # role nf-tls (nf-configs/privileges.yaml): reading the 0600 node key takes DAC_READ_SEARCH
+    role = privileges.role("nf-tls").compose_fields()
+    return {node: {"labels": role["labels"], "cap_add": role["cap_add"],
+                   "volumes": [f"{kdir}/nodes/{node}:{NODE_KEYS}:ro",
+                               f"{kdir}/ca/ca.crt:{CA_CERTS}/ca.crt:ro",
+                               f"{kdir}/ca/ca-rsa.crt:{CA_CERTS}/ca-rsa.crt:ro"]}
+            for node in endpoints(plane, values)}
 
 
 def host_needs(profile: Any, plane: str) -> list[str]:

@@ -1,9 +1,12 @@
 """Render everything a profile needs to run: NF, gNB and UE configs, Compose env, overlay dirs.
 
 `render(...)` is a pure function of the stack values, the profile and the SIM secrets: it
-writes files under one render dir (.state/render/<plane>/<profile>/, see layout.py) and
-returns what it wrote. The overlay module of the profile's protocol contributes through the
-hooks of docs/contracts.md: `nf_config_overrides`, `compose_env`, `render`.
+writes files under one render dir (.state/render/<planes>/<profile>/, see layout.py) and
+returns what it wrote. `plane` is a PLANE expression (one plane, several, or `all`). The overlay
+module of the profile's protocol contributes only through the typed hooks of
+testbed/overlays/__init__.py (docs/contracts.md): `render`, `nf_config_overrides`,
+`nf_environment`, `compose_env`, `compose_services` (the Compose overlay fragment, written by
+testbed/render/compose_overlay.py). Nothing here names a protocol or a plane.
 """
 from __future__ import annotations
 
@@ -17,11 +20,11 @@ from typing import Any
 
 import yaml
 
-from testbed import ROOT, overlays, stack
+from testbed import ROOT, overlays, planes, profiles, stack
 from testbed.files import write_atomic as _write
 from testbed.profiles import Profile
 from testbed.render import compose_env as cenv
-from testbed.render import layout, open5gs, ueransim
+from testbed.render import compose_overlay, layout, open5gs, ueransim
 from testbed.render.merge import deep_merge
 
 log = logging.getLogger(__name__)
@@ -40,7 +43,7 @@ class RenderError(RuntimeError):
 class Rendered:
     dir: Path
     profile: Profile
-    plane: str
+    plane: str                                         # canonical PLANE expression ("n2,n4")
     compose_files: list[Path]
     env: dict[str, str]
     nodes: list[str]                                   # Open5GS NFs that run
@@ -48,18 +51,13 @@ class Rendered:
     overlay_dirs: dict[str, Path] = dataclasses.field(default_factory=dict)
 
 
-def overlay_file(protocol: str, plane: str, compose_dir: Path = COMPOSE_DIR) -> Path:
-    return compose_dir / f"overlay-{protocol}-{plane}.yaml"
-
-
-def compose_files(protocol: str, plane: str, use_scp: bool, compose_dir: Path = COMPOSE_DIR) -> list[Path]:
-    """base.yaml, then scp.yaml (with the SCP), then the overlay fragment if the protocol has one."""
+def compose_files(use_scp: bool, fragment: Path | None, compose_dir: Path = COMPOSE_DIR) -> list[Path]:
+    """base.yaml, then scp.yaml (with the SCP), then the render's overlay fragment if any."""
     files = [compose_dir / "base.yaml"]
     if use_scp:
         files.append(compose_dir / "scp.yaml")
-    ov = overlay_file(protocol, plane, compose_dir)
-    if protocol != "none" and ov.exists():
-        files.append(ov)
+    if fragment is not None:
+        files.append(fragment)
     return files
 
 
@@ -106,7 +104,7 @@ def _dump_yaml(data: dict[str, Any], header: str) -> str:
 
 
 def _hook(module: Any, name: str) -> Any:
-    return getattr(module, name, None) if module is not None else None
+    return overlays.hook(module, name)
 
 
 def overlay_module(protocol: str) -> Any:
@@ -127,11 +125,14 @@ def render(profile: Profile, plane: str, out_dir: Path, *, subscribers: dict[str
     The dir is replaced as a whole, so no stale file of an earlier render survives.
     """
     v = values or stack.load()
-    if plane not in profile.planes:
-        raise RenderError(f"profile {profile.id!r} does not run on plane {plane!r} "
-                          f"(it supports {', '.join(profile.planes)})")
+    try:
+        covered = profiles.planes_for(profile, plane)
+    except profiles.ProfileError as exc:
+        raise RenderError(f"profile {profile.id!r} does not run on plane {plane!r}: {exc}") from None
+    plane = planes.expr(covered)
     scp = bool(v.get("use_scp", False)) if use_scp is None else use_scp
-    v = {**v, "use_scp": scp}     # the overlay hooks see only values: tell them about the SCP
+    # the overlay hooks see only values: tell them about the SCP and the planes the run covers
+    v = {**v, "use_scp": scp, "overlay_planes": covered}
     mod = overlay_module(profile.protocol)
     out_dir = Path(out_dir).resolve()
     if out_dir.exists():
@@ -180,7 +181,13 @@ def render(profile: Profile, plane: str, out_dir: Path, *, subscribers: dict[str
     if env_extra_hook is not None:
         env.update({str(k): str(val) for k, val in (env_extra_hook(profile, plane, v) or {}).items()})
     written.append(_write(out_dir / layout.COMPOSE_ENV, header + cenv.format_env(env)))
-    files = compose_files(profile.protocol, plane, scp, compose_dir)
+    services_hook = _hook(mod, "compose_services")
+    services = dict(services_hook(profile, plane, v) or {}) if services_hook is not None else {}
+    fragment = (compose_overlay.write(out_dir, services, f"profile {profile.id} on {plane}")
+                if services else None)
+    if fragment is not None:
+        written.append(fragment)
+    files = compose_files(scp, fragment, compose_dir)
     written.append(_write(out_dir / layout.COMPOSE_FILES, "".join(f"{f}\n" for f in files)))
     result = Rendered(out_dir, profile, plane, files, env, nodes, written, overlay_dirs)
     written.append(_write(out_dir / layout.PLAN_FILE, plan(result)))
@@ -202,6 +209,10 @@ def plan(r: Rendered) -> str:
     ]
     if r.overlay_dirs:
         lines.append("overlay   " + ", ".join(f"{n} -> {p}" for n, p in sorted(r.overlay_dirs.items())))
+        frag = next((f for f in r.compose_files if f.name == compose_overlay.FRAGMENT), None)
+        if frag is not None and "/dev/net/tun" in frag.read_text(encoding="utf-8"):
+            lines.append("datapath  userspace possible on this host (holders get /dev/net/tun; "
+                         "IPSEC_DATAPATH/WIREGUARD_DATAPATH=kernel to forbid it)")
     elif r.profile.protocol != "none":
         lines.append(f"overlay   {r.profile.protocol}: no per-node overlay dirs rendered")
     return "\n".join(lines) + "\n"

@@ -8,7 +8,6 @@ module where the host has it), nftables and tshark; nothing is mocked.
 from __future__ import annotations
 
 import os
-import secrets
 import signal
 import subprocess
 import time
@@ -20,6 +19,7 @@ import pytest
 from testbed import ROOT, datapath, netns, profiles, stack, tshark
 from testbed.overlays import wireguard
 from tests.conftest import require_root, require_tools
+from tests.integration.labs import lab_factory
 
 pytestmark = pytest.mark.netns
 
@@ -43,18 +43,8 @@ def make_lab(tmp_path: Path) -> Iterator[Callable[..., netns.Lab]]:
     require_tools("ip", "wg", "tshark", "dumpcap", "nft", "unshare", "nsenter", "ping")
     if datapath.detect()["wireguard"] == "unavailable":
         pytest.skip("neither kernel WireGuard nor wireguard-go with TUN on this host: run `make setup`")
-    labs: list[netns.Lab] = []
-
-    def make(plane: str, profile: str, nodes: list[str] | None = None) -> netns.Lab:
-        lab = netns.Lab(f"wireguard-{secrets.token_hex(3)}", plane, profile, nodes=nodes,
-                        state_dir=tmp_path / "state", keys_dir=tmp_path / "keys")
-        labs.append(lab)
-        lab.up(timeout=60)
-        return lab
-
-    yield make
-    for lab in labs:
-        lab.down()
+    with lab_factory("wireguard", tmp_path / "state", tmp_path / "keys") as make:
+        yield make
 
 
 def _stop_overlays(lab: netns.Lab) -> dict[str, int]:

@@ -30,6 +30,8 @@ def test_compose_fields_drop_everything_first() -> None:
     assert fields["devices"] == ["/dev/net/tun:/dev/net/tun"] and fields["read_only"] is True
     assert fields["labels"] == {privileges.ROLE_LABEL: "holder-ipsec"} and fields["tmpfs"] == ["/run", "/tmp"]
     assert "devices" not in privileges.role("holder-wireguard").compose_fields(devices=False)
+    over = privileges.role("holder-ipsec").compose_fields(over_base=True)
+    assert "cap_drop" not in over and "security_opt" not in over and over["cap_add"] == fields["cap_add"]
     nf = privileges.role("nf").compose_fields()
     assert "cap_add" not in nf and "devices" not in nf
 

@@ -29,10 +29,6 @@ MISTAKES = {
     "unneeded-capability": ("baseline", "n3", "base.yaml", '    command: ["open5gs-smfd"',
                             '    cap_add: [NET_ADMIN]\n    command: ["open5gs-smfd"', "services.smf.cap_add",
                             "capability NET_ADMIN is not needed by role nf (allowed: none"),
-    "capability-in-a-fragment": ("wireguard", "n3", "overlay-wireguard-n3.yaml",
-                                 "cap_add: [DAC_READ_SEARCH, NET_ADMIN]",
-                                 "cap_add: [DAC_READ_SEARCH, NET_ADMIN, SYS_MODULE]", "services.upf-net.cap_add",
-                                 "SYS_MODULE is not needed"),
     "no-new-privileges": ("baseline", "n3", "base.yaml", '  security_opt: ["no-new-privileges:true"]\n', "",
                           "services.ue1.security_opt", "no-new-privileges"),
     "cap-drop-all": ("baseline", "n3", "base.yaml", "  cap_drop: [ALL]\n", "", "services.udm.cap_drop",
@@ -60,6 +56,17 @@ def test_a_service_holding_more_than_its_role_is_refused_naming_file_and_key(tmp
     path = t.compose / name
     t.edit_text(path, old, new)
     assert_found(t.check(), path, key, "privilege", says)
+
+
+def test_a_capability_beyond_the_role_in_the_rendered_fragment_names_that_file(tmp_path: Path) -> None:
+    t = make_tree(tmp_path, "wireguard", "n3")
+    frag = t.render_dir / "overlay.compose.yaml"
+    text = frag.read_text()
+    assert text.count("    - NET_ADMIN\n") == 2, "the gnb-net and upf-net holders"
+    frag.write_text(text.replace("    - NET_ADMIN\n", "    - NET_ADMIN\n    - SYS_MODULE\n", 1))
+    found = [f for f in t.check() if f.kind == "privilege"]
+    assert len(found) == 1 and Path(found[0].file) == frag and "SYS_MODULE is not needed" in found[0].message
+    assert found[0].key.endswith("-net.cap_add"), found[0].key
 
 
 def test_a_role_must_be_named_known_and_of_the_renders_protocol(tmp_path: Path) -> None:

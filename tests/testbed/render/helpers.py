@@ -29,3 +29,8 @@ def render_to(profile_id: str, plane: str, out: Path, *, use_scp: bool = False) 
     root = keys_root()
     return render.render(profiles.get(profile_id, plane), plane, out, subscribers=keys.subscribers(root),
                          keys_dir=root, use_scp=use_scp, commit="test")
+
+
+def plane_sets(profile: profiles.Profile) -> list[str]:
+    """Every PLANE a profile can be rendered for: each of its planes, and `all` of them."""
+    return list(profile.planes) + (["all"] if len(profile.planes) > 1 else [])
