@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
@@ -12,14 +11,7 @@ from testbed.cli import render as render_cli
 
 
 def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
-    parser.add_argument("--profile", default=os.environ.get("PROFILE") or "baseline",
-                        help="profile whose render is checked (default: $PROFILE or baseline)")
-    parser.add_argument("--plane", default=os.environ.get("PLANE") or None,
-                        help="plane(s), e.g. n2 or n2,n4 or all (default: each plane the profile "
-                             "supports on its own, then all of them together)")
-    parser.add_argument("--state", type=Path, default=None, help="state dir (default: $STATE or .state)")
-    parser.add_argument("--scp", action="store_true", default=os.environ.get("SCP", "") in ("1", "yes", "true"),
-                        help="check the SCP variant")
+    render_cli.add_render_arguments(parser, "each plane the profile supports on its own, then all of them together")
     parser.add_argument("--render-dir", type=Path, default=None,
                         help="check this render dir (with --no-render: as it is on disk)")
     parser.add_argument("--no-render", action="store_true",

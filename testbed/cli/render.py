@@ -10,15 +10,20 @@ from testbed import instance, keys, nas, planes, profiles, render, stack, statel
 from testbed.render import layout
 
 
-def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
+def add_render_arguments(parser: argparse.ArgumentParser, plane_default: str) -> None:
+    """--profile, --plane, --state, --scp: what picks a render (render and check-config)."""
     parser.add_argument("--profile", default=os.environ.get("PROFILE") or "baseline",
                         help="profile id (default: $PROFILE or baseline; `make profiles` lists them)")
     parser.add_argument("--plane", default=os.environ.get("PLANE") or None,
                         help="plane(s) the overlay covers: one, several (n2,n4,n3,sbi) or `all` of the "
-                             "profile's (default: $PLANE or the profile's first plane)")
+                             f"profile's (default: $PLANE or {plane_default})")
     parser.add_argument("--state", type=Path, default=None, help="state dir (default: $STATE or .state)")
     parser.add_argument("--scp", action="store_true", default=os.environ.get("SCP", "") in ("1", "yes", "true"),
                         help="indirect communication through the SCP (default: $SCP, off)")
+
+
+def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
+    add_render_arguments(parser, "the profile's first plane")
     parser.add_argument("--nas", default=os.environ.get("NAS") or "",
                         help="NAS security algorithms, e.g. nea2-nia2 (default: $NAS, or the stack's "
                              "orders; docs/nas.md)")
