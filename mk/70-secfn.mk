@@ -6,7 +6,7 @@
 EXPERIMENT_VARS += SECFN IDS PROTOCOLS RATES RUNS QUEUE_MAXLEN QUEUES FAIL_OPEN ORDER_SEED VALIDATION_PACKETS SECFN_UNIT
 
 run-secfn-lab: ## UE -> gNB -(PROFILE's N3 overlay)- UPF (NAT, IDS/IPS) -> N6 server in namespaces, D-ITG sweep (SECFN, IDS, RATES, RUNS, DURATION; root)
-	@$(EXPERIMENT_ENV) bash scripts/run-secfn-lab.sh
+	@$(call PARAMS_FIRST,secfn-lab,profile) $(EXPERIMENT_ENV) bash scripts/run-secfn-lab.sh
 
 run-secfn: ## the stack with PROFILE's N3 overlay and the UPF as SECFN (NAT/IDS/IPS with IDS=engine), D-ITG from UE 1 to the N6 server (Docker)
 	@$(call CHECKS_FIRST,secfn,profile) $(EXPERIMENT_ENV) bash scripts/boots.sh secfn scripts/run-secfn.sh
@@ -15,4 +15,4 @@ campaign-secfn: ## run-secfn for every SECFN x IDS unit (PROFILES=units), BOOTS 
 	@$(call CHECKS_FIRST,secfn) $(EXPERIMENT_ENV) bash scripts/campaign.sh secfn
 
 campaign-secfn-lab: ## run-secfn-lab for every SECFN x IDS unit between namespaces (PROFILES=units), seeded order, resumable
-	@$(EXPERIMENT_ENV) bash scripts/campaign.sh secfn-lab
+	@$(call PARAMS_FIRST,secfn-lab) $(EXPERIMENT_ENV) bash scripts/campaign.sh secfn-lab

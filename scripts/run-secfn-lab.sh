@@ -57,6 +57,7 @@ f, e = secfn.parse_unit(sys.argv[1]); print(f, e or "")' "$SECFN_UNIT")" || exit
   fi
   parse_params "$EXPERIMENT" "${args[@]}"
   load_params "$EXPERIMENT"
+  driver_lock                    # one run at a time per STATE; the exec'd run keeps the lock
   local cmd=("$PYTHON" -m testbed secfn "${PARAM_ARGS[@]}" --profile "$PROFILE" --results "$RESULTS" --state "$STATE")
   if [[ "$DRY_RUN" == 1 ]]; then
     printf '+'

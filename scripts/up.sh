@@ -23,6 +23,9 @@ usage: up.sh [--profile ID] [--plane PLANE] [--scp] [--ues N] [--timeout SECONDS
                  captures on the bridges, so they hold every packet from the first NF's start)
   --start-created  start a stack made by --create-only (the same arguments otherwise)
 Environment: OPEN5GS_IMAGE UERANSIM_IMAGE TOOLS_IMAGE MONGO_IMAGE MONGO_URI RUN_ID STATE
+  DRY_RUN=1      check the input, render and check the configs, print what would run: no Docker
+One run at a time per STATE directory (its lock names the holder); another STATE runs its own
+stack beside this one (own project, bridges and addresses: \`python -m testbed instance\`).
 Exit: 0 up, 1 failure (stack torn down), 2 usage error, 130 interrupted (stack torn down).
 USAGE
 }
@@ -87,21 +90,19 @@ check_sctp() {
   fi
 }
 
-# ensure_images: build the testbed's own images (names from images/defaults.env or the
-# environment) when they are missing, so the first `make up` or run-* on a fresh host needs no
-# separate `make build`. AUTO_BUILD=0 turns this off.
+# ensure_images: build the testbed's own images when there is none for their current build inputs
+# (a fresh host, or a changed Dockerfile or patch: the tag carries the inputs' hash), so `make up`
+# and run-* never run old binaries; an image named explicitly and built from other inputs only
+# gets a warning. AUTO_BUILD=0 turns this off.
 ensure_images() {
-  local missing=() name var
+  local missing=() names=(open5gs ueransim tools)
   [[ "${AUTO_BUILD:-1}" == 1 ]] || return 0
-  local names=(open5gs ueransim tools)
-  # the UPF security function with Snort 3 (testbed/secfn/compose.py) runs its own image
-  grep -qx 'IDS=snort' "$RENDER/compose.env" 2>/dev/null && names+=(snort)
-  for name in "${names[@]}"; do
-    var="${name^^}_IMAGE"
-    docker image inspect "${!var}" >/dev/null 2>&1 || missing+=("$name")
-  done
+  [[ "$MONGO_IMAGE" != "$FERRETDB_IMAGE" ]] || names+=(ferretdb)
+  # the UPF security function with Snort 3 (docs/secfn.md) runs its own image
+  ! grep -qx 'IDS=snort' "$RENDER/compose.env" 2>/dev/null || names+=(snort)
+  mapfile -t missing < <(images_to_build "$STACK_REPO" "${names[@]}")
   ((${#missing[@]})) || return 0
-  stack_log "images missing: ${missing[*]}; building them now (once; AUTO_BUILD=0 to skip; docs/images.md)"
+  stack_log "no image for the current build inputs of: ${missing[*]}; building them now (AUTO_BUILD=0 to skip; docs/images.md)"
   bash "$STACK_REPO/scripts/build.sh" "${missing[@]}" \
     || stack_die "building ${missing[*]} failed (see above); fix it, or run \`make build\` by hand"
 }
@@ -123,17 +124,24 @@ main() {
   # the user's input first (an unknown profile lists the valid ones), the host after it
   (cd "$STACK_REPO" && "$PYTHON" -m testbed check-profile "$PROFILE_ID" ${PLANE_ID:+--plane "$PLANE_ID"} >/dev/null) \
     || exit 2
-  stack_require_compose
-  check_sctp
+  state_lock "scripts/up.sh" "$@" "(profile $PROFILE_ID${DRY_RUN:+, DRY_RUN=$DRY_RUN})"
+  if [[ "${DRY_RUN:-0}" != 1 ]]; then
+    stack_require_compose
+    check_sctp
+  fi
   RENDER="$(stack_render "$PROFILE_ID" "$PLANE_ID" "${SCP_FLAG[@]}")" || exit $?
   (cd "$STACK_REPO" && "$PYTHON" -m testbed check-config --render-dir "$RENDER" --no-render) \
     || stack_die "configuration check failed for $RENDER (see above); fix nf-configs/stack.yaml or compose/ and retry"
   cat "$RENDER/plan.txt" >&2
-  ensure_images
   local scale_max
   scale_max="$(stack_env "$RENDER" SCALE_MAX)"
   ((UES_N <= scale_max)) \
     || stack_die "--ues $UES_N exceeds the $scale_max provisioned scaling subscribers (nf-configs/stack.yaml subscribers.scale.count)"
+  if [[ "${DRY_RUN:-0}" == 1 ]]; then
+    dry_run_plan
+    return 0
+  fi
+  ensure_images
   # a stack created by --create-only (captures were started on its bridges since) is kept
   [[ "$PHASE" == start ]] || down_previous
   export UES="$UES_N"
@@ -178,6 +186,16 @@ main() {
     stack_log "UE 1 has its PDU session: uesimtun0 $addr"
   fi
   stack_log "stack up: profile $PROFILE_ID, render dir $RENDER (\`make down\` stops it)"
+}
+
+# dry_run_plan: what a real `make up` would run next (images first, then Compose), without Docker.
+dry_run_plan() {
+  stack_compose_argv "$RENDER"
+  stack_log "DRY_RUN: nothing started; project $COMPOSE_PROJECT, bridges $BRIDGE_PREFIX-<network>, state $STATE_DIR"
+  printf '+ %s\n' "images: build those without an image for their current inputs (python3 -m testbed.cli.images plan): $OPEN5GS_IMAGE $UERANSIM_IMAGE $TOOLS_IMAGE"
+  printf '+'
+  printf ' %q' "${STACK_CMD[@]}" up -d --remove-orphans
+  printf '\n'
 }
 
 main "$@"

@@ -125,18 +125,31 @@ def git_commit() -> tuple[str | None, bool | None]:
     return commit, dirty
 
 
-def image_facts(images: list[str]) -> dict[str, Any]:
-    """Image name -> {id, version label} from the local Docker engine (None when absent)."""
-    out: dict[str, Any] = {}
-    for name in images:
-        line = _out(["docker", "image", "inspect", "--format",
-                     '{{.Id}} {{index .Config.Labels "org.opencontainers.image.version"}}', name])
-        if line and line.startswith("sha256:"):
-            ident, _, label = line.partition(" ")
-            out[name] = {"id": ident, "version": label.strip() or None}
-        else:
-            out[name] = None
-    return out
+def image_facts(refs: list[str]) -> dict[str, Any]:
+    """Image reference -> what the local Docker engine says of it (testbed/images.py facts: id,
+    digests, version/inputs/base/source labels, the contents file read from inside), None when
+    absent. The contents are cached per image id under $STATE/images/."""
+    from testbed import images, keys
+    cache = keys.default_state_dir() / "images"
+    return {ref: images.facts(ref, cache_dir=cache) for ref in refs}
+
+
+# What the stack's programs are, read from inside the images that ran them (the contents file of
+# images/*/Dockerfile): manifest key -> (image, key in its /etc/testbed-image.txt).
+IMAGE_VERSIONS = {
+    "open5gs": ("open5gs", "open5gs_version"),
+    "open5gs_commit": ("open5gs", "open5gs_commit"),
+    "openssl": ("open5gs", "libssl3"),                    # the NFs' TLS server library
+    "libcurl": ("open5gs", "libcurl3-gnutls"),            # the NFs' SBI client library
+    "ueransim": ("ueransim", "ueransim_version"),
+    "ueransim_commit": ("ueransim", "ueransim_commit"),
+    "iperf3": ("ueransim", "iperf3"),                     # run-throughput runs it in the UE
+    "ping": ("ueransim", "iputils-ping"),                 # run-n3 pings from the UE
+    "strongswan": ("tools", "strongswan-charon"),         # the overlay endpoints (holders)
+    "wireguard_tools": ("tools", "wireguard-tools"),
+    "wireguard_go": ("tools", "wireguard-go"),
+    "image_tshark": ("tools", "tshark"),
+}
 
 
 # Debian 13's tshark ends its first line with a dot ("TShark (Wireshark) 4.4.19."); bookworm's
@@ -155,6 +168,7 @@ def tool_versions() -> dict[str, str | None]:
         "tshark": _version(TSHARK_VERSION, _out(["tshark", "--version"])),
         "iperf3": _version(r"iperf ([\d.]+)", _out(["iperf3", "--version"])),
         "ping": _version(r"iputils (\S+)", _out(["ping", "-V"])),
+        "openssl": _version(r"OpenSSL (\S+)", _out(["openssl", "version"])),
     }
 
 
@@ -166,16 +180,32 @@ SECFN_EXPERIMENTS = ("secfn", "secfn-lab")
 
 
 def versions(images: list[str] | None = None, stack_run: bool = True) -> dict[str, Any]:
+    """The versions that ran. A stack run's programs are read from inside its images (their
+    contents files; null where an image could not be read), beside the versions stack.yaml pins;
+    the host's programs otherwise (`programs_from` says which). `tshark` is always the host's:
+    it takes the captures and judges validity."""
     values = stack.load()
     commit, dirty = git_commit()
-    return {
-        "testbed_commit": commit,
-        "testbed_dirty": dirty,
-        "open5gs": values.get("open5gs_version") if stack_run else None,
-        "ueransim": values.get("ueransim_version") if stack_run else None,
-        **tool_versions(),
-        "images": image_facts(images or []),
-    }
+    facts = image_facts(images or [])
+    host = tool_versions()
+    out: dict[str, Any] = {"testbed_commit": commit, "testbed_dirty": dirty}
+    if stack_run:
+        inside = {str(c.get("image")): c for f in facts.values()
+                  if f and isinstance(c := f.get("contents"), dict)}
+        out.update({key: inside.get(img, {}).get(field) for key, (img, field) in IMAGE_VERSIONS.items()})
+        out.update({"open5gs_pinned": values.get("open5gs_version"), "ueransim_pinned": values.get("ueransim_version"),
+                    "tshark": host["tshark"], "programs_from": "images"})
+    else:
+        out.update({"open5gs": None, "ueransim": None, **host, "programs_from": "host"})
+    out["images"] = facts
+    return out
+
+
+def _instance() -> dict[str, Any]:
+    """Which stack of the host this run used (STATE's project and address slot, testbed/instance.py)."""
+    from testbed import instance
+    inst = instance.of()
+    return {"state": str(inst.state), "project": inst.project, "slot": inst.slot}
 
 
 def datapath_for(protocol: str, facts: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -309,6 +339,7 @@ def create(results: Path, experiment: str, profile_id: str, raw_params: dict[str
         "profile_params": dict(prof.params),
         "host": host_facts(),
         "versions": versions(images, stack_run=experiment not in NO_STACK),
+        "instance": _instance(),
         "started": utcnow(),
         "finished": None,
         "driver": {"pid": driver_pid or os.getppid(), "hostname": socket.gethostname()},

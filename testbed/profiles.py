@@ -140,7 +140,7 @@ def get(profile_id: str, plane: str | None = None) -> Profile:
     if prof is None:
         raise ProfileError(
             f"unknown PROFILE {profile_id!r}. Valid profiles{where} ({len(valid)}): "
-            + " ".join(valid) + "\nRun `make profiles` for details.")
+            + " ".join(valid) + " (`make profiles` for details)")
     if prof.refused:
         raise ProfileError(f"PROFILE {profile_id!r} ({prof.protocol}) is refused on this testbed: {prof.refused}")
     missing = [p for p in want or () if p not in prof.planes]

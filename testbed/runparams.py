@@ -12,7 +12,8 @@ from typing import Any
 
 from testbed import planes, profiles, stack
 
-# Open5GS's HTTP/2 client (libcurl) drops a connection idle for more than 118 s (FACTS.md 1.4):
+# Open5GS's HTTP/2 client (libcurl) drops a connection idle for more than 118 s (curl's default
+# CURLOPT_MAXAGE_CONN; Open5GS lib/sbi/client.c sets none):
 # the warm UE must attach well within it.
 CURL_IDLE_LIMIT_S = 118
 
@@ -293,7 +294,7 @@ def validate(experiment: str, raw: dict[str, str], profile: str | None = None) -
         if out["attach_timeout"] + out["warm_gap"] >= CURL_IDLE_LIMIT_S:
             errors.append(f"ATTACH_TIMEOUT + WARM_GAP = {out['attach_timeout'] + out['warm_gap']:g} s: "
                           f"the warm UE must attach well within the {CURL_IDLE_LIMIT_S} s after which "
-                          "Open5GS's HTTP/2 client drops idle connections (FACTS.md 1.4); lower them")
+                          "Open5GS's HTTP/2 client drops idle connections after 118 s; lower them")
     if experiment in ("secfn", "secfn-lab") and not errors:
         from testbed import secfn
         try:

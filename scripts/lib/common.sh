@@ -158,6 +158,19 @@ wait_for() {
 
 # ----------------------------------------------------------------- parameters
 
+# usage_parameters EXPERIMENT PLANE [NEEDS]: the part of a Docker driver's --help every driver shares:
+# what it needs, its parameters (python -m testbed params), PROFILE of PLANE, RESULTS, DRY_RUN.
+usage_parameters() {
+  cat <<EOF
+Needs root, Docker Engine + Compose v2 and the images${3:-} (make build; make doctor checks).
+Parameters (flags --name, or the Make/environment variable NAME):
+$(tb params "$1" --format help)
+  PROFILE         a profile of the $2 plane (make profiles PLANE=$2) [default: baseline]
+  RESULTS         results root [default: results]
+  DRY_RUN=1       print the commands, start nothing
+EOF
+}
+
 # parse_params EXPERIMENT ARGS...: flags named after the Make variables (--sizes = SIZES,
 # --ping-deadline = PING_DEADLINE); unknown names are rejected later by load_params with the list.
 # --results, --state and --dry-run are common to all drivers. Sets PARAM_NAMES.
@@ -288,10 +301,10 @@ run_begin() {
     printf '\n'
     return 0
   fi
-  mkdir -p "$RESULTS" || die "cannot create the results root $RESULTS; set RESULTS=<writable dir>" 1
+  mkdir -p "$RESULTS" 2>/dev/null || die "cannot create the results root $RESULTS; set RESULTS=<writable dir>" 1
+  # on failure `manifest create` said why in one line (a read-only RESULTS, a bad parameter)
   RUN_DIR="$(tbm create "$RESULTS" --experiment "$exp" --profile "$PROFILE" \
-    --driver-pid "$$" "$@" "${PARAM_ARGS[@]/#/--param=}")" \
-    || die "could not create a run directory under $RESULTS (see above)" 1
+    --driver-pid "$$" "$@" "${PARAM_ARGS[@]/#/--param=}")" || exit 1
   log "run directory: $RUN_DIR"
 }
 
@@ -322,7 +335,7 @@ _record_command() {
 run_cmd() {
   _record_command "$@"
   [[ "$DRY_RUN" == 1 ]] && return 0
-  "$@" 3>&- 4>&-
+  "$@" 3>&- 4>&- 9>&-
 }
 
 # run_bg_wait CMD...: like run_cmd, but the driver's Ctrl-C/TERM trap fires at once (the child
@@ -331,7 +344,7 @@ run_bg_wait() {
   _record_command "$@"
   [[ "$DRY_RUN" == 1 ]] && return 0
   local rc=0
-  "$@" 3>&- 4>&- &
+  "$@" 3>&- 4>&- 9>&- &
   CHILD_PID=$!
   wait "$CHILD_PID" || rc=$?
   CHILD_PID=""
@@ -446,7 +459,7 @@ capture_start() {
   [[ -z "${CPUSET_TOOLS:-}" ]] || set -- taskset -c "$CPUSET_TOOLS" "$@"
   _record_command "$@"
   [[ "$DRY_RUN" == 1 ]] && return 0
-  setsid "$@" >>"$RUN_DIR/${rel%.*}.capture.log" 2>&1 3>&- 4>&- &
+  setsid "$@" >>"$RUN_DIR/${rel%.*}.capture.log" 2>&1 3>&- 4>&- 9>&- &
   _CAPTURE_PID[$name]=$!
   _CAPTURE_FILE[$name]="$rel"
   _CAPTURE_ATTRS[$name]="${attrs[*]}"
@@ -607,27 +620,55 @@ docker_watch_start() {
 }
 
 _docker_watch() {
-  local svc="$1" name action stop=() rc=1
+  local svc="$1" stop=()
   mapfile -d '' -t stop < <(dc_exec "$svc" pkill -INT -x ping)
-  coproc ENGINE_EVENTS { exec docker events --filter "label=com.docker.compose.project=$COMPOSE_PROJECT" \
-    --filter type=container --filter event=die --filter event=kill --filter event=oom \
-    --filter event=health_status --format '{{.Actor.Attributes.name}}|{{.Action}}' 2>/dev/null; }
-  local pid="$ENGINE_EVENTS_PID"
   # the stream is ended on every way out (a TERM from watch_stop included)
-  trap 'kill "$pid" 2>/dev/null; exit 0' TERM
-  while IFS='|' read -r name action <&"${ENGINE_EVENTS[0]}"; do
-    case "$action" in
-      die | kill | oom | "health_status: unhealthy") ;;
-      *) continue ;;
-    esac
-    printf '%s container %s: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$name" "$action" >"$OVERLAY_DIED"
-    "${stop[@]}" >/dev/null 2>&1 || true
-    rc=0
-    break
+  trap 'kill "${_STREAM_PID:-}" 2>/dev/null; exit 0' TERM
+  stream_until _overlay_lost docker events --filter "label=com.docker.compose.project=$COMPOSE_PROJECT" \
+    --filter type=container --filter event=die --filter event=kill --filter event=oom \
+    --filter event=health_status --format '{{.Actor.Attributes.name}}|{{.Action}}' || return 1
+  "${stop[@]}" >/dev/null 2>&1 || true
+}
+
+# _overlay_lost "NAME|ACTION": an engine event that ends an overlay; writes OVERLAY_DIED.
+_overlay_lost() {
+  local name="${1%%|*}" action="${1#*|}"
+  case "$action" in
+    die | kill | oom | "health_status: unhealthy") ;;
+    *) return 1 ;;
+  esac
+  printf '%s container %s: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$name" "$action" >"$OVERLAY_DIED"
+}
+
+# stream_until MATCH CMD...: run CMD, hand each line it prints to the function MATCH until MATCH
+# succeeds (0) or the stream ends (1); CMD is stopped either way. Reads a stream the engine or a
+# log pushes (no polling); _STREAM_PID is CMD's pid for a caller's TERM trap.
+stream_until() {
+  local match="$1" line rc=1
+  shift
+  coproc STREAM { exec "$@" 2>&1; }
+  # shellcheck disable=SC2153  # STREAM_PID is set by coproc
+  _STREAM_PID="$STREAM_PID"
+  while IFS= read -r -u "${STREAM[0]}" line; do
+    if "$match" "$line"; then
+      rc=0
+      break
+    fi
   done
-  kill "$pid" 2>/dev/null || true
-  wait "$pid" 2>/dev/null || true
+  kill "$_STREAM_PID" 2>/dev/null || true
+  wait "$_STREAM_PID" 2>/dev/null || true
   return "$rc"
+}
+
+# driver_lock: this STATE directory's stack and lock (scripts/lib/state.sh) for the rest of the
+# driver: one run at a time per STATE; a campaign's or boots' drivers inherit their parent's lock.
+driver_lock() {
+  # shellcheck source=scripts/lib/state.sh
+  source "$TESTBED_ROOT/scripts/lib/state.sh"
+  state_instance || die "cannot work out the stack of STATE=$STATE (see above)" 1
+  local dry=""
+  [[ "$DRY_RUN" != 1 ]] || dry=" DRY_RUN=1"
+  state_lock "$SCRIPT_NAME PROFILE=$PROFILE${BOOT:+ boot $BOOT/${BOOTS:-?}}$dry"
 }
 
 # docker_driver_begin EXPERIMENT ARGS... [-- TOOLS...]: the common start of every Docker driver:
@@ -643,6 +684,7 @@ docker_driver_begin() {
   PROFILE="${PROFILE:-baseline}"
   parse_params "$experiment" "${args[@]}"
   load_params "$experiment"
+  driver_lock
   if [[ "$DRY_RUN" != 1 ]]; then
     require_root
     require_tools "${tools[@]}"
@@ -822,22 +864,16 @@ ue1_address() {
 # (UERANSIM: "... TUN interface[uesimtun0, <addr>] is up."), reading one `docker compose logs
 # --follow` stream: no exec, no polling while the attach is being measured. 1 on the deadline.
 wait_ue_session() {
-  local svc="$1" deadline_s="$2" line rc=1
+  local svc="$1" deadline_s="$2"
   if [[ "$DRY_RUN" == 1 ]]; then
     _record_command timeout "$deadline_s" "${DC[@]}" "${STACK_ALL_PROFILES[@]}" logs --follow --no-color "$svc"
     return 0
   fi
-  coproc UE_LOGS { exec timeout "$deadline_s" "${DC[@]}" "${STACK_ALL_PROFILES[@]}" logs --follow --no-color "$svc" 2>&1; }
-  local pid="$UE_LOGS_PID"
-  while IFS= read -r -u "${UE_LOGS[0]}" line; do
-    if [[ "$line" == *"TUN interface[uesimtun"*"] is up"* ]]; then
-      rc=0
-      break
-    fi
-  done
-  kill "$pid" 2>/dev/null || true
-  wait "$pid" 2>/dev/null || true
-  return "$rc"
+  stream_until _ue_tun_up timeout "$deadline_s" "${DC[@]}" "${STACK_ALL_PROFILES[@]}" logs --follow --no-color "$svc"
+}
+
+_ue_tun_up() {
+  [[ "$1" == *"TUN interface[uesimtun"*"] is up"* ]]
 }
 
 # ue_has_session SERVICE [N]: at least N (default 1) uesimtun interfaces with an address.

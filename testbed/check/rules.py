@@ -12,21 +12,23 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from testbed import ROOT, planes
+from testbed import images, instance, planes
 from testbed.check import Finding
 from testbed.check import compose_model as cm
+from testbed.check import privilege_rules
 from testbed.render import compose_env as cenv
 from testbed.render import layout
 
-IMAGE_DEFAULTS = ROOT / "images" / "defaults.env"
 OPEN5GS_SECTIONS = ("nrf", "scp", "ausf", "udm", "udr", "pcf", "bsf", "nssf", "amf", "smf", "upf")
 
 
-def image_defaults(path: Path = IMAGE_DEFAULTS) -> dict[str, str]:
-    """The default image names (images/defaults.env, which scripts/lib/compose.sh exports)."""
-    if not path.exists():
+def image_defaults() -> dict[str, str]:
+    """The image names scripts/lib/compose.sh exports (testbed/images.py: images/defaults.env with
+    each built image's content hash; the environment's values win)."""
+    try:
+        return images.resolve()
+    except images.ImageError:
         return {}
-    return {k: v for k, v in cenv.parse_env(path.read_text(encoding="utf-8")).items() if k.endswith("_IMAGE")}
 
 
 class Checker:
@@ -41,7 +43,9 @@ class Checker:
                       (render_dir / layout.COMPOSE_FILES).read_text(encoding="utf-8").split("\n") if line.strip()]
         self.project_dir = self.files[0].parent if self.files else render_dir
         self.model = cm.load(self.files, self.env)
-        self.values: dict[str, Any] = yaml.safe_load(stack_file.read_text(encoding="utf-8")) or {}
+        # the values of this stack: moved to its own address block beside another (testbed/instance.py)
+        self.values: dict[str, Any] = instance.shift(yaml.safe_load(stack_file.read_text(encoding="utf-8")) or {},
+                                                     instance.env_slot())
         self.configs: dict[str, list[tuple[str, Path, Any]]] = {}   # kind -> [(service, file, data)]
 
     # --- helpers --------------------------------------------------------------------------
@@ -161,6 +165,9 @@ class Checker:
             if mode.startswith("service:") and mode.split(":", 1)[1] not in self.model.services:
                 self.add(self.svc_file(svc_name, "network_mode"), f"services.{svc_name}.network_mode",
                          f"{mode}: no such service", "reference")
+
+    def check_privileges(self) -> None:
+        privilege_rules.check(self.model, self.env.get("PROTOCOL", "none"), self.add)
 
     def check_compose_vs_stack(self) -> None:
         services = self.model.services
@@ -544,6 +551,7 @@ def run(render_dir: Path, stack_file: Path | None = None, keys_root: Path | None
     c = Checker(render_dir, Path(stack_file or stack.STACK_FILE), keys_root)
     c.check_stack()
     c.check_compose()
+    c.check_privileges()
     c.check_compose_vs_stack()
     c.check_mounts()
     c.check_dependencies()

@@ -2,24 +2,16 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
-from testbed import keys, nas, profiles, render
+from testbed import instance, keys, privileges, profiles
 from testbed.check import check_render, summary
 from testbed.cli import render as render_cli
 
 
 def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
-    parser.add_argument("--profile", default=os.environ.get("PROFILE") or "baseline",
-                        help="profile whose render is checked (default: $PROFILE or baseline)")
-    parser.add_argument("--plane", default=os.environ.get("PLANE") or None,
-                        help="plane(s), e.g. n2 or n2,n4 or all (default: each plane the profile "
-                             "supports on its own, then all of them together)")
-    parser.add_argument("--state", type=Path, default=None, help="state dir (default: $STATE or .state)")
-    parser.add_argument("--scp", action="store_true", default=os.environ.get("SCP", "") in ("1", "yes", "true"),
-                        help="check the SCP variant")
+    render_cli.add_render_arguments(parser, "each plane the profile supports on its own, then all of them together")
     parser.add_argument("--render-dir", type=Path, default=None,
                         help="check this render dir (with --no-render: as it is on disk)")
     parser.add_argument("--no-render", action="store_true",
@@ -37,17 +29,18 @@ def _dirs(args: argparse.Namespace) -> list[Path]:
 def run(args: argparse.Namespace) -> int:
     try:
         dirs = _dirs(args)
-    except (profiles.ProfileError, nas.NasError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except (render.RenderError, keys.KeysError, ValueError, KeyError) as exc:
-        print(f"error: cannot render {args.profile} for checking: {exc}", file=sys.stderr)
-        return 1
+    except render_cli.RENDER_ERRORS as exc:
+        return render_cli.report_error(exc, f"cannot render {args.profile} for checking")
     state = args.state if args.state is not None else keys.default_state_dir()
     keys_root = keys.keys_root(state)
     total = 0
     for d in dirs:
-        findings = check_render(d, keys_root=keys_root if keys_root.exists() else None)
+        try:
+            with instance.addresses_of(state):          # that directory's stack addresses
+                findings = check_render(d, keys_root=keys_root if keys_root.exists() else None)
+        except privileges.PrivilegeError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
         for f in findings:
             print(f.format())
         total += len(findings)

@@ -126,6 +126,10 @@ def run(args: argparse.Namespace) -> int:
     except (manifest.ManifestError, KeyError, IndexError, json.JSONDecodeError) as exc:
         print(f"error: manifest {args.action}: {exc}", file=sys.stderr)
         return 1
+    except OSError as exc:            # a read-only or full results root: one line, no traceback
+        print(f"error: cannot write {exc.filename or args.target}: {exc.strerror or exc}; "
+              "set RESULTS=<a writable directory>", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

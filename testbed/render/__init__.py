@@ -18,7 +18,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -29,6 +28,7 @@ import yaml
 from testbed import ROOT, overlays, planes, profiles, stack
 from testbed import dimensions as _dimensions
 from testbed.dimensions import Dimension
+from testbed.files import write_atomic as _write
 from testbed.profiles import Profile
 from testbed.render import compose_env as cenv
 from testbed.render import compose_overlay, layout, open5gs, ueransim
@@ -111,17 +111,6 @@ class _NoAliasDumper(yaml.SafeDumper):
 
 def _dump_yaml(data: dict[str, Any], header: str) -> str:
     return header + yaml.dump(data, Dumper=_NoAliasDumper, sort_keys=False, default_flow_style=False)
-
-
-def _write(path: Path, text: str, mode: int = 0o644) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    os.chmod(tmp, mode)
-    os.replace(tmp, path)
-    return path
 
 
 def _hook(module: Any, name: str) -> Any:

@@ -7,13 +7,15 @@ What it adds to base.yaml (and to whatever the profile's N3 overlay adds):
 - `secfn`: the engine, in the UPF's network namespace (network_mode: service:upf-net), started
   once the UPF is healthy (ogstun exists), running testbed/secfn/entrypoint.sh over the engine
   directory rendered here; only NET_ADMIN (queue, iptables, promiscuous) and NET_RAW (AF_PACKET,
-  iptables' raw socket). Every service of its own drops all other capabilities and gets
-  no-new-privileges (compose_overlay.least_privilege). Image: SNORT_IMAGE for Snort 3, TOOLS_IMAGE for Suricata and the
+  iptables' raw socket). Image: SNORT_IMAGE for Snort 3, TOOLS_IMAGE for Suricata and the
   pass-through (both in the tools image).
 - `dn`: the N6 server (testbed/secfn/server.sh) at nf-configs/stack.yaml's dn_server address;
   NET_BIND_SERVICE for ports 80 and 445, NET_ADMIN only without NAT (its route back to the UEs).
 - `ue-ditg`: the D-ITG sender and probes in UE 1's network namespace (network_mode: service:ue1),
   NET_RAW for ping.
+- Each service of its own takes its role's fields from nf-configs/privileges.yaml (secfn-engine,
+  secfn-server[-routed], secfn-sender): cap_drop ALL, only the role's capabilities,
+  no-new-privileges, a read-only root with tmpfs where it writes, its `testbed.role` label.
 - `ue1` waits for `secfn` and `dn` to be healthy, so the UE's first packet meets the function.
 - `upf`: UPF_NAT=0 for SECFN=none (compose/entrypoints/upf.sh then does not masquerade).
 Outputs go to $SECFN_OUT (the drivers point it at the run directory; compose.env defaults it to
@@ -24,7 +26,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from testbed.render.compose_overlay import least_privilege
+from testbed import privileges
 from testbed.secfn import Secfn, collect, engines, rules
 
 NAME = "secfn"                                    # the dimension: <render dir>/secfn/, secfn.compose.yaml
@@ -43,9 +45,10 @@ def _health(path: str) -> dict[str, Any]:
             "retries": 3, "start_period": "${HEALTH_START_PERIOD:-180s}", "start_interval": "1s"}
 
 
-def _base(image_var: str, caps: list[str]) -> dict[str, Any]:
-    return {"image": f"${{{image_var}:?set by scripts/lib/compose.sh}}", "labels": dict(LABELS),
-            **least_privilege(caps), "restart": "no", "tmpfs": ["/run/testbed"]}
+def _base(image_var: str, role: str) -> dict[str, Any]:
+    fields = privileges.role(role).compose_fields()
+    return {"image": f"${{{image_var}:?set by scripts/lib/compose.sh}}", **fields,
+            "labels": {**LABELS, **fields["labels"]}, "restart": "no"}
 
 
 def services(sf: Secfn, values: dict[str, Any]) -> dict[str, Any]:
@@ -53,7 +56,7 @@ def services(sf: Secfn, values: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     dn: dict[str, Any] = {
         # ports 80/445; without NAT also its route back to the UEs
-        **_base("TOOLS_IMAGE", ["NET_BIND_SERVICE"] + ([] if sf.nat else ["NET_ADMIN"])),
+        **_base("TOOLS_IMAGE", "secfn-server" if sf.nat else "secfn-server-routed"),
         "command": [f"{SCRIPTS_AT}/server.sh", SERVER_AT, str(rules.DROP_PORT)],
         "networks": {"n6": {"ipv4_address": "${DN_SERVER_IP}", "aliases": ["dn"]}},
         "volumes": [scripts, f"${{SECFN_OUT}}/{collect.SERVER_DIR}:{SERVER_AT}",
@@ -68,7 +71,7 @@ def services(sf: Secfn, values: dict[str, Any]) -> dict[str, Any]:
     ue_deps: dict[str, Any] = {"dn": {"condition": "service_healthy"}}
     if sf.engine:
         out["secfn"] = {
-            **_base(IMAGE_VAR.get(sf.engine, "TOOLS_IMAGE"), ["NET_ADMIN", "NET_RAW"]),
+            **_base(IMAGE_VAR.get(sf.engine, "TOOLS_IMAGE"), "secfn-engine"),
             "command": [f"{SCRIPTS_AT}/entrypoint.sh", str(ENGINE_AT)],
             "network_mode": "service:upf-net",
             "volumes": [scripts, f"${{RENDER_DIR}}/{NAME}/engine:{ENGINE_AT}:ro",
@@ -81,7 +84,7 @@ def services(sf: Secfn, values: dict[str, Any]) -> dict[str, Any]:
         }
         ue_deps["secfn"] = {"condition": "service_healthy"}
     out["ue-ditg"] = {
-        **_base("TOOLS_IMAGE", ["NET_RAW"]),        # ping
+        **_base("TOOLS_IMAGE", "secfn-sender"),
         "command": ["sleep", "infinity"],
         "init": True,                    # sleep as PID 1 would ignore SIGTERM
         "network_mode": "service:ue1",

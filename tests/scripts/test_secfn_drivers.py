@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from testbed import instance, stack
 from tests.conftest import ROOT, require_tools
 
 SCRIPTS = ROOT / "scripts"
@@ -58,10 +59,13 @@ def test_stack_dry_run_sends_from_the_ue_to_the_n6_server(tmp_path: Path) -> Non
     res = _run("run-secfn.sh", tmp_path, DRY_RUN="1", PROFILE="aes128gcm", SECFN_UNIT="ips-nat-snort", DURATION="2")
     assert res.returncode == 0, res.stderr
     cmds = [line[2:] for line in res.stdout.splitlines() if line.startswith("+ ")]
-    assert any(c.startswith("dumpcap -q -i g5tb-n6 -c 20000") for c in cmds)
-    assert any("exec -T ue-ditg /opt/testbed/secfn/probe.sh 10.100.6.20 9999 UE_IP" in c for c in cmds)
+    # this STATE's own stack: its bridges and address block (testbed/instance.py)
+    with instance.addresses_of(tmp_path / "state") as inst:
+        server = str(stack.load()["dn_server"]["address"])
+    assert any(c.startswith(f"dumpcap -q -i {inst.bridge_prefix}-n6 -c 20000") for c in cmds)
+    assert any(f"exec -T ue-ditg /opt/testbed/secfn/probe.sh {server} 9999 UE_IP" in c for c in cmds)
     send = next(shlex.split(c) for c in cmds if " ITGSend " in c)
-    assert send[send.index("ITGSend"):][:13] == ["ITGSend", "-T", "UDP", "-a", "10.100.6.20", "-sa", "UE_IP",
+    assert send[send.index("ITGSend"):][:13] == ["ITGSend", "-T", "UDP", "-a", server, "-sa", "UE_IP",
                                                  "-Ssa", "UE_IP", "-c", "512", "-O", "100"]
     assert any(c.endswith("stop -t 45 secfn dn") for c in cmds)
     assert any("/secfn.compose.yaml" in c for c in cmds)                  # the fragment is in the stack

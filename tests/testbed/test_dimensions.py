@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from testbed import dimensions, keys, profiles, render
+from testbed import dimensions, keys, privileges, profiles, render
 from testbed.render import compose_overlay, layout
 from testbed.secfn.dimension import SecfnDimension
 from tests.conftest import ROOT
@@ -37,7 +37,7 @@ class Toy:
 
     def compose_services(self, profile: Any, plane: str, values: dict[str, Any]) -> dict[str, dict[str, Any]]:
         return {"gnb": {"environment": {"TOY": "${TOY}"}},
-                "toy": {"image": "${TOOLS_IMAGE:?}", **compose_overlay.least_privilege(["NET_RAW"])}}
+                "toy": {"image": "${TOOLS_IMAGE:?}", **privileges.role("secfn-sender").compose_fields()}}
 
     def describe(self, env: dict[str, str]) -> str:
         return f"variant {env['TOY']}"
@@ -65,7 +65,7 @@ def test_render_calls_every_hook_of_an_unknown_dimension(tmp_path: Path, monkeyp
     # base.yaml, the overlay's fragment, then the dimension's
     assert files[-2:] == [str(r.dir / compose_overlay.FRAGMENT), str(r.dir / "toy.compose.yaml")]
     frag = yaml.safe_load((r.dir / "toy.compose.yaml").read_text())["services"]
-    assert frag["toy"]["cap_drop"] == ["ALL"] and frag["toy"]["security_opt"] == ["no-new-privileges:true"]
+    assert frag["gnb"] == {"environment": {"TOY": "${TOY}"}} and frag["toy"]["cap_drop"] == ["ALL"]
     assert yaml.safe_load((r.dir / layout.OPEN5GS_DIR / "amf.yaml").read_text())["logger"]["level"] == "debug"
     assert yaml.safe_load((r.dir / layout.UERANSIM_DIR / "gnb.yaml").read_text())["toy"] == "gnb"
     assert "TOY_NODE=upf" in (r.dir / layout.ENV_DIR / "upf.env").read_text()

@@ -184,24 +184,20 @@ def test_duplicate_address_in_compose(tmp_path: Path) -> None:
     assert_found(t.check(), base, "services.udm-net.networks.sbi.ipv4_address", "duplicate", "ausf-net")
 
 
-def test_duplicate_address_in_stack(tmp_path: Path) -> None:
+@pytest.mark.parametrize("old,new,node,net,kind,text", [
+    ("udm:       {kind: open5gs,  networks: {sbi: 10.100.1.12}}",
+     "udm:       {kind: open5gs,  networks: {sbi: 10.100.1.11}}", "udm", "sbi", "duplicate", "node ausf"),
+    ("upf:       {kind: open5gs,  networks: {n3: 10.100.3.7,",
+     "upf:       {kind: open5gs,  networks: {n3: 10.100.13.7,", "upf", "n3", "subnet", "outside the n3 subnet"),
+], ids=["duplicate", "out-of-subnet"])
+def test_a_bad_address_in_stack_yaml_is_found_there_and_in_compose(tmp_path: Path, old: str, new: str, node: str,
+                                                                  net: str, kind: str, text: str) -> None:
     t = make_tree(tmp_path)
-    t.edit_text(t.stack_file, "udm:       {kind: open5gs,  networks: {sbi: 10.100.1.12}}",
-                "udm:       {kind: open5gs,  networks: {sbi: 10.100.1.11}}")
+    t.edit_text(t.stack_file, old, new)
     t.rerender()
     found = t.check()
-    assert_found(found, t.stack_file, "nodes.udm.networks.sbi", "duplicate", "node ausf")
-    assert_found(found, t.compose / "base.yaml", "services.udm-net.networks.sbi.ipv4_address", "duplicate")
-
-
-def test_out_of_subnet_address(tmp_path: Path) -> None:
-    t = make_tree(tmp_path)
-    t.edit_text(t.stack_file, "upf:       {kind: open5gs,  networks: {n3: 10.100.3.7,",
-                "upf:       {kind: open5gs,  networks: {n3: 10.100.13.7,")
-    t.rerender()
-    found = t.check()
-    assert_found(found, t.stack_file, "nodes.upf.networks.n3", "subnet", "outside the n3 subnet")
-    assert_found(found, t.compose / "base.yaml", "services.upf-net.networks.n3.ipv4_address", "subnet")
+    assert_found(found, t.stack_file, f"nodes.{node}.networks.{net}", kind, text)
+    assert_found(found, t.compose / "base.yaml", f"services.{node}-net.networks.{net}.ipv4_address", kind)
 
 
 def test_gateway_address_taken_by_a_node(tmp_path: Path) -> None:

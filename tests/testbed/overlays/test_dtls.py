@@ -120,8 +120,11 @@ def test_compose_services_turn_exactly_the_link_ends_into_relays(tmp_path: Path)
         assert name in base["services"]
         assert svc["command"] == ["/opt/testbed/dtls/entrypoint.sh", "/etc/testbed/overlay"]
         assert svc["environment"] == {"DTLS_NF_TRANSPORT": "sctp"}
-        assert svc["cap_add"] == ["NET_ADMIN"] and "devices" not in svc
-        assert "no-new-privileges:true" in svc["security_opt"]
+        # the role holder-dtls of nf-configs/privileges.yaml (cap_drop ALL and no-new-privileges
+        # come with base.yaml): NET_ADMIN for the timing view, DAC_READ_SEARCH for the 0600 key
+        assert svc["labels"] == {"testbed.role": "holder-dtls"}
+        assert svc["cap_add"] == ["DAC_READ_SEARCH", "NET_ADMIN"] and "devices" not in svc
+        assert svc["read_only"] is True
         node = name.removesuffix("-net")
         assert any(v_.endswith(f"/{node}:/etc/testbed/overlay:ro") for v_ in svc["volumes"])
         assert any(v_.endswith("/dtls:/opt/testbed/dtls:ro") for v_ in svc["volumes"])

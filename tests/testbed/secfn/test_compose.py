@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from testbed import check, keys, profiles, render, secfn
+from testbed import check, keys, privileges, profiles, render, secfn
 from testbed.check.rules import image_defaults
 from testbed.render import layout
 from testbed.secfn import compose as secfn_compose
@@ -58,13 +58,22 @@ def test_every_unit_renders_and_passes_the_stack_check(profile: str, unit: str, 
     assert "secfn" in (r.dir / layout.PLAN_FILE).read_text()
 
 
-def test_least_privilege(tmp_path: Path) -> None:
+def test_least_privilege_from_the_role_table(tmp_path: Path) -> None:
+    """Each service of its own holds exactly its role of nf-configs/privileges.yaml (check-config
+    judges the merged model above; here the roles each service names)."""
+    want = {"secfn": "secfn-engine", "dn": "secfn-server", "ue-ditg": "secfn-sender"}
     for unit in ("ips-nat-snort", "none-none"):
         svc = _services(_render("baseline", unit, tmp_path / unit))
         for name, s in svc.items():
             if name in ("ue1", "upf"):                 # merged into base.yaml's services
+                assert "cap_add" not in s and "labels" not in s, name
                 continue
-            assert s["cap_drop"] == ["ALL"] and s["security_opt"] == ["no-new-privileges:true"], name
+            role = want[name] if (name, unit) != ("dn", "none-none") else "secfn-server-routed"
+            assert s["labels"][privileges.ROLE_LABEL] == role, name
+            assert {k: v for k, v in s.items() if k in ("cap_drop", "cap_add", "security_opt", "read_only",
+                                                         "tmpfs", "devices")} == \
+                {k: v for k, v in privileges.role(role).compose_fields().items() if k != "labels"}, name
+            assert s["labels"]["testbed.run"] == "${RUN_ID}"          # the stack's own labels stay
             assert not s.get("privileged") and not s.get("devices"), name
         caps = {n: set(s.get("cap_add") or []) for n, s in svc.items()}
         if unit == "ips-nat-snort":
