@@ -20,8 +20,8 @@ CHECKS_FIRST = $(EXPERIMENT_ENV) $(PYTHON) -m testbed params $(1) --from-env $(i
 run-n3: ## N3 ping RTT: BOOTS stack boots with PROFILE's N3 overlay, SETS x PINGS pings per size in SIZES from UE 1 to the host
 	@$(call CHECKS_FIRST,n3,profile) $(EXPERIMENT_ENV) bash scripts/boots.sh n3 scripts/run-n3.sh
 
-run-sbi: ## SBI attach time, cold (UE 1) and warm (UE 2) in one pass: ITERATIONS fresh cores, captures on N2 and the SBI
-	@$(call CHECKS_FIRST,sbi,profile) $(EXPERIMENT_ENV) bash scripts/run-sbi.sh --mode both
+run-sbi: ## SBI attach time, cold (UE 1) and warm (UE 2) in one pass (MODE=cold: UE 1 only): ITERATIONS fresh cores, captures on N2 and the SBI
+	@$(call CHECKS_FIRST,sbi,profile) $(EXPERIMENT_ENV) bash scripts/run-sbi.sh --mode "$(or $(MODE),both)"
 
 run-sbi-cold: ## SBI attach time, cold only: UE 1 on a fresh core, ITERATIONS times
 	@$(call CHECKS_FIRST,sbi,profile) $(EXPERIMENT_ENV) bash scripts/run-sbi.sh --mode cold
