@@ -96,13 +96,23 @@ def test_cli_report_and_stats(fixture_tree, tmp_path, capsys):
     assert "does not exist" in capsys.readouterr().err
 
 
+def _one(frame: pd.DataFrame, **where: object) -> pd.Series:
+    """The single row matching ``where`` (the index of a table need not be unique: a profile
+    measured on two datapaths has two rows)."""
+    rows = frame
+    for column, value in where.items():
+        rows = rows[rows[column] == value]
+    assert len(rows) == 1, (where, len(rows))
+    return rows.iloc[0]
+
+
 def test_permutation_p_values_on_request(fixture_datasets):
     from analysis import tables
-    rtt = tables.rtt(fixture_datasets, permutations=200).set_index(["profile", "size"])
-    assert rtt.loc[("aes128gcm", 64), "p_perm"] < 0.01          # 1 ms on 12 ms, 20,000 pings each
-    assert pd.isna(rtt.loc[("baseline", 64), "p_perm"])
-    att = tables.attach(fixture_datasets, permutations=200).set_index(["profile", "role"])
-    assert att.loc[("tls13-aes256gcm", "cold"), "p_perm"] > 0.05  # -3.6 +- 14 ms on 5 samples: no difference
+    rtt = tables.rtt(fixture_datasets, permutations=200)
+    assert _one(rtt, profile="aes128gcm", size=64)["p_perm"] < 0.01          # 1 ms on 12 ms, 20,000 pings each
+    assert pd.isna(_one(rtt, profile="baseline", size=64)["p_perm"])
+    att = tables.attach(fixture_datasets, permutations=200)
+    assert _one(att, profile="tls13-aes256gcm", role="cold")["p_perm"] > 0.05  # -3.6 +- 14 ms on 5 samples: no difference
     assert tables.rtt(fixture_datasets)["p_perm"].isna().all()   # off by default
 
 
