@@ -350,11 +350,11 @@ def test_default_image_names_have_one_home() -> None:
                     if re.match(r"^[A-Z0-9_]+=", line))
     assert defaults == {"OPEN5GS_IMAGE": "g5tb/open5gs:2.7.7-1", "UERANSIM_IMAGE": "g5tb/ueransim:3.2.7-1",
                         "TOOLS_IMAGE": "g5tb/tools:1", "MONGO_IMAGE": "mongo:6.0",
-                        "FERRETDB_IMAGE": "g5tb/ferretdb:1.24.0-1"}
+                        "FERRETDB_IMAGE": "g5tb/ferretdb:1.24.0-1", "OAI_IMAGE": "g5tb/oai:2.3.0-1"}
     # the image version label follows the tag, the Dockerfiles' defaults agree with it
     for image, var in (("open5gs", "OPEN5GS_IMAGE"), ("ueransim", "UERANSIM_IMAGE"), ("tools", "TOOLS_IMAGE"),
-                       ("ferretdb", "FERRETDB_IMAGE")):
-        args = parse(DOCKERFILES[image]).stages["runtime"].args()
+                       ("ferretdb", "FERRETDB_IMAGE"), ("oai", "OAI_IMAGE")):
+        args = parse(IMAGES / image / "Dockerfile").stages["runtime"].args()
         assert args["IMAGE_VERSION"] == defaults[var].rsplit(":", 1)[1]
     # scripts that carry their own fallback must agree (the stack's compose wrapper)
     compose_sh = ROOT / "scripts" / "lib" / "compose.sh"
