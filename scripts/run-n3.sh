@@ -28,11 +28,12 @@ Exit: 0 valid run, 1 failure or invalid run, 2 usage error, 130 interrupted.
 EOF
 }
 
-# ping_cmd COUNT SIZE: UE 1 pings the host through its PDU session (uesimtun0).
+# ping_cmd COUNT SIZE: UE 1 pings the host through its PDU session (uesimtun0; oaitun_ue1 with an
+# OAI RAN).
 ping_cmd() {
   local argv=()
   mapfile -d '' -t argv < <(ping_argv "$1" "$2")
-  dc_exec ue1 "${argv[@]}" -I uesimtun0 "$TARGET"
+  dc_exec ue1 "${argv[@]}" -I "$(ran_value RAN_UE_TUN)" "$TARGET"
 }
 
 main() {

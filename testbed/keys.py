@@ -10,13 +10,14 @@ Layout (docs/contracts.md, "State and secrets"):
     keys/wg/<node>.key, <node>.pub          WireGuard key pair (base64, as `wg genkey`/`wg pubkey` print)
     keys/subscribers.yaml                   random 128-bit K and OPc (hex) per subscriber of stack.yaml
 
-Endpoint nodes are the nodes of stack.yaml with an address on a plane network (sbi or n3):
-every Open5GS NF (scp included), the UPF and the gNB; not mongo, provision or the UEs.
+Endpoint nodes are the nodes of stack.yaml with an address on a plane network (sbi, n3, or the split
+RAN's f1c, f1u, e1): every Open5GS NF (scp included), the UPF, the gNB and the split RAN's CU-CP,
+CU-UP and DU; not mongo, provision or the UEs.
 
 `ensure()` is idempotent: it creates what is missing and never replaces an existing key,
 PSK or K/OPc. A certificate whose names no longer match stack.yaml, or that no longer
 verifies against its CA, is re-issued for the same key. It creates a PSK for every pair of
-endpoint nodes eagerly (66 small files); `psk(a, b)` also creates a missing one on demand.
+endpoint nodes eagerly (105 small files for 15 nodes); `psk(a, b)` also creates a missing one on demand.
 Certificates are made by the openssl CLI through tls-certs/make-ca.sh and make-cert.sh.
 """
 from __future__ import annotations
@@ -40,7 +41,8 @@ CERT_SCRIPTS = ROOT / "tls-certs"
 KEY_TYPES = ("ecdsa", "rsa")
 CA_PREFIX = {"ecdsa": "ca", "rsa": "ca-rsa"}          # file stem under keys/ca/
 CA_CN = {"ecdsa": "5G testbed CA (ECDSA P-256)", "rsa": "5G testbed CA (RSA-2048)"}
-PLANE_NETWORKS = ("sbi", "n3")                          # an endpoint has an address on one of these
+# an endpoint has an address on one of these (f1c, f1u, e1: the split RAN's interfaces, docs/ran.md)
+PLANE_NETWORKS = ("sbi", "n3", "f1c", "f1u", "e1")
 
 
 class KeysError(RuntimeError):

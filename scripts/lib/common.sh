@@ -668,9 +668,27 @@ docker_begin() {
   [[ "$DRY_RUN" == 1 ]] || stack_require_compose
 }
 
-# The images a run records in its manifest (names set by compose.sh).
+# The images a run records in its manifest (names set by compose.sh): the RAN variant's (RAN) own.
 docker_image_args() {
-  printf '%s\n' --image "$OPEN5GS_IMAGE" --image "$UERANSIM_IMAGE" --image "$TOOLS_IMAGE" --image "$MONGO_IMAGE"
+  local ran_image="$UERANSIM_IMAGE"
+  [[ "${RAN:-ueransim}" == ueransim ]] || ran_image="$OAI_IMAGE"
+  printf '%s\n' --image "$OPEN5GS_IMAGE" --image "$ran_image" --image "$TOOLS_IMAGE" --image "$MONGO_IMAGE"
+}
+
+# ran_value KEY: a RAN_* value of the running render (compose.env; testbed/ran/__init__.py lists
+# them), UERANSIM's before a stack is rendered (a dry run without a render).
+ran_value() {
+  if [[ -n "$RENDER" && -f "$RENDER/compose.env" ]]; then
+    stack_env "$RENDER" "$1"
+    return
+  fi
+  case "$1" in
+    RAN) echo ueransim ;;
+    RAN_UE_TUN) echo uesimtun0 ;;
+    RAN_UE_SESSION_LOG) echo "TUN interface[uesimtun" ;;
+    RAN_READY) echo gnb ;;
+    *) die "ran_value: unknown key $1" 1 ;;
+  esac
 }
 
 # bridge_of NETWORK: the host bridge of a compose network (compose/base.yaml names them).
@@ -810,10 +828,12 @@ dc_exec() {
 }
 
 # wait_ue_session SERVICE DEADLINE_S: block until the UE logs its PDU session's TUN interface
-# (UERANSIM: "... TUN interface[uesimtun0, <addr>] is up."), reading one `docker compose logs
-# --follow` stream: no exec, no polling while the attach is being measured. 1 on the deadline.
+# (UERANSIM: "... TUN interface[uesimtun0, <addr>] is up."; OAI: "Interface oaitun_ue1 successfully
+# configured": the render's RAN_UE_SESSION_LOG), reading one `docker compose logs --follow`
+# stream: no exec, no polling while the attach is being measured. 1 on the deadline.
 wait_ue_session() {
-  local svc="$1" deadline_s="$2" line rc=1
+  local svc="$1" deadline_s="$2" line rc=1 marker
+  marker="$(ran_value RAN_UE_SESSION_LOG)"
   if [[ "$DRY_RUN" == 1 ]]; then
     _record_command timeout "$deadline_s" "${DC[@]}" "${STACK_ALL_PROFILES[@]}" logs --follow --no-color "$svc"
     return 0
@@ -821,7 +841,7 @@ wait_ue_session() {
   coproc UE_LOGS { exec timeout "$deadline_s" "${DC[@]}" "${STACK_ALL_PROFILES[@]}" logs --follow --no-color "$svc" 2>&1; }
   local pid="$UE_LOGS_PID"
   while IFS= read -r -u "${UE_LOGS[0]}" line; do
-    if [[ "$line" == *"TUN interface[uesimtun"*"] is up"* ]]; then
+    if [[ "$line" == *"$marker"* && ("$line" != *"TUN interface["* || "$line" == *"] is up"*) ]]; then
       rc=0
       break
     fi
@@ -831,10 +851,13 @@ wait_ue_session() {
   return "$rc"
 }
 
-# ue_has_session SERVICE [N]: at least N (default 1) uesimtun interfaces with an address.
+# ue_has_session SERVICE [N]: at least N (default 1) PDU session interfaces (uesimtun<i>, or the
+# OAI UE's oaitun_ue<i>) with an address.
 ue_has_session() {
-  local svc="$1" n="${2:-1}" count
+  local svc="$1" n="${2:-1}" count prefix
+  prefix="$(ran_value RAN_UE_TUN)"
+  prefix="${prefix%%[0-9]*}"
   count="$("${DC[@]}" "${STACK_ALL_PROFILES[@]}" exec -T "$svc" ip -4 -o addr show 2>/dev/null \
-    | grep -cE ' uesimtun[0-9]+ +inet ')" || true
+    | grep -cE " ${prefix}[0-9]+ +inet ")" || true
   ((count >= n))
 }

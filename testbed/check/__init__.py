@@ -21,7 +21,7 @@ class Finding:
     file: Path
     key: str
     message: str
-    kind: str            # address | duplicate | subnet | mount | plmn | credentials | cycle | reference | syntax
+    kind: str            # address | duplicate | subnet | mount | plmn | credentials | cycle | reference | syntax | role
 
     def format(self, root: Path = ROOT) -> str:
         try:

@@ -15,6 +15,7 @@ import yaml
 from testbed import ROOT
 from testbed.check import Finding
 from testbed.check import compose_model as cm
+from testbed.check import oai_rules
 from testbed.render import compose_env as cenv
 from testbed.render import layout
 
@@ -164,7 +165,10 @@ class Checker:
 
     def check_compose_vs_stack(self) -> None:
         services = self.model.services
+        ran_variant = self.env.get("RAN") or "ueransim"
         for node, spec in (self.values.get("nodes") or {}).items():
+            if spec.get("ran") is not None and ran_variant not in spec["ran"]:
+                continue              # a node of another RAN variant (testbed/ran/)
             svc = f"{node}-net" if f"{node}-net" in services else node
             if svc not in services:
                 if not spec.get("optional"):
@@ -253,10 +257,13 @@ class Checker:
         for svc_name, svc in self.model.services.items():
             for vol in svc.get("volumes") or []:
                 src = cm.volume_source(vol)
-                if not src or not src.endswith((".yaml", ".yml", ".json")):
+                if not src or not src.endswith((".yaml", ".yml", ".json", ".conf")):
                     continue
                 path = self.host_path(src)
                 if not path.is_file():
+                    continue
+                if path.suffix == ".conf":
+                    oai_rules.load(self, svc_name, path)     # OpenAirInterface (libconfig)
                     continue
                 try:
                     text = path.read_text(encoding="utf-8")
@@ -523,6 +530,7 @@ def run(render_dir: Path, stack_file: Path | None = None, keys_root: Path | None
     c.load_configs()
     c.check_open5gs()
     c.check_ran()
+    oai_rules.check(c)
     c.check_plmn()
     c.check_credentials()
     return c.findings

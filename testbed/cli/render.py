@@ -6,8 +6,8 @@ import os
 import sys
 from pathlib import Path
 
-from testbed import keys, nas, profiles, render, stack
-from testbed.render import layout
+from testbed import keys, nas, profiles, ran, render, stack
+from testbed.render import layout, oai
 
 
 def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
@@ -21,6 +21,11 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument("--nas", default=os.environ.get("NAS") or "",
                         help="NAS security algorithms, e.g. nea2-nia2 (default: $NAS, or the stack's "
                              "orders; docs/nas.md)")
+    parser.add_argument("--ran", default=os.environ.get("RAN") or "",
+                        help="RAN variant: ueransim (default), oai, split (default: $RAN; docs/ran.md)")
+    parser.add_argument("--uu", default=os.environ.get("UU") or "",
+                        help="AS security of an OAI RAN, e.g. nea2-nia2 (default: $UU, or OAI's "
+                             "preference lists; docs/ran.md)")
     parser.add_argument("--quiet", action="store_true", help="print only the render dir")
 
 
@@ -30,22 +35,36 @@ def resolve(profile_id: str, plane: str | None) -> tuple[profiles.Profile, str]:
     return prof, plane or prof.planes[0]
 
 
+def check_ran(ran_choice: str | None, uu: str | None) -> tuple[str, str | None]:
+    """(RAN variant, UU choice) or RanError / OaiConfigError naming the valid values."""
+    name = ran.check(os.environ.get("RAN", "") if ran_choice is None else ran_choice)
+    uu = os.environ.get("UU", "") if uu is None else uu
+    if uu:
+        if name == "ueransim":
+            raise ran.RanError(f"UU={uu}: the AS security choice needs an OpenAirInterface RAN "
+                               "(RAN=oai or RAN=split); UERANSIM has no AS security (docs/ran.md)")
+        oai.security(stack.load(), uu)
+    return name, uu or None
+
+
 def render_profile(profile_id: str, plane: str | None, state: Path | None, scp: bool,
-                   nas_choice: str | None = None) -> render.Rendered:
+                   nas_choice: str | None = None, ran_choice: str | None = None,
+                   uu: str | None = None) -> render.Rendered:
     prof, pl = resolve(profile_id, plane)
     nas_choice = os.environ.get("NAS", "") if nas_choice is None else nas_choice
     values = nas.apply(stack.load(), nas_choice)        # NasError before anything is written
+    ran_name, uu = check_ran(ran_choice, uu)
     state_dir = Path(state) if state is not None else keys.default_state_dir()
     root = keys.ensure(state_dir)
-    out = layout.render_dir(state_dir, pl, prof.id)
+    out = layout.render_dir(state_dir, pl, prof.id, ran_name)
     return render.render(prof, pl, out, subscribers=keys.subscribers(root), keys_dir=root,
-                         values=values, use_scp=scp or None)
+                         values=values, use_scp=scp or None, ran_variant=ran_name, uu=uu)
 
 
 def run(args: argparse.Namespace) -> int:
     try:
-        r = render_profile(args.profile, args.plane, args.state, args.scp, args.nas)
-    except (profiles.ProfileError, nas.NasError) as exc:
+        r = render_profile(args.profile, args.plane, args.state, args.scp, args.nas, args.ran, args.uu)
+    except (profiles.ProfileError, nas.NasError, ran.RanError, oai.OaiConfigError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except (render.RenderError, keys.KeysError, ValueError, KeyError) as exc:

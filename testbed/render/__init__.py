@@ -10,18 +10,16 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import os
 import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from testbed import ROOT, overlays, stack
+from testbed import ROOT, overlays, ran, stack
 from testbed.profiles import Profile
 from testbed.render import compose_env as cenv
 from testbed.render import layout, open5gs, ueransim
+from testbed.render.files import dump_yaml, write_text
 from testbed.render.merge import deep_merge
 
 log = logging.getLogger(__name__)
@@ -29,7 +27,6 @@ log = logging.getLogger(__name__)
 COMPOSE_DIR = ROOT / "compose"
 BASE_FILE = COMPOSE_DIR / "base.yaml"
 SCP_FILE = COMPOSE_DIR / "scp.yaml"
-PROGRAM_NODES = open5gs.OPEN5GS_NFS + ("gnb",)   # containers that get an env/<node>.env
 
 
 class RenderError(RuntimeError):
@@ -46,15 +43,21 @@ class Rendered:
     nodes: list[str]                                   # Open5GS NFs that run
     files: list[Path] = dataclasses.field(default_factory=list)
     overlay_dirs: dict[str, Path] = dataclasses.field(default_factory=dict)
+    ran: str = "ueransim"                              # the RAN variant (testbed/ran/)
+    ran_nodes: list[str] = dataclasses.field(default_factory=list)
 
 
 def overlay_file(protocol: str, plane: str, compose_dir: Path = COMPOSE_DIR) -> Path:
     return compose_dir / f"overlay-{protocol}-{plane}.yaml"
 
 
-def compose_files(protocol: str, plane: str, use_scp: bool, compose_dir: Path = COMPOSE_DIR) -> list[Path]:
-    """base.yaml, then scp.yaml (with the SCP), then the overlay fragment if the protocol has one."""
+def compose_files(protocol: str, plane: str, use_scp: bool, compose_dir: Path = COMPOSE_DIR,
+                  ran_file: Path | None = None) -> list[Path]:
+    """base.yaml, the RAN variant's rendered services, scp.yaml (with the SCP), then the overlay
+    fragment if the protocol has one."""
     files = [compose_dir / "base.yaml"]
+    if ran_file is not None:
+        files.append(ran_file)
     if use_scp:
         files.append(compose_dir / "scp.yaml")
     ov = overlay_file(protocol, plane, compose_dir)
@@ -94,28 +97,6 @@ def provision_input(subscribers: dict[str, Any], values: dict[str, Any]) -> dict
     }
 
 
-class _NoAliasDumper(yaml.SafeDumper):
-    """Writes repeated values out in full: Open5GS's YAML reader does not resolve aliases."""
-
-    def ignore_aliases(self, data: Any) -> bool:
-        return True
-
-
-def _dump_yaml(data: dict[str, Any], header: str) -> str:
-    return header + yaml.dump(data, Dumper=_NoAliasDumper, sort_keys=False, default_flow_style=False)
-
-
-def _write(path: Path, text: str, mode: int = 0o644) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    os.chmod(tmp, mode)
-    os.replace(tmp, path)
-    return path
-
-
 def _hook(module: Any, name: str) -> Any:
     return getattr(module, name, None) if module is not None else None
 
@@ -132,12 +113,18 @@ def overlay_module(protocol: str) -> Any:
 def render(profile: Profile, plane: str, out_dir: Path, *, subscribers: dict[str, Any],
            keys_dir: Path, values: dict[str, Any] | None = None, use_scp: bool | None = None,
            commit: str | None = None, mongo_uri: str | None = None,
-           compose_dir: Path = COMPOSE_DIR, repo_dir: Path = ROOT) -> Rendered:
-    """Write the render dir for (profile, plane) and return what was written.
+           compose_dir: Path = COMPOSE_DIR, repo_dir: Path = ROOT,
+           ran_variant: str | None = None, uu: str | None = None) -> Rendered:
+    """Write the render dir for (profile, plane, RAN variant) and return what was written.
 
     The dir is replaced as a whole, so no stale file of an earlier render survives.
     """
     v = values or stack.load()
+    try:
+        ran_name = ran.check(ran_variant, v)
+    except ran.RanError as exc:
+        raise RenderError(str(exc)) from None
+    ran_mod = ran.get(ran_name)
     if plane not in profile.planes:
         raise RenderError(f"profile {profile.id!r} does not run on plane {plane!r} "
                           f"(it supports {', '.join(profile.planes)})")
@@ -158,21 +145,22 @@ def render(profile: Profile, plane: str, out_dir: Path, *, subscribers: dict[str
         cfg = open5gs.nf_config(nf, v, scp)
         if nf_hook is not None:
             cfg = deep_merge(cfg, nf_hook(nf, profile, v) or {})
-        written.append(_write(out_dir / layout.OPEN5GS_DIR / f"{nf}.yaml", _dump_yaml(cfg, header)))
+        written.append(write_text(out_dir / layout.OPEN5GS_DIR / f"{nf}.yaml", dump_yaml(cfg, header)))
 
-    gnb = ueransim.gnb_config(v)
-    if nf_hook is not None:
-        gnb = deep_merge(gnb, nf_hook("gnb", profile, v) or {})
-    written.append(_write(out_dir / layout.UERANSIM_DIR / "gnb.yaml", _dump_yaml(gnb, header)))
-    for ue, cfg in ueransim.ue_configs(subscribers, v).items():
-        written.append(_write(out_dir / layout.UERANSIM_DIR / f"{ue}.yaml", _dump_yaml(cfg, header), 0o600))
-    written.append(_write(out_dir / layout.PROVISION_FILE,
+    ran_ctx = ran.RenderContext(
+        values=v, subscribers=subscribers, out_dir=out_dir, header=header.lstrip("# ").rstrip("\n"), uu=uu,
+        overrides=(lambda node: nf_hook(node, profile, v) or {}) if nf_hook is not None else None)
+    written += ran_mod.render(ran_name, ran_ctx)
+    ran_file = write_text(out_dir / layout.RAN_COMPOSE_FILE,
+                          ran.compose_text(ran_mod.compose(ran_name, v), ran_name, profile.id))
+    written.append(ran_file)
+    written.append(write_text(out_dir / layout.PROVISION_FILE,
                           json.dumps(provision_input(subscribers, v), indent=1) + "\n", 0o600))
 
     env_hook = _hook(mod, "nf_environment")
-    for node in PROGRAM_NODES:
+    for node in open5gs.OPEN5GS_NFS + tuple(ran_mod.env_nodes(ran_name)):
         extra = dict(env_hook(node, profile, v) or {}) if env_hook is not None else {}
-        written.append(_write(out_dir / layout.ENV_DIR / f"{node}.env",
+        written.append(write_text(out_dir / layout.ENV_DIR / f"{node}.env",
                               f"# extra environment of the {node} container ({profile.id})\n"
                               + (cenv.format_env(extra) if extra else "")))
 
@@ -187,14 +175,18 @@ def render(profile: Profile, plane: str, out_dir: Path, *, subscribers: dict[str
                            render_dir=out_dir, keys_dir=Path(keys_dir).resolve(), repo_dir=repo_dir,
                            commit=commit if commit is not None else git_commit(repo_dir),
                            mongo_uri=mongo_uri or open5gs.mongo_uri(v), values=v)
+    env.update(ran_mod.compose_env(ran_name, v))
+    if uu:
+        env["UU"] = uu
     env_extra_hook = _hook(mod, "compose_env")
     if env_extra_hook is not None:
         env.update({str(k): str(val) for k, val in (env_extra_hook(profile, plane, v) or {}).items()})
-    written.append(_write(out_dir / layout.COMPOSE_ENV, header + cenv.format_env(env)))
-    files = compose_files(profile.protocol, plane, scp, compose_dir)
-    written.append(_write(out_dir / layout.COMPOSE_FILES, "".join(f"{f}\n" for f in files)))
-    result = Rendered(out_dir, profile, plane, files, env, nodes, written, overlay_dirs)
-    written.append(_write(out_dir / layout.PLAN_FILE, plan(result)))
+    written.append(write_text(out_dir / layout.COMPOSE_ENV, header + cenv.format_env(env)))
+    files = compose_files(profile.protocol, plane, scp, compose_dir, ran_file)
+    written.append(write_text(out_dir / layout.COMPOSE_FILES, "".join(f"{f}\n" for f in files)))
+    result = Rendered(out_dir, profile, plane, files, env, nodes, written, overlay_dirs,
+                      ran_name, ran_mod.nodes(ran_name, v))
+    written.append(write_text(out_dir / layout.PLAN_FILE, plan(result)))
     log.info("rendered %s (%s) into %s: %d files", profile.id, plane, out_dir, len(written))
     return result
 
@@ -207,7 +199,7 @@ def plan(r: Rendered) -> str:
         f"render    {r.dir}",
         "compose   " + " ".join(str(f) for f in r.compose_files),
         f"core      {' '.join(r.nodes)} (each behind its <nf>-net namespace holder)",
-        "ran       gnb (holder gnb-net), ue1 (started by `make up`), ue2 and ue-scale on demand",
+        *ran.get(r.ran).plan(r.ran, stack.load()),
         f"database  MONGO_URI={r.env['MONGO_URI']} (provisioned by the provision service)",
         f"ping      the UE pings {r.env['PING_TARGET']} (the Docker host on n6) through the UPF",
     ]

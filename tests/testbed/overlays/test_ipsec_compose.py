@@ -9,6 +9,7 @@ import yaml
 
 from testbed import ROOT, profiles, stack
 from testbed.overlays import ipsec
+from tests.testbed.render.helpers import compose_services
 
 VALUES = stack.load()
 
@@ -19,9 +20,9 @@ def test_fragment_overrides_exactly_the_endpoint_holders(plane: str) -> None:
     text = path.read_text()
     doc = yaml.safe_load(text)
     assert sorted(doc["services"]) == sorted(f"{n}-net" for n in ipsec.endpoints(plane, VALUES))
-    base = yaml.safe_load((ROOT / "compose" / "base.yaml").read_text())
+    base = compose_services()
     for name, svc in doc["services"].items():
-        assert name in base["services"], f"{name} is not a holder of compose/base.yaml"
+        assert name in base, f"{name} is not a holder of compose/base.yaml or the rendered RAN"
         assert svc["command"] == ["/opt/testbed/ipsec/entrypoint.sh", "/etc/testbed/overlay"]
         assert "NET_ADMIN" in svc["cap_add"] and "/dev/net/tun:/dev/net/tun" in svc["devices"]
         node = name.removesuffix("-net")

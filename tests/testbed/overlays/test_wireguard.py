@@ -15,6 +15,7 @@ import pytest
 from testbed import channels, keys, overlays, profiles, stack
 from testbed.overlays import verdict, wireguard
 from tests.conftest import require_tools
+from tests.testbed.render.helpers import compose_services
 
 GNB, UPF = "10.100.3.50", "10.100.3.7"
 
@@ -222,12 +223,12 @@ def _yaml(path: Path) -> dict:
 @pytest.mark.parametrize("plane", ["n3", "sbi"])
 def test_compose_fragment_overrides_exactly_the_endpoint_holders(plane: str) -> None:
     frag = _yaml(COMPOSE / f"overlay-wireguard-{plane}.yaml")["services"]
-    base = _yaml(COMPOSE / "base.yaml")["services"]
+    base = compose_services()
     nodes = wireguard.endpoints(plane, stack.load())
     assert sorted(frag) == sorted(f"{n}-net" for n in nodes)
     for node in nodes:
         svc, holder = frag[f"{node}-net"], base[f"{node}-net"]
-        assert holder["command"] == ["/opt/testbed/entrypoints/holder.sh"]      # it is a holder in base.yaml
+        assert holder["command"] == ["/opt/testbed/entrypoints/holder.sh"]      # a holder (base.yaml / RAN)
         assert "/run/testbed/overlay-ready" in " ".join(holder["healthcheck"]["test"])
         assert set(svc) <= {"command", "volumes", "cap_add", "devices", "sysctls", "healthcheck", "environment"}
         mounts = {v.rsplit(":", 2)[1]: v.rsplit(":", 2)[0] for v in svc["volumes"]}

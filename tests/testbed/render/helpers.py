@@ -25,7 +25,19 @@ def keys_root() -> Path:
     return _keys_root()
 
 
-def render_to(profile_id: str, plane: str, out: Path, *, use_scp: bool = False) -> Rendered:
+def render_to(profile_id: str, plane: str, out: Path, *, use_scp: bool = False, ran: str | None = None,
+              uu: str | None = None) -> Rendered:
     root = keys_root()
     return render.render(profiles.get(profile_id, plane), plane, out, subscribers=keys.subscribers(root),
-                         keys_dir=root, use_scp=use_scp, commit="test")
+                         keys_dir=root, use_scp=use_scp, commit="test", ran_variant=ran, uu=uu)
+
+
+def compose_services(ran_variant: str = "ueransim") -> dict:
+    """compose/base.yaml's services with a RAN variant's rendered ones (testbed/ran/), as merged."""
+    import yaml
+
+    from testbed import ran, stack
+    from tests.conftest import ROOT
+    services = dict(yaml.safe_load((ROOT / "compose" / "base.yaml").read_text())["services"])
+    services.update(ran.get(ran_variant).compose(ran_variant, stack.load())["services"])
+    return services
