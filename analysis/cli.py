@@ -213,7 +213,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("bench", help="time tshark-based extraction vs a per-packet pyshark extractor")
     s.add_argument("--workdir", default="build/bench-analysis", help="where the large inputs are built")
     s.add_argument("--source", help="real N2 capture to replicate (default: the Open5GS sample capture "
-                   "in ../shared/data/open5gs-docs-pcaps)")
+                   "in tests/data/open5gs-docs-pcaps)")
     s.add_argument("--copies", type=int, default=4, help="copies of the source capture merged into one")
     s.add_argument("--ping-lines", type=int, default=1_000_000, help="lines of ping output to parse")
     s.add_argument("--no-pyshark", action="store_true", help="skip the pyshark side")

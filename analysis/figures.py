@@ -107,15 +107,34 @@ def _bars(ax: plt.Axes, table: pd.DataFrame, value: str, err: str, group: str, s
         from matplotlib.patches import Patch
         handles = [Patch(facecolor="white", edgecolor="black", hatch=hatches[gi % len(hatches)], label=group_fmt(g))
                    for gi, g in enumerate(groups)]
-        ax.legend(handles=handles, fontsize=8, title=group, title_fontsize=8)
+        ax.legend(handles=handles, fontsize=8, title=group, title_fontsize=8, loc="upper left")
     _mark_userspace(ax, t)
+    _headroom(ax, t, value, err, scale)
     return keys
+
+
+def _headroom(ax: plt.Axes, table: pd.DataFrame, value: str, err: str, scale: float) -> None:
+    """Room above the tallest bar (with its interval) for the legend and the userspace note, so
+    neither hides a bar or the other."""
+    tops = ((table[value].astype(float) + table[err].astype(float).fillna(0)) * scale).to_numpy()
+    tops = tops[np.isfinite(tops)]
+    if tops.size and tops.max() > 0:
+        lo, _ = ax.get_ylim()
+        ax.set_ylim(lo, tops.max() * 1.35)
+
+
+def _show_zero(ax: plt.Axes) -> None:
+    """A dashed line at 0 (the baseline of an overhead panel) is hidden by the bottom spine when
+    every overhead is positive: start the axis a little below 0 so it can be seen."""
+    lo, hi = ax.get_ylim()
+    if lo >= 0:
+        ax.set_ylim(-0.04 * (hi - lo), hi)
 
 
 def _mark_userspace(ax: plt.Axes, table: pd.DataFrame) -> None:
     """Every panel that holds a userspace datapath says so on the panel itself."""
     if "datapath" in table and (table["datapath"].astype(str) == "userspace").any():
-        ax.text(0.99, 0.98, "userspace datapath (kernel-libipsec / wireguard-go): NOT comparable with the papers",
+        ax.text(0.99, 0.98, "userspace datapath\n(kernel-libipsec / wireguard-go):\nNOT comparable with the papers",
                 transform=ax.transAxes, ha="right", va="top", fontsize=7, color="#b00000",
                 bbox={"facecolor": "white", "alpha": 0.8, "edgecolor": "#b00000", "linewidth": 0.5})
 
@@ -151,14 +170,13 @@ def fig2_n3_rtt(tables: Tables, out: Path) -> list[Path]:
     _bars(ax1, t, "mean", "ci", "size", scale=1000.0, group_fmt=lambda s: f"{s} B")
     ax1.set_ylabel("mean RTT (us), 99 % CI")
     ax1.set_title("RTT per profile and payload size")
-    ax1.legend(fontsize=8, title="payload", title_fontsize=8)
     over = t[t["protocol"] != "none"]
     if over["overhead"].notna().any():
         _bars(ax2, over, "overhead", "overhead_ci", "size", scale=1000.0, group_fmt=lambda s: f"{s} B")
         ax2.axhline(0, color="#555555", linestyle="--", linewidth=0.8)
         ax2.set_ylabel("overhead vs baseline (us), 99 % Welch CI")
         ax2.set_title("RTT overhead against the baseline (dashed = baseline)")
-        ax2.legend(fontsize=8, title="payload", title_fontsize=8)
+        _show_zero(ax2)
     else:
         ax2.text(0.5, 0.5, "no baseline or no secured profile:\noverhead not available",
                  ha="center", va="center", transform=ax2.transAxes)
@@ -229,7 +247,6 @@ def fig_throughput(tables: Tables, out: Path) -> list[Path]:
     fig, ax = plt.subplots(figsize=(8, 4.8))
     _bars(ax, t, "mean", "ci", "transport", group_fmt=lambda s: str(s).upper())
     ax.set_ylabel("throughput, receiver (Mbit/s), 99 % CI")
-    ax.legend(fontsize=8, title="transport", title_fontsize=8)
     ax.set_title("Throughput per profile (iperf3; bold label = baseline)")
     return _save(fig, out, "fig-throughput")
 

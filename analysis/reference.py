@@ -1,7 +1,7 @@
 """Published values to set beside our measurements (data, with their source).
 
-Transcribed from ``/work/shared/design/REFERENCE.md`` (the project's digest of the papers in
-``../papers/``). Each entry names the paper and section, the quantity, the value and unit, the
+Transcribed from ``tests/data/reference/published-values.md`` (the project's digest of the papers'
+printed values; docs/methodology.md cites each paper). Each entry names the paper and section, the quantity, the value and unit, the
 paper's own words, and ``match``: which of our summary-table rows measure the same thing
 (columns of ``analysis.tables``; a tuple value matches any of its items; ``cipher_contains``
 matches a substring of the cipher). N3 figures also match the ``overlay`` experiment, the
@@ -97,7 +97,7 @@ REFERENCES: tuple[Reference, ...] = (
     # --- CPU (Figure 4) ---
     Reference("cpu-linear", WISEC2025, "Sec. 4, CPU (Fig. 4)", "cpu_slopes", "cpu_s_per_ue", None, "s/UE",
               "IPsec (ECDSA, AES256-GCM) vs TLS 1.3 (ECDSA, AES256-GCM) vs WireGuard: all linear, WireGuard lowest",
-              {}),
+              {"profile": ("aes256gcm", "tls13-aes256gcm", "wireguard")}),
     # --- TLS suites (Zeidler et al. 2024), overhead = TLS/noTLS - 1 ---
     Reference("tls-cold-range", WISEC2024, "Sec. 5, cold", "attach", "overhead_pct", None, "%",
               "cold: 28.01 % to 34.63 % over the 14 suites", {"experiment": "sbi", "profile": TLS2024, "role": "cold"},

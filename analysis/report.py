@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import figures as figs
+from analysis.counterparts import counterpart_frame
 from analysis import markdown as md
 from analysis import tables as tbl
 from analysis.datasets import Datasets
@@ -178,7 +179,8 @@ def build(results: Path, out: Path, figure_names: list[str] | None = None,
     drawn = figs.draw_all(tables, out / "figures", figure_names)
     head = headline_frame(tables)
     prov = provenance_frame(runs)
-    write_tables({**tables, "headline": head, "runs": prov, "dropped": dropped_frame(runs)}, out / "tables")
+    write_tables({**tables, "headline": head, "runs": prov, "dropped": dropped_frame(runs),
+                  "counterparts": counterpart_frame()}, out / "tables")
     text = render(results, runs, ds, tables, head, prov, drawn)
     path = out / "report.md"
     path.write_text(text, encoding="utf-8")
@@ -216,6 +218,13 @@ def render(results: Path, runs: list[Run], ds: Datasets, tables: dict[str, pd.Da
     if missing:
         out.append(f"\nNot measured in these results (no matching runs): {', '.join(missing)}. "
                    "All published values with the papers' words: `tables/headline.csv`.\n")
+    out.append("\n## Profiles and the papers' configurations\n")
+    measured_profiles = sorted({r.profile for r in used})
+    out.append("Each profile measured here, the paper configuration it reproduces (suite, authentication, "
+               "mode), under which conditions the paper reports it, or why it has no counterpart; profiles "
+               "with the same settings under another paper's name are named, never pooled. Every profile of "
+               "the catalogue: `tables/counterparts.csv`.\n")
+    out.append(md.table(counterpart_frame(measured_profiles)) if measured_profiles else "_(no runs used)_\n")
     out.append("\n## Runs left out\n")
     dropped = dropped_frame(runs)
     out.append(f"{len(excluded)} run(s) left out of every statistic (only complete runs with valid "

@@ -34,7 +34,6 @@ EOF
 }
 
 preflight() {
-  require_root
   local tools=(ip ping tshark)
   case "$PROTOCOL" in
     ipsec) tools+=(swanctl) ;;
@@ -42,10 +41,13 @@ preflight() {
     none) ;;
     *) die "profile $PROFILE ($PROTOCOL) has no namespace overlay; use an n3 profile (make profiles PLANE=n3)" 2 ;;
   esac
+  # a dry run only prints the plan: it needs none of the host's prerequisites
+  [[ "$DRY_RUN" == 1 ]] && return 0
+  require_root
   require_tools "${tools[@]}"
   [[ -c /dev/net/tun || "$PROTOCOL" == none ]] \
     || die "/dev/net/tun is missing: the userspace overlays need TUN (modprobe tun); see make doctor" 1
-  if [[ "$PROTOCOL" == ipsec && "$DRY_RUN" != 1 ]]; then
+  if [[ "$PROTOCOL" == ipsec ]]; then
     # a profile userspace ESP cannot run (e.g. AES-GMAC, trap modes) stops here on a host without
     # kernel ESP, before anything starts (the overlay module knows which ones)
     local why

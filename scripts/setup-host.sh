@@ -10,7 +10,7 @@ readonly APT_PACKAGES=(
   strongswan-charon strongswan-swanctl charon-systemd libstrongswan-standard-plugins
   libstrongswan-extra-plugins libcharon-extra-plugins
   wireguard-tools wireguard-go tshark iperf3 iputils-ping iproute2 nftables openssl
-  procps util-linux kmod jq shellcheck git
+  procps util-linux kmod jq shellcheck git python3-venv
   d-itg iptables socat gcc libc6-dev libnetfilter-queue-dev
 )
 # Suricata 7 is in bookworm-backports (Debian 12) and in trixie's main suite (Debian 13+);

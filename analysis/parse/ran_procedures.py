@@ -4,7 +4,7 @@ One value per UE registration: NGAP PDUSessionResourceSetupRequest (initiatingMe
 procedure 29) to the next E1AP BearerContextSetupResponse (successfulOutcome, procedure 8) or
 F1AP UEContextSetupResponse (successfulOutcome, procedure 5). Walk the matching frames in time
 order, remember the latest start, emit stop - start at a stop and forget the start
-(../shared/data/rwth-internal-ran-security/SOURCE.md).
+(tests/data/rwth-internal-ran-security/SOURCE.md).
 """
 from __future__ import annotations
 
@@ -58,7 +58,9 @@ def _datetime_us(epoch: pd.Series) -> np.ndarray:
     """Epoch text -> whole microseconds exactly as ``datetime.fromtimestamp(float(text))`` gets
     them (float64 first, then the fraction rounded half to even), which is how the RWTH tool's
     values were made; reproduces their printed values to the last digit."""
-    f = pd.to_numeric(epoch).to_numpy(dtype=float)
+    # Python's float() rounds correctly; pandas 2's fast text parser may be one unit in the last
+    # place off, which moves a microsecond now and then (seen with pandas 2.3 on Python 3.10)
+    f = np.array([float(t) for t in epoch.astype(str)], dtype=float)
     whole = np.floor(f)
     frac_us = np.round((f - whole) * 1e6)
     return whole.astype(np.int64) * 1_000_000 + frac_us.astype(np.int64)

@@ -1,6 +1,6 @@
 """RWTH-SPICe/Internal-Ran-Security result text files -> record with a tidy value frame.
 
-Format (see ../shared/data/rwth-internal-ran-security/SOURCE.md)::
+Format (see tests/data/rwth-internal-ran-security/SOURCE.md)::
 
     KEY = value            one line per run parameter
     <blank line>

@@ -1,5 +1,5 @@
 """Builds a small results tree in the layout of docs/contracts.md ("Results") from REAL data
-in ../shared/data (RWTH ping RTTs, RWTH F1-C/E1 captures with full Open5GS NGAP, real iperf3
+in tests/data (RWTH ping RTTs, RWTH F1-C/E1 captures with full Open5GS NGAP, real iperf3
 output), for the figure and report tests, until the drivers produce real run directories.
 
 What is synthetic: the manifests, the assignment of the real values to our profile ids, the

@@ -49,6 +49,19 @@ def test_fig2_content(fixture_tables, tmp_path, monkeypatch):
     heights = sorted(b.get_height() for b in ax1.patches if b.get_height() == b.get_height())
     rtt = fixture_tables["rtt"]
     assert heights == pytest.approx(sorted(v * 1000.0 for v in rtt["mean"]))
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    for ax in (ax1, ax2):
+        # the legend tells the payload sizes apart by hatch on white: it borrows no bar's colour
+        legend = ax.get_legend()
+        assert [h.get_facecolor()[:3] for h in legend.legend_handles] == [(1.0, 1.0, 1.0)] * 2
+        assert [h.get_hatch() or "" for h in legend.legend_handles] == ["", "//"]
+        # the userspace note and the legend never cover each other
+        note = next(t for t in ax.texts if "userspace" in t.get_text())
+        assert not note.get_window_extent(renderer).overlaps(legend.get_window_extent(renderer))
+    # the overhead panel's baseline (0, dashed) sits above the bottom spine, where it can be seen
+    zero = [ln for ln in ax2.get_lines() if ln.get_linestyle() == "--"]
+    assert zero and zero[0].get_ydata()[0] == 0 and ax2.get_ylim()[0] < 0
     plt.close(fig)
 
 

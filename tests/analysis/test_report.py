@@ -1,6 +1,8 @@
 """analysis/report.py on the results tree built from real data: content, numbers, flags."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 from scipy.stats import t as scipy_t
 import pytest
@@ -94,13 +96,23 @@ def test_cli_report_and_stats(fixture_tree, tmp_path, capsys):
     assert "does not exist" in capsys.readouterr().err
 
 
+def _one(frame: pd.DataFrame, **where: object) -> pd.Series:
+    """The single row matching ``where`` (the index of a table need not be unique: a profile
+    measured on two datapaths has two rows)."""
+    rows = frame
+    for column, value in where.items():
+        rows = rows[rows[column] == value]
+    assert len(rows) == 1, (where, len(rows))
+    return rows.iloc[0]
+
+
 def test_permutation_p_values_on_request(fixture_datasets):
     from analysis import tables
-    rtt = tables.rtt(fixture_datasets, permutations=200).set_index(["profile", "size"])
-    assert rtt.loc[("aes128gcm", 64), "p_perm"] < 0.01          # 1 ms on 12 ms, 20,000 pings each
-    assert pd.isna(rtt.loc[("baseline", 64), "p_perm"])
-    att = tables.attach(fixture_datasets, permutations=200).set_index(["profile", "role"])
-    assert att.loc[("tls13-aes256gcm", "cold"), "p_perm"] > 0.05  # -3.6 +- 14 ms on 5 samples: no difference
+    rtt = tables.rtt(fixture_datasets, permutations=200)
+    assert _one(rtt, profile="aes128gcm", size=64)["p_perm"] < 0.01          # 1 ms on 12 ms, 20,000 pings each
+    assert pd.isna(_one(rtt, profile="baseline", size=64)["p_perm"])
+    att = tables.attach(fixture_datasets, permutations=200)
+    assert _one(att, profile="tls13-aes256gcm", role="cold")["p_perm"] > 0.05  # -3.6 +- 14 ms on 5 samples: no difference
     assert tables.rtt(fixture_datasets)["p_perm"].isna().all()   # off by default
 
 
@@ -165,3 +177,12 @@ def test_like_for_like_the_papers_slowest_configuration_is_a_max_not_a_mean() ->
     h = headline(ref, t)
     assert (h.measured, h.ci, h.low, h.high) == (20.0, 3.0, 10.0, 20.0)
     assert by_key("sbi-warm-ipsec").match["mode"] == ("start", "trap")     # the modes the paper ran
+
+
+def test_report_matches_each_measured_profile_to_its_paper_configuration(fixture_report: Path) -> None:
+    text = (fixture_report / "report.md").read_text()
+    section = text.split("## Profiles and the papers' configurations", 1)[1].split("\n## ", 1)[0]
+    assert "| profile " in section and "| baseline " in section
+    assert "no-security baseline" in section
+    table = pd.read_csv(fixture_report / "tables" / "counterparts.csv")
+    assert {"aes256gcm-trap-queue", "tls12-ecdsa-aes128gcm"} <= set(table["profile"])

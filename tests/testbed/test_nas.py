@@ -47,7 +47,7 @@ def test_render_writes_the_choice_into_the_amf_config(tmp_path: Path, monkeypatc
 def n2_capture() -> Path:
     if shutil.which("tshark") is None:
         pytest.skip("tshark not found: run `make setup`")
-    return DATA / "roastedbeans-n1-n2.pcap"
+    return DATA / "roastedbeans-open5gs-roaming" / "n1_n2_interfaces.pcap"
 
 
 def test_verdict_from_a_real_security_mode_command(n2_capture: Path) -> None:
