@@ -31,39 +31,6 @@ Exit: 0 valid run, 1 failure or invalid run, 2 usage error, 130 interrupted.
 EOF
 }
 
-# attach IT UE ROLE: start the UE, wait for its PDU session; failed attempts are recorded and
-# retried (the UE container is removed and started again). Returns 1 when every attempt failed.
-attach() {
-  local it="$1" ue="$2" role="$3" attempt imsi reason final start tag
-  tag="$(printf 'it%02d' "$it")"
-  imsi="$(stack_value "subscribers.$ue.imsi")"
-  for ((attempt = 1; attempt <= RETRIES; attempt++)); do
-    log "iteration $it: $ue ($role) attach, attempt $attempt/$RETRIES (deadline ${ATTACH_TIMEOUT}s)"
-    start=$SECONDS
-    # no probe inside the measured window: the UE's healthcheck is deferred past it, and the
-    # driver blocks on the UE's own log line instead of polling `docker exec`
-    if run_cmd env UE_HEALTH_START_INTERVAL=3600s "${DC[@]}" "${STACK_ALL_PROFILES[@]}" up -d --no-deps "$ue" \
-         >>"$(out_path "$tag-stack.log")" 2>&1 \
-      && wait_ue_session "$ue" "$ATTACH_TIMEOUT"; then
-      [[ "$DRY_RUN" == 1 ]] || tbm add-ue "$RUN_DIR" --attr "name=$ue" --attr "imsi=$imsi" \
-        --attr "role=$role" --attr "iteration=$it" --attr "attempt=$attempt" --attr attached=true
-      log "iteration $it: $ue has its PDU session after ~$((SECONDS - start))s (exact time: from the N2 capture)"
-      return 0
-    fi
-    # the UE's last log line, without terminal escapes (UERANSIM colours its log)
-    reason="no PDU session within ${ATTACH_TIMEOUT}s; last log line: $("${DC[@]}" "${STACK_ALL_PROFILES[@]}" logs --no-color --tail 1 "$ue" 2>&1 | tail -n 1 | sed 's/\x1b\[[0-9;]*[A-Za-z]//g' | tr -cd '[:print:]\t' || true)"
-    warn "iteration $it: $ue attempt $attempt failed: $reason"
-    final=false
-    ((attempt < RETRIES)) || final=true
-    tbm add-failure "$RUN_DIR" --attr "ue=$ue" --attr "attempt=$attempt" --attr "iteration=$it" \
-      --attr "final=$final" --attr "reason=$reason" || warn "could not record the failed attach"
-    "${DC[@]}" "${STACK_ALL_PROFILES[@]}" rm -sf "$ue" >>"$(out_path "$tag-stack.log")" 2>&1 || true
-  done
-  tbm add-ue "$RUN_DIR" --attr "name=$ue" --attr "imsi=$imsi" --attr "role=$role" \
-    --attr "iteration=$it" --attr "attempt=$RETRIES" --attr attached=false || true
-  return 1
-}
-
 iteration() {
   local it="$1" tag
   tag="$(printf 'it%02d' "$it")"
@@ -81,7 +48,7 @@ iteration() {
   # WireGuard: no session may exist when the cold UE starts (whatever time passed since the
   # holders' start-up handshakes): forget them all; validity checks the capture for new ones
   stack_wg_holders "$tag-wg-reset" bash /opt/testbed/wireguard/reset-sessions.sh
-  attach "$it" ue1 cold || failed=1
+  attach_ue "$it" ue1 cold "$tag-stack.log" || failed=1
   if [[ "$MODE" != cold ]]; then
     if ((failed)); then
       warn "iteration $it: UE 1 never attached, so UE 2 would not be warm: warm sample skipped (recorded)"
@@ -92,7 +59,7 @@ iteration() {
       [[ "$DRY_RUN" == 1 ]] || sleep "$WARM_GAP"
       # the warm UE needs every session younger than WireGuard's 120 s rekey time: recorded
       stack_wg_holders "$tag-wg-before-warm" sh -c 'date +%s; wg show all latest-handshakes'
-      attach "$it" ue2 warm || true
+      attach_ue "$it" ue2 warm "$tag-stack.log" || true
     fi
   fi
   capture_stop "$tag-n2"

@@ -9,8 +9,6 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
 readonly EXPERIMENT=throughput
-readonly IPERF_PORT=5201
-SERVER_PID=""
 
 usage() {
   cat <<EOF
@@ -30,17 +28,6 @@ Exit: 0 valid run, 1 failure or invalid run, 2 usage error, 130 interrupted.
 EOF
 }
 
-server_stop() {
-  [[ -n "$SERVER_PID" ]] || return 0
-  kill -TERM "$SERVER_PID" 2>/dev/null || true
-  wait "$SERVER_PID" 2>/dev/null || true
-  SERVER_PID=""
-}
-
-server_listening() {
-  ss -Hltn "sport = :$IPERF_PORT" | grep -q .
-}
-
 main() {
   docker_driver_begin "$EXPERIMENT" "$@" -- iperf3 ss
   TARGET="$(stack_value 'networks.n6.gateway')"
@@ -58,34 +45,7 @@ main() {
   stack_overlay_state sa-before
   cleanup_push stack_logs containers.log
 
-  local ue_ip="UE_IP"
-  if [[ "$DRY_RUN" != 1 ]]; then
-    ue_ip="$("${DC[@]}" exec -T ue1 ip -4 -o addr show dev uesimtun0 | awk '{split($4, a, "/"); print a[1]}')"
-    [[ -n "$ue_ip" ]] || die "UE 1 has no address on uesimtun0 (no PDU session?); see stack-up.log" 1
-  fi
-  _record_command iperf3 -s -B "$TARGET" -p "$IPERF_PORT" -J
-  if [[ "$DRY_RUN" != 1 ]]; then
-    iperf3 -s -B "$TARGET" -p "$IPERF_PORT" -J >"$RUN_DIR/iperf3-server.json" 2>&1 &
-    SERVER_PID=$!
-    cleanup_push server_stop
-    wait_for 10 "iperf3 server on $TARGET:$IPERF_PORT" server_listening \
-      || die "the iperf3 server on $TARGET:$IPERF_PORT did not start; see iperf3-server.json" 1
-  fi
-
-  local transport rep rel cmd=() rc
-  for transport in $TRANSPORTS; do
-    for ((rep = 1; rep <= REPS; rep++)); do
-      rel="$(printf 'iperf3-%s-r%02d.json' "$transport" "$rep")"
-      cmd=(iperf3 -c "$TARGET" -p "$IPERF_PORT" -B "$ue_ip" -J -t "$DURATION" -P "$STREAMS")
-      [[ "$transport" == udp ]] && cmd+=(-u -b "$UDP_BITRATE")
-      log "iperf3 $transport, repetition $rep/$REPS, ${DURATION}s -> $rel"
-      mapfile -d '' -t cmd < <(dc_exec ue1 timeout $((DURATION + 30)) "${cmd[@]}")
-      rc=0
-      measure "$rel" iperf3 "transport=$transport" "rep=$rep" -- "${cmd[@]}" || rc=$?
-      ((rc == 0)) || die "iperf3 $transport (repetition $rep) failed (exit $rc); see $rel" 1
-    done
-  done
-  server_stop
+  iperf_series ue1
   stack_overlay_state sa-after
   stack_logs containers.log
   [[ "$DRY_RUN" == 1 ]] || datapath_from_log "$RUN_DIR/containers.log"

@@ -175,6 +175,13 @@ def versions(images: list[str] | None = None, stack_run: bool = True) -> dict[st
     }
 
 
+def _ran_versions(v: dict[str, Any], ran: str | None) -> dict[str, Any]:
+    """An OpenAirInterface RAN (parameter `ran` oai|split) runs OAI, not UERANSIM: say which."""
+    if ran and ran != "ueransim" and v.get("ueransim") is not None:
+        return {**v, "ueransim": None, "oai": stack.load().get("oai_version")}
+    return v
+
+
 def datapath_for(protocol: str, facts: dict[str, Any] | None = None) -> dict[str, Any]:
     """The manifest's datapath object: what the host offers for the profile's protocol.
 
@@ -288,7 +295,7 @@ def create(results: Path, experiment: str, profile_id: str, raw_params: dict[str
         "parameters": {k: v for k, v in params.items() if k not in ("profile", "campaign", "slot")},
         "profile_params": dict(prof.params),
         "host": host_facts(),
-        "versions": versions(images, stack_run=experiment not in NO_STACK),
+        "versions": _ran_versions(versions(images, stack_run=experiment not in NO_STACK), params.get("ran")),
         "started": utcnow(),
         "finished": None,
         "driver": {"pid": driver_pid or os.getppid(), "hostname": socket.gethostname()},
@@ -314,6 +321,10 @@ def _running(run_dir: Path) -> dict[str, Any]:
     return m
 
 
+# a file entry's own keys; attributes of the same name go into its nested "attrs" object
+RESERVED_FILE_KEYS = ("path", "kind", "bytes", "attrs")
+
+
 def add_file(run_dir: Path, rel: str, kind: str, attrs: dict[str, Any]) -> None:
     run_dir = Path(run_dir)
     if kind not in KINDS:
@@ -326,7 +337,14 @@ def add_file(run_dir: Path, rel: str, kind: str, attrs: dict[str, Any]) -> None:
     m = _running(run_dir)
     if any(f["path"] == rel for f in m["files"]):
         raise ManifestError(f"{rel}: already recorded in {path_of(run_dir)}")
-    m["files"].append({"path": rel, "kind": kind, **attrs, "bytes": target.stat().st_size})
+    entry: dict[str, Any] = {"path": rel, "kind": kind}
+    for k, v in attrs.items():
+        if k in RESERVED_FILE_KEYS:      # an attribute named like the entry's own keys (run-f1u: path)
+            entry.setdefault("attrs", {})[k] = v
+        else:
+            entry[k] = v
+    entry["bytes"] = target.stat().st_size
+    m["files"].append(entry)
     write(run_dir, m)
 
 

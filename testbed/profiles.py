@@ -16,7 +16,8 @@ import yaml
 from testbed import ROOT
 
 CATALOGUE = ROOT / "profiles.yaml"
-PLANES = ("n3", "sbi")
+# f1c, f1u, e1: the split RAN's interfaces (RAN=split, docs/ran.md); the baseline runs on every plane
+PLANES = ("n3", "sbi", "f1c", "f1u", "e1")
 PROTOCOLS = ("none", "ipsec", "wireguard", "tls")
 
 

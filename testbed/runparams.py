@@ -16,7 +16,7 @@ from testbed import profiles, stack
 # the warm UE must attach well within it.
 CURL_IDLE_LIMIT_S = 118
 
-EXPERIMENTS = ("n3", "sbi", "cpu", "throughput", "overlay")
+EXPERIMENTS = ("n3", "sbi", "cpu", "throughput", "overlay", "ran-procedures", "f1u")
 
 
 class ParamError(ValueError):
@@ -48,10 +48,10 @@ def _scale_ues() -> int:
     return int(stack.load()["subscribers"]["scale"]["count"])
 
 
-def _ping_params(sets: str, pings: str, interval: str, warmup: str) -> tuple[Param, ...]:
+def _ping_params(sets: str, pings: str, interval: str, warmup: str, sizes: str = "64 1024") -> tuple[Param, ...]:
     maxp = _ping_max_payload()
     return (
-        Param("SIZES", "ints", "64 1024",
+        Param("SIZES", "ints", sizes,
               f"ICMP message sizes in bytes, as the papers' '64 bytes' = ping's default (ping -s SIZE-8; "
               f"24..{maxp}: ping times replies from 16 B of data on, and the packet fits the UE MTU)",
               24, maxp),
@@ -128,8 +128,43 @@ SPECS: dict[str, tuple[Param, ...]] = {
     ),
 }
 
+def _ran(default: str, choices: tuple[str, ...]) -> Param:
+    return Param("RAN", "choice", default, "RAN variant (docs/ran.md); the F1/E1 interfaces exist only in split",
+                 choices=choices)
+
+
+def _uu() -> Param:
+    return Param("UU", "choice", "-", "AS security of the OAI RAN, <nea>-<nia> ('-': OAI's preference lists; "
+                 "the paper's end-to-end ping: nea2-nia2)", choices=("-", "nea0-nia2", "nea1-nia1", "nea2-nia2"))
+
+
+# The split RAN's experiments (docs/ran.md, scripts/run-ran-procedures.sh, scripts/run-f1u.sh).
+SPECS["ran-procedures"] = _COMMON + (_boots("5"), _ran("split", ("split",)), _uu()) + (
+    # paper 5.1: 1,000 UE registrations; here 5 boots x 200 fresh registrations
+    Param("REGISTRATIONS", "int", "200", "fresh UE registrations per boot (UE 1 started, attached, removed)",
+          1, 100_000),
+    Param("ATTACH_TIMEOUT", "int", "60", "seconds a registration may take until the PDU session", 1, 3600),
+    Param("RETRIES", "int", "3", "attempts per registration before the sample is failed", 1, 100),
+    Param("GAP", "float", "2", "seconds between removing the UE and its next registration (pacing)", 0.0, 600.0),
+)
+# paper 5.1/6.1: 20,000 pings of 1,024 B (ping -s 1024 as the authors' scripts: ICMP message 1,032 B),
+# here 5 boots x 2 sets x 2,000 as run-n3; SCOPE e2e: the end-to-end ping, split or monolithic
+SPECS["f1u"] = _COMMON + (_boots("5"), _ran("split", ("split", "oai")), _uu()) + _ping_params(
+    "2", "2000", "0.2", "20", sizes="1032") + (
+    Param("SCOPE", "choice", "f1u", "f1u: the F1-U measurement (split only); e2e: UE to UPF with PROFILE on every "
+          "user-plane interface of the RAN variant", choices=("f1u", "e2e")),
+    Param("IPERF", "choice", "1", "1: iperf3 TCP and UDP through the user plane after the pings; 0: pings only",
+          choices=("0", "1")),
+    Param("TRANSPORTS", "words", "tcp udp", "iperf3 transports", choices=("tcp", "udp")),
+    Param("DURATION", "int", "10", "seconds per iperf3 test (iperf3 -t)", 1, 3600),
+    Param("REPS", "int", "3", "iperf3 tests per transport", 1, 1000),
+    Param("UDP_BITRATE", "word", "100M", "UDP target bitrate (iperf3 -b)"),
+    Param("STREAMS", "int", "1", "parallel streams (iperf3 -P)", 1, 128),
+)
+
 # the plane a profile must support for each experiment
-PLANE: dict[str, str] = {"n3": "n3", "overlay": "n3", "throughput": "n3", "sbi": "sbi", "cpu": "sbi"}
+PLANE: dict[str, str] = {"n3": "n3", "overlay": "n3", "throughput": "n3", "sbi": "sbi", "cpu": "sbi",
+                         "ran-procedures": "f1c", "f1u": "f1u"}
 
 
 def _word_ok(s: str) -> bool:
@@ -216,6 +251,9 @@ def validate(experiment: str, raw: dict[str, str], profile: str | None = None) -
             errors.append(f"ATTACH_TIMEOUT + WARM_GAP = {out['attach_timeout'] + out['warm_gap']:g} s: "
                           f"the warm UE must attach well within the {CURL_IDLE_LIMIT_S} s after which "
                           "Open5GS's HTTP/2 client drops idle connections (FACTS.md 1.4); lower them")
+    if experiment == "f1u" and not errors and out["scope"] == "f1u" and out["ran"] != "split":
+        errors.append(f"SCOPE=f1u needs RAN=split (RAN={out['ran']} has no F1-U); "
+                      "SCOPE=e2e measures the monolithic gNB")
     if profile is not None:
         try:
             profiles.get(profile, PLANE[experiment])

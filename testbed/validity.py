@@ -37,7 +37,35 @@ def plane_filter(experiment: str, plane: str, values: dict[str, Any]) -> str:
         return "icmp"
     if plane == "n3":
         return "gtp || udp.port == 2152"
+    oai = values.get("oai") or {}
+    if plane == "f1c":                      # F1AP over SCTP (the split RAN, docs/ran.md)
+        return f"f1ap || sctp.port == {int(oai.get('f1c_port', 38472))}"
+    if plane == "e1":
+        return f"e1ap || sctp.port == {int(oai.get('e1_port', 38462))}"
+    if plane == "f1u":
+        return f"gtp || udp.port == {int(oai.get('f1u_port', 2152))}"
     return f"tcp.port == {int(values['sbi_port'])}"
+
+
+# Experiments whose timing captures are whole-packet captures of the interfaces the overlay covers:
+# each such capture proves (or disproves) the overlay on its own interface (its iface attribute).
+TIMING_CAPTURES_VALIDATE = {"ran-procedures": ("f1c", "e1")}
+
+
+def validation_captures(m: dict[str, Any]) -> list[tuple[dict[str, Any], str]]:
+    """(file entry, plane it is checked for): every validation capture (for the plane its iface
+    names, else the run's plane), and the timing captures TIMING_CAPTURES_VALIDATE names for the
+    experiment (their own interface)."""
+    out: list[tuple[dict[str, Any], str]] = []
+    own = TIMING_CAPTURES_VALIDATE.get(m.get("experiment", ""), ())
+    for f in m["files"]:
+        if f["kind"] != "pcap":
+            continue
+        if f.get("purpose") == "validation":
+            out.append((f, str(f["iface"]) if f.get("iface") in profiles.PLANES else m["plane"]))
+        elif f.get("purpose") == "timing" and f.get("iface") in own:
+            out.append((f, str(f["iface"])))
+    return out
 
 
 def _overlay_lab_peers(values: dict[str, Any]) -> tuple[str, str]:
@@ -77,10 +105,11 @@ def combine(verdicts: list[Verdict]) -> Verdict:
                    "; ".join(v.details for v in verdicts))
 
 
-def check_capture(pcap: Path, m: dict[str, Any], values: dict[str, Any] | None = None) -> Verdict:
+def check_capture(pcap: Path, m: dict[str, Any], values: dict[str, Any] | None = None,
+                  plane: str | None = None) -> Verdict:
     values = values or stack.load()
     prof = profiles.get(m["profile"])
-    plane, experiment = m["plane"], m["experiment"]
+    plane, experiment = plane or m["plane"], m["experiment"]
     if prof.protocol == "none":
         return baseline_verdict(pcap, experiment, plane, values)
     try:
@@ -220,14 +249,13 @@ def check_run(run_dir: Path, record: bool = True) -> Verdict:
     m = manifest.load(run_dir)
     values = stack.load()
     verdicts: list[Verdict] = []
-    for f in m["files"]:
-        if f["kind"] == "pcap" and f.get("purpose") == "validation":
-            try:
-                v = check_capture(run_dir / f["path"], m, values)
-            except Exception as exc:  # noqa: BLE001 - a check that cannot run never counts as valid
-                v = Verdict(False, 0, 0, f"check failed: {exc} -> INVALID")
-            verdicts.append(Verdict(v.valid, v.protected_packets, v.plaintext_packets,
-                                    f"{f['path']}: {v.details}"))
+    for f, plane in validation_captures(m):
+        try:
+            v = check_capture(run_dir / f["path"], m, values, plane)
+        except Exception as exc:  # noqa: BLE001 - a check that cannot run never counts as valid
+            v = Verdict(False, 0, 0, f"check failed: {exc} -> INVALID")
+        verdicts.append(Verdict(v.valid, v.protected_packets, v.plaintext_packets,
+                                f"{f['path']}: {v.details}"))
     if not verdicts:
         verdicts.append(Verdict(False, 0, 0, "no validation capture recorded -> INVALID"))
     sas = negotiated_sas_verdict(run_dir, m)

@@ -18,7 +18,7 @@
 #   render_hashes DIR REL      sha256 of the rendered configs that ran
 #   run_end                    record logs, validity check, manifest finish (complete); 1 if invalid
 #   docker_begin, stack_up, stack_teardown, stack_logs, stack_overlay_state, dc_exec, bridge_of,
-#   ue_has_session             the Docker stack, through scripts/up.sh and scripts/lib/compose.sh
+#   ue_has_session, attach_ue  the Docker stack, through scripts/up.sh and scripts/lib/compose.sh
 #
 # Exit codes: 0 ok, 1 failure (or invalid run), 2 usage error, 130 interrupt.
 
@@ -547,7 +547,9 @@ flag_loss() {
 
 # ping_series WHO: the warm-up (kept, not counted), then SETS x PINGS pings for every size in
 # SIZES, each set into its own raw file. The driver defines `ping_cmd COUNT SIZE` (NUL-separated
-# argv) and TARGET; WHO names the sender in error messages.
+# argv) and TARGET; WHO names the sender in error messages; PING_ATTRS (A=V words) are added to
+# every ping file's manifest entry (run-f1u: path=f1u|e2e).
+PING_ATTRS=()
 ping_series() {
   local who="$1" size set rel rc cmd=()
   size="${SIZES%% *}"
@@ -555,7 +557,7 @@ ping_series() {
   log "warm-up: $WARMUP pings (tunnel established; kept as $rel, not counted)"
   mapfile -d '' -t cmd < <(ping_cmd "$WARMUP" "$size")
   rc=0
-  measure "$rel" ping "size=$size" set=0 warmup=true -- "${cmd[@]}" || rc=$?
+  measure "$rel" ping "size=$size" set=0 warmup=true "${PING_ATTRS[@]}" -- "${cmd[@]}" || rc=$?
   [[ "$DRY_RUN" == 1 ]] || ping_rc_ok "$rc" "$RUN_DIR/$rel" \
     || die "warm-up: $who got no reply from $TARGET (ping exit $rc): profile $PROFILE passes no traffic; see $RUN_DIR/$rel" 1
   for size in $SIZES; do
@@ -565,7 +567,7 @@ ping_series() {
       mapfile -d '' -t cmd < <(ping_cmd "$PINGS" "$size")
       rc=0
       measure "$rel" ping "size=$size" "set=$set" warmup=false "payload=$(ping_payload "$size")" \
-        "ip_len=$((size + 20))" -- "${cmd[@]}" || rc=$?
+        "ip_len=$((size + 20))" "${PING_ATTRS[@]}" -- "${cmd[@]}" || rc=$?
       [[ "$DRY_RUN" == 1 ]] && continue
       # a watcher (run-overlay, docker_watch_start) that saw the overlay die says so, with the time
       [[ -z "${OVERLAY_DIED:-}" || ! -s "$OVERLAY_DIED" ]] \
@@ -581,6 +583,55 @@ ping_series() {
       flag_loss "$RUN_DIR/$rel" "$set" "$size"
     done
   done
+}
+
+# ----------------------------------------------------------------- iperf3
+
+IPERF_PORT=5201
+IPERF_SERVER_PID=""
+
+iperf_server_stop() {
+  [[ -n "$IPERF_SERVER_PID" ]] || return 0
+  kill -TERM "$IPERF_SERVER_PID" 2>/dev/null || true
+  wait "$IPERF_SERVER_PID" 2>/dev/null || true
+  IPERF_SERVER_PID=""
+}
+
+iperf_server_listening() {
+  ss -Hltn "sport = :$IPERF_PORT" | grep -q .
+}
+
+# iperf_series UE_SERVICE: iperf3 from the UE's PDU session address to a server on TARGET (the
+# host's n6 gateway): TRANSPORTS x REPS tests of DURATION s (UDP at UDP_BITRATE, STREAMS streams),
+# raw `iperf3 -J` JSON each into iperf3-<transport>-rNN.json, the server's output beside them.
+iperf_series() {
+  local svc="$1" ue_ip="UE_IP" tun transport rep rel cmd=() rc
+  tun="$(ran_value RAN_UE_TUN)"
+  if [[ "$DRY_RUN" != 1 ]]; then
+    ue_ip="$("${DC[@]}" exec -T "$svc" ip -4 -o addr show dev "$tun" | awk '{split($4, a, "/"); print a[1]}')"
+    [[ -n "$ue_ip" ]] || die "$svc has no address on $tun (no PDU session?); see stack-up.log" 1
+  fi
+  _record_command iperf3 -s -B "$TARGET" -p "$IPERF_PORT" -J
+  if [[ "$DRY_RUN" != 1 ]]; then
+    iperf3 -s -B "$TARGET" -p "$IPERF_PORT" -J >"$RUN_DIR/iperf3-server.json" 2>&1 &
+    IPERF_SERVER_PID=$!
+    cleanup_push iperf_server_stop
+    wait_for 10 "iperf3 server on $TARGET:$IPERF_PORT" iperf_server_listening \
+      || die "the iperf3 server on $TARGET:$IPERF_PORT did not start; see iperf3-server.json" 1
+  fi
+  for transport in $TRANSPORTS; do
+    for ((rep = 1; rep <= REPS; rep++)); do
+      rel="$(printf 'iperf3-%s-r%02d.json' "$transport" "$rep")"
+      cmd=(iperf3 -c "$TARGET" -p "$IPERF_PORT" -B "$ue_ip" -J -t "$DURATION" -P "$STREAMS")
+      [[ "$transport" == udp ]] && cmd+=(-u -b "$UDP_BITRATE")
+      log "iperf3 $transport, repetition $rep/$REPS, ${DURATION}s -> $rel"
+      mapfile -d '' -t cmd < <(dc_exec "$svc" timeout $((DURATION + 30)) "${cmd[@]}")
+      rc=0
+      measure "$rel" iperf3 "transport=$transport" "rep=$rep" -- "${cmd[@]}" || rc=$?
+      ((rc == 0)) || die "iperf3 $transport (repetition $rep) failed (exit $rc); see $rel" 1
+    done
+  done
+  iperf_server_stop
 }
 
 # watch_stop: end the overlay watcher started by a driver (its stream reader included).
@@ -849,6 +900,40 @@ wait_ue_session() {
   kill "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
   return "$rc"
+}
+
+# attach_ue IT UE ROLE LOG: start the UE (one registration), wait for its PDU session; failed
+# attempts are recorded and retried (the UE container is removed and started again), RETRIES
+# attempts within ATTACH_TIMEOUT each; compose output goes to RUN_DIR/LOG. The manifest's ues
+# and attach_failures carry IT as the iteration. Returns 1 when every attempt failed.
+attach_ue() {
+  local it="$1" ue="$2" role="$3" rel="$4" attempt imsi reason final start
+  imsi="$(stack_value "subscribers.$ue.imsi")"
+  for ((attempt = 1; attempt <= RETRIES; attempt++)); do
+    log "iteration $it: $ue ($role) attach, attempt $attempt/$RETRIES (deadline ${ATTACH_TIMEOUT}s)"
+    start=$SECONDS
+    # no probe inside the measured window: the UE's healthcheck is deferred past it, and the
+    # driver blocks on the UE's own log line instead of polling `docker exec`
+    if run_cmd env UE_HEALTH_START_INTERVAL=3600s "${DC[@]}" "${STACK_ALL_PROFILES[@]}" up -d --no-deps "$ue" \
+         >>"$(out_path "$rel")" 2>&1 \
+      && wait_ue_session "$ue" "$ATTACH_TIMEOUT"; then
+      [[ "$DRY_RUN" == 1 ]] || tbm add-ue "$RUN_DIR" --attr "name=$ue" --attr "imsi=$imsi" \
+        --attr "role=$role" --attr "iteration=$it" --attr "attempt=$attempt" --attr attached=true
+      log "iteration $it: $ue has its PDU session after ~$((SECONDS - start))s (exact time: from the N2 capture)"
+      return 0
+    fi
+    # the UE's last log line, without terminal escapes (UERANSIM colours its log)
+    reason="no PDU session within ${ATTACH_TIMEOUT}s; last log line: $("${DC[@]}" "${STACK_ALL_PROFILES[@]}" logs --no-color --tail 1 "$ue" 2>&1 | tail -n 1 | sed 's/\x1b\[[0-9;]*[A-Za-z]//g' | tr -cd '[:print:]\t' || true)"
+    warn "iteration $it: $ue attempt $attempt failed: $reason"
+    final=false
+    ((attempt < RETRIES)) || final=true
+    tbm add-failure "$RUN_DIR" --attr "ue=$ue" --attr "attempt=$attempt" --attr "iteration=$it" \
+      --attr "final=$final" --attr "reason=$reason" || warn "could not record the failed attach"
+    "${DC[@]}" "${STACK_ALL_PROFILES[@]}" rm -sf "$ue" >>"$(out_path "$rel")" 2>&1 || true
+  done
+  tbm add-ue "$RUN_DIR" --attr "name=$ue" --attr "imsi=$imsi" --attr "role=$role" \
+    --attr "iteration=$it" --attr "attempt=$RETRIES" --attr attached=false || true
+  return 1
 }
 
 # ue_has_session SERVICE [N]: at least N (default 1) PDU session interfaces (uesimtun<i>, or the

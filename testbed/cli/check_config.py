@@ -6,7 +6,7 @@ import os
 import sys
 from pathlib import Path
 
-from testbed import keys, nas, profiles, render
+from testbed import keys, nas, profiles, ran, render
 from testbed.check import check_render, summary
 from testbed.cli import render as render_cli
 
@@ -29,14 +29,15 @@ def _dirs(args: argparse.Namespace) -> list[Path]:
     if args.render_dir is not None and args.no_render:
         return [args.render_dir]
     prof = profiles.get(args.profile, args.plane)
-    planes = [args.plane] if args.plane else list(prof.planes)
+    variant = ran.check(os.environ.get("RAN") or None)
+    planes = [args.plane] if args.plane else [p for p in prof.planes if ran.has_plane(variant, p)]
     return [render_cli.render_profile(prof.id, pl, args.state, args.scp).dir for pl in planes]
 
 
 def run(args: argparse.Namespace) -> int:
     try:
         dirs = _dirs(args)
-    except (profiles.ProfileError, nas.NasError) as exc:
+    except (profiles.ProfileError, nas.NasError, ran.RanError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except (render.RenderError, keys.KeysError, ValueError, KeyError) as exc:

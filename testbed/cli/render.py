@@ -39,6 +39,7 @@ def check_ran(ran_choice: str | None, uu: str | None) -> tuple[str, str | None]:
     """(RAN variant, UU choice) or RanError / OaiConfigError naming the valid values."""
     name = ran.check(os.environ.get("RAN", "") if ran_choice is None else ran_choice)
     uu = os.environ.get("UU", "") if uu is None else uu
+    uu = "" if uu == "-" else uu          # '-': the stack's preference lists (run parameters' default)
     if uu:
         if name == "ueransim":
             raise ran.RanError(f"UU={uu}: the AS security choice needs an OpenAirInterface RAN "

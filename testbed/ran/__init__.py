@@ -42,6 +42,13 @@ MODULES: dict[str, str] = {
     "split": "oai",
 }
 RAN_ENV_KEYS = ("RAN", "RAN_READY", "RAN_UE_TUN", "RAN_UE_SESSION_LOG", "RAN_SCALE")
+# the planes only the split RAN has (its F1-C, F1-U and E1 interfaces)
+SPLIT_PLANES = ("f1c", "f1u", "e1")
+
+
+def has_plane(variant: str, plane: str) -> bool:
+    """Whether a RAN variant has the interface a plane names (every variant has n2, n3, sbi ...)."""
+    return plane not in SPLIT_PLANES or variant == "split"
 
 
 class RanError(ValueError):

@@ -37,7 +37,8 @@ SAMPLE = _profile_sample()
 def test_sample_covers_every_protocol_and_plane() -> None:
     combos = {(profiles.get(pid).protocol, plane) for pid, plane in SAMPLE}
     assert combos == {("none", "n3"), ("none", "sbi"), ("ipsec", "n3"), ("ipsec", "sbi"),
-                      ("wireguard", "n3"), ("wireguard", "sbi"), ("tls", "sbi")}
+                      ("wireguard", "n3"), ("wireguard", "sbi"), ("tls", "sbi"),
+                      ("none", "f1c"), ("none", "f1u"), ("none", "e1")}
     assert len({pid for pid, _ in SAMPLE if pid.startswith("tls")}) == 18
 
 
