@@ -34,13 +34,6 @@ Exit: 0 valid run, 1 failure or invalid run, 2 usage error, 130 interrupted.
 EOF
 }
 
-# ping_cmd COUNT SIZE: UE 1 pings the UPF through its PDU session (the OAI UE's oaitun_ue1).
-ping_cmd() {
-  local argv=()
-  mapfile -d '' -t argv < <(ping_argv "$1" "$2")
-  dc_exec ue1 "${argv[@]}" -I "$(ran_value RAN_UE_TUN)" "$TARGET"
-}
-
 main() {
   local tools=(iperf3 ss)
   docker_driver_begin "$EXPERIMENT" "$@" -- "${tools[@]}"
@@ -60,14 +53,9 @@ main() {
     capture_start "$iface" "$iface.pcap" "iface=$iface" purpose=validation -- \
       dumpcap -q -i "$(bridge_of "$iface")" -c "${VALIDATION_PACKETS:-200000}" -w "${RUN_DIR:-.}/$iface.pcap"
   done
-  stack_up stack-up.log
-  render_hashes "$RENDER" rendered-configs.sha256
-  stack_overlay_state sa-before
-  cleanup_push stack_logs containers.log
+  stack_run_start stack-up.log
 
-  docker_watch_start ue1
-  ping_series "UE 1"
-  watch_stop
+  ue1_ping_series
   if [[ "$IPERF" == 1 ]]; then
     TARGET="$(stack_value 'networks.n6.gateway')"     # the iperf3 server runs on the host (n6)
     iperf_series ue1
@@ -75,10 +63,7 @@ main() {
   for iface in "${ifaces[@]}"; do
     capture_stop "$iface"
   done
-  stack_overlay_state sa-after
-  stack_logs containers.log
-  [[ "$DRY_RUN" == 1 ]] || datapath_from_log "$RUN_DIR/containers.log"
-  run_end
+  stack_run_end
 }
 
 main "$@"

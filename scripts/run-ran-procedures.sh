@@ -58,10 +58,7 @@ main() {
     capture_start "$iface" "$iface.pcap" "iface=$iface" purpose=timing -- \
       dumpcap -q -i "$(bridge_of "$iface")" -w "${RUN_DIR:-.}/$iface.pcap"
   done
-  stack_up stack-up.log --no-ue
-  render_hashes "$RENDER" rendered-configs.sha256
-  stack_overlay_state sa-before
-  cleanup_push stack_logs containers.log
+  stack_run_start stack-up.log --no-ue
 
   for ((n = 1; n <= REGISTRATIONS; n++)); do
     register "$n" || failed=$((failed + 1))
@@ -71,10 +68,7 @@ main() {
   for iface in f1c e1 n2; do
     capture_stop "$iface"
   done
-  stack_overlay_state sa-after
-  stack_logs containers.log
-  [[ "$DRY_RUN" == 1 ]] || datapath_from_log "$RUN_DIR/containers.log"
-  run_end
+  stack_run_end
 }
 
 main "$@"

@@ -40,16 +40,10 @@ main() {
   stack_create stack-up.log
   capture_start n3 n3.pcap iface=n3 purpose=validation -- \
     dumpcap -q -i "$(bridge_of n3)" -c "${VALIDATION_PACKETS:-200000}" -w "${RUN_DIR:-.}/n3.pcap"
-  stack_up stack-up.log
-  render_hashes "$RENDER" rendered-configs.sha256
-  stack_overlay_state sa-before
-  cleanup_push stack_logs containers.log
+  stack_run_start stack-up.log
 
   iperf_series ue1
-  stack_overlay_state sa-after
-  stack_logs containers.log
-  [[ "$DRY_RUN" == 1 ]] || datapath_from_log "$RUN_DIR/containers.log"
-  run_end
+  stack_run_end
 }
 
 main "$@"

@@ -546,8 +546,8 @@ flag_loss() {
 }
 
 # ping_series WHO: the warm-up (kept, not counted), then SETS x PINGS pings for every size in
-# SIZES, each set into its own raw file. The driver defines `ping_cmd COUNT SIZE` (NUL-separated
-# argv) and TARGET; WHO names the sender in error messages; PING_ATTRS (A=V words) are added to
+# SIZES, each set into its own raw file. `ping_cmd COUNT SIZE` (NUL-separated argv; UE 1 by
+# default, run-overlay defines its own) and TARGET; WHO names the sender; PING_ATTRS (A=V words) go into
 # every ping file's manifest entry (run-f1u: path=f1u|e2e).
 PING_ATTRS=()
 ping_series() {
@@ -876,6 +876,40 @@ dc_exec() {
   local svc="$1"
   shift
   printf '%s\0' "${DC[@]}" "${STACK_ALL_PROFILES[@]}" exec -T "$svc" "$@"
+}
+
+# ping_cmd COUNT SIZE: the Docker drivers' sender: UE 1 pings TARGET through its PDU session
+# (uesimtun0, or the OAI UE's oaitun_ue1: the render's RAN_UE_TUN). run-overlay defines its own.
+ping_cmd() {
+  local argv=()
+  mapfile -d '' -t argv < <(ping_argv "$1" "$2")
+  dc_exec ue1 "${argv[@]}" -I "$(ran_value RAN_UE_TUN)" "$TARGET"
+}
+
+# stack_run_start REL_LOG [up.sh args...]: start the stack made by stack_create (its captures
+# already running), keep the hashes of the rendered configs that run and what the overlay
+# negotiated, and save the containers' logs whatever happens next.
+stack_run_start() {
+  stack_up "$@"
+  render_hashes "$RENDER" rendered-configs.sha256
+  stack_overlay_state sa-before
+  cleanup_push stack_logs containers.log
+}
+
+# ue1_ping_series: ping_series from UE 1 under the overlay watcher (an overlay that dies stops it).
+ue1_ping_series() {
+  docker_watch_start ue1
+  ping_series "UE 1"
+  watch_stop
+}
+
+# stack_run_end: the end of a one-boot Docker run: what the overlay negotiated, the containers'
+# logs (and the overlay's datapath line from them), then run_end (validity, manifest).
+stack_run_end() {
+  stack_overlay_state sa-after
+  stack_logs containers.log
+  [[ "$DRY_RUN" == 1 ]] || datapath_from_log "$RUN_DIR/containers.log"
+  run_end
 }
 
 # wait_ue_session SERVICE DEADLINE_S: block until the UE logs its PDU session's TUN interface
