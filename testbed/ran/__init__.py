@@ -113,6 +113,14 @@ def runs_node(node: str, variant: str, values: dict[str, Any]) -> bool:
     return only is None or variant in only
 
 
+def restrict(values: dict[str, Any], variant: str) -> dict[str, Any]:
+    """The stack values as `variant` sees them: the nodes of other RAN variants left out, so that
+    everything derived from the nodes (a plane's endpoints, their overlay configs, compose.env's
+    addresses) names only nodes that run."""
+    nodes = {n: spec for n, spec in values["nodes"].items() if runs_node(n, variant, values)}
+    return {**values, "nodes": nodes}
+
+
 def ran_nodes(variant: str, values: dict[str, Any]) -> list[str]:
     """The nodes restricted to some variants (`ran:` lists) that `variant` runs, in stack.yaml order."""
     return [n for n, spec in values["nodes"].items() if spec.get("ran") is not None and variant in spec["ran"]]

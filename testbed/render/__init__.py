@@ -125,6 +125,7 @@ def render(profile: Profile, plane: str, out_dir: Path, *, subscribers: dict[str
     except ran.RanError as exc:
         raise RenderError(str(exc)) from None
     ran_mod = ran.get(ran_name)
+    v = ran.restrict(v, ran_name)       # only the nodes this RAN runs (overlay endpoints, addresses)
     if plane not in profile.planes:
         raise RenderError(f"profile {profile.id!r} does not run on plane {plane!r} "
                           f"(it supports {', '.join(profile.planes)})")

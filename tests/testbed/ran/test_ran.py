@@ -117,3 +117,17 @@ def test_render_cli_refuses_bad_ran_and_uu_before_writing(tmp_path: Path) -> Non
                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
         assert res.returncode == 2 and text in res.stderr, res.stderr
     assert not (tmp_path / "state").exists()
+
+
+@pytest.mark.parametrize("variant,absent,present", [
+    ("ueransim", ("CUCP_N2_IP", "DU_RAN_IP"), ("GNB_N2_IP", "UE_SCALE_RAN_IP")),
+    ("oai", ("CUCP_N2_IP", "UE_SCALE_RAN_IP"), ("GNB_N2_IP", "UE1_RAN_IP")),
+    ("split", ("GNB_N2_IP", "UE_SCALE_RAN_IP"), ("CUCP_N2_IP", "CUUP_N3_IP", "DU_F1U_IP", "UE1_RAN_IP")),
+])
+def test_a_variant_sees_only_its_own_nodes(variant: str, absent: tuple, present: tuple, tmp_path: Path) -> None:
+    """Overlays derive their endpoints from the nodes on a plane's network (n3: gnb or cuup):
+    the renderer hands them the values restricted to the nodes the RAN runs."""
+    v = ran.restrict(stack.load(), variant)
+    assert all(ran.runs_node(n, variant, stack.load()) for n in v["nodes"])
+    env = cenv.parse_env((render_to("baseline", "n3", tmp_path / "r", ran=variant).dir / layout.COMPOSE_ENV).read_text())
+    assert not set(absent) & set(env) and set(present) <= set(env)
