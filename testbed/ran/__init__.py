@@ -116,8 +116,12 @@ def runs_node(node: str, variant: str, values: dict[str, Any]) -> bool:
 def restrict(values: dict[str, Any], variant: str) -> dict[str, Any]:
     """The stack values as `variant` sees them: the nodes of other RAN variants left out, so that
     everything derived from the nodes (a plane's endpoints, their overlay configs, compose.env's
-    addresses) names only nodes that run."""
+    addresses) names only nodes that run; its RAN nodes carry the variant's `node_kind`."""
     nodes = {n: spec for n, spec in values["nodes"].items() if runs_node(n, variant, values)}
+    kind = variants(values).get(variant, {}).get("node_kind")
+    if kind:
+        for n in get(variant).nodes(variant, values):
+            nodes[n] = {**nodes[n], "kind": kind}
     return {**values, "nodes": nodes}
 
 

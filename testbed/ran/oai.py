@@ -16,6 +16,7 @@ openair2/LAYER2/NR_MAC_gNB/mac_rrc_dl_handler.c, common/utils/tun_if.c upstream)
 """
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,6 @@ from testbed.render import layout, libconfig
 from testbed.render import oai as cfg
 from testbed.render import ueransim
 from testbed.render.files import write_text
-from testbed.render.merge import deep_merge
 
 IMAGE = "${OAI_IMAGE:?set by scripts/lib/compose.sh}"
 CONF_DIR = layout.OAI_DIR                 # under the render dir; mounted at /etc/oai/
@@ -64,11 +64,29 @@ def env_nodes(variant: str) -> list[str]:
     return gnb_nodes(variant)
 
 
+def merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    """An overlay's overrides merged into an OAI config: groups merge, and a list of groups merges
+    element by element with a list of the same length (OAI's one-element `gNBs`, `MACRLCs`,
+    `E1_INTERFACE`, `amf_ip_address`), so `{"MACRLCs": [{"remote_n_address": "127.0.0.1"}]}`
+    changes that one key; anything else replaces the value."""
+    out = dict(base)
+    for k, v in extra.items():
+        old = out.get(k)
+        if isinstance(v, dict) and isinstance(old, dict):
+            out[k] = merge(old, v)
+        elif (isinstance(v, list) and isinstance(old, list) and len(v) == len(old)
+              and all(isinstance(x, dict) for x in v + old)):
+            out[k] = [merge(a, b) for a, b in zip(old, v)]
+        else:
+            out[k] = copy.deepcopy(v)
+    return out
+
+
 def render(variant: str, ctx: RenderContext) -> list[Path]:
     v, out = ctx.values, ctx.out_dir / CONF_DIR
     builders = {"gnb": lambda: cfg.gnb_config(v, ctx.uu), "cucp": lambda: cfg.cucp_config(v, ctx.uu),
                 "cuup": lambda: cfg.cuup_config(v), "du": lambda: cfg.du_config(v)}
-    written = [write_text(out / f"{node}.conf", _conf(deep_merge(builders[node](), ctx.override(node)), ctx.header))
+    written = [write_text(out / f"{node}.conf", _conf(merge(builders[node](), ctx.override(node)), ctx.header))
                for node in gnb_nodes(variant)]
     for ue in ueransim.UES:
         s = ctx.subscribers[ue]

@@ -20,6 +20,7 @@ from testbed.profiles import Profile
 from testbed.render import compose_env as cenv
 from testbed.render import layout, open5gs, ueransim
 from testbed.render.files import dump_yaml, write_text
+from testbed.render.files import write_text as _write  # noqa: F401  (the name overlay modules import)
 from testbed.render.merge import deep_merge
 
 log = logging.getLogger(__name__)

@@ -131,3 +131,18 @@ def test_a_variant_sees_only_its_own_nodes(variant: str, absent: tuple, present:
     assert all(ran.runs_node(n, variant, stack.load()) for n in v["nodes"])
     env = cenv.parse_env((render_to("baseline", "n3", tmp_path / "r", ran=variant).dir / layout.COMPOSE_ENV).read_text())
     assert not set(absent) & set(env) and set(present) <= set(env)
+
+
+def test_oai_nodes_take_the_variants_kind_and_overrides_merge_per_element(tmp_path: Path) -> None:
+    from testbed.ran import oai as ran_oai
+    v = stack.load()
+    assert ran.restrict(v, "oai")["nodes"]["gnb"]["kind"] == "oai"
+    assert ran.restrict(v, "ueransim")["nodes"]["gnb"]["kind"] == v["nodes"]["gnb"]["kind"]
+    assert ran.restrict(v, "split")["nodes"]["du"]["kind"] == "oai"
+    base = {"MACRLCs": [{"a": 1, "remote_n_address": "x"}], "gNBs": [{"E1_INTERFACE": [{"ipv4_cucp": "y", "t": 2}]}],
+            "l": ["nea0"]}
+    got = ran_oai.merge(base, {"MACRLCs": [{"remote_n_address": "127.0.0.1"}],
+                               "gNBs": [{"E1_INTERFACE": [{"ipv4_cucp": "127.0.0.1"}]}], "l": ["nea2"]})
+    assert got == {"MACRLCs": [{"a": 1, "remote_n_address": "127.0.0.1"}],
+                   "gNBs": [{"E1_INTERFACE": [{"ipv4_cucp": "127.0.0.1", "t": 2}]}], "l": ["nea2"]}
+    assert base["MACRLCs"][0]["remote_n_address"] == "x"
