@@ -5,6 +5,7 @@ pings from the OAI UE's interface to the UPF, iperf3. They run for real on a Doc
 (docs/ran.md: the full-kernel guest)."""
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -86,3 +87,11 @@ def test_make_targets_exist_and_check_first() -> None:
     r = subprocess.run(["make", "--no-print-directory", "run-f1u", "SCOPE=f1u", "RAN=oai"], cwd=ROOT,
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "SCOPE=f1u needs RAN=split" in r.stderr
+
+
+def test_campaigns_run_the_ran_experiments(tmp_path: Path) -> None:
+    res = subprocess.run(["bash", "scripts/campaign.sh", "ran-procedures"], cwd=ROOT, capture_output=True, text=True,
+                         timeout=180, env={**os.environ, "DRY_RUN": "1",
+                                           "RESULTS": str(tmp_path / "r"), "BOOTS": "2"})
+    assert res.returncode == 0, res.stderr
+    assert "ran-procedures.baseline.r02" in res.stdout and "2 slots" in res.stdout
