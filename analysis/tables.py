@@ -110,12 +110,32 @@ def _runs_per_group(frame: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     return frame.assign(**{c: key[c] for c in by}).groupby(by)["run"].nunique().rename("runs").reset_index()
 
 
+# the plane whose profile rows keep their plain id (run-sbi's default; testbed/runparams.py PLANE)
+ATTACH_PLANE = "sbi"
+
+
+def with_plane_labels(frame: pd.DataFrame, default: str = ATTACH_PLANE) -> pd.DataFrame:
+    """Profiles run on other planes than ``default`` (run-sbi PLANE=n2,n4: manifest plane "n2,n4")
+    become their own rows, ``<profile>@<planes>`` (aes128gcm@n2+n4), as their result directories
+    are named: never pooled with the SBI rows. The baseline protects no plane: one baseline."""
+    if frame.empty or "plane" not in frame.columns:
+        return frame
+    plane = frame["plane"].astype(object).where(frame["plane"].notna(), default).astype(str)
+    other = (frame["protocol"].astype(str) != "none") & (plane != default) & (plane != "")
+    if not other.any():
+        return frame
+    out = frame.copy()
+    out.loc[other, "profile"] = out.loc[other, "profile"].astype(str) + "@" + plane[other].str.replace(",", "+")
+    return out
+
+
 def attach(ds: Datasets, confidence: float = CONFIDENCE, permutations: int = 0) -> pd.DataFrame:
-    """Attach time (ms) per profile, datapath and role (cold/warm); incomplete ones counted."""
+    """Attach time (ms) per profile (and plane set), datapath and role (cold/warm); incomplete
+    ones counted."""
     by = ["campaign", "experiment", "profile", "protocol", "mode", "auth", "version", "cipher", "cert", "datapath",
           "host", "cpu", "role"]
     match = ["campaign", "experiment", "host", "cpu", "role"]
-    a = _fill(ds.attach, by)
+    a = with_plane_labels(_fill(ds.attach, by))
     table = _summary(complete_attach(a) if not a.empty else a, by, "attach_ms", match, confidence, per_file=True)
     if not a.empty and not table.empty:
         key = a[by].astype(object).where(a[by].notna(), "")

@@ -2,7 +2,7 @@
 # IPsec overlay entrypoint: run strongSwan's charon in the current network namespace with a
 # config dir rendered by testbed/overlays/ipsec.py, wait until the overlay is in force, stay in
 # the foreground until SIGTERM. The same script runs in the `<node>-net` holder containers
-# (compose/overlay-ipsec-*.yaml) and in the namespace lab (testbed/netns.py).
+# (the render's overlay.compose.yaml) and in the namespace lab (testbed/netns.py).
 # See docs/overlays/ipsec.md.
 set -euo pipefail
 
@@ -130,7 +130,7 @@ set_larval_drop() {
     cur="$(cat "$f")"
     if [ "$cur" != "$XFRM_LARVAL_DROP" ]; then
         echo "$XFRM_LARVAL_DROP" > "$f" 2>/dev/null \
-            || die "net.core.xfrm_larval_drop is $cur, profile needs $XFRM_LARVAL_DROP and /proc/sys is read-only (compose: sysctls from compose/overlay-ipsec-*.yaml)"
+            || die "net.core.xfrm_larval_drop is $cur, profile needs $XFRM_LARVAL_DROP and /proc/sys is read-only (compose: sysctls of the rendered overlay.compose.yaml)"
     fi
     log "net.core.xfrm_larval_drop=$(cat "$f") in this network namespace"
 }

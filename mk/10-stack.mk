@@ -1,5 +1,5 @@
 # The 5G stack: render, bring up/down, logs, smoke test, configuration check (docs/stack.md).
-# Variables: PROFILE (default baseline), PLANE (n3|sbi; default the profile's first plane),
+# Variables: PROFILE (default baseline), PLANE (n3, sbi, n2, n4, several: n2,n4, or all; default the profile's first plane),
 # SCP=1 (indirect communication), UES=N (scaling UEs), SERVICE (logs), image names
 # OPEN5GS_IMAGE UERANSIM_IMAGE TOOLS_IMAGE MONGO_IMAGE, MONGO_URI (external database).
 .PHONY: render up down logs smoke check-config test-e2e clean

@@ -7,7 +7,7 @@
 # Every experiment parameter (and the campaign knobs), handed to the drivers through the environment.
 EXPERIMENT_VARS := CAMPAIGN SLOT UP_TIMEOUT BOOTS CPUSET_STACK CPUSET_TOOLS SIZES SETS PINGS INTERVAL WARMUP PING_DEADLINE MODE \
                    ITERATIONS ATTACH_TIMEOUT RETRIES WARM_GAP UES REPS TRANSPORTS DURATION \
-                   UDP_BITRATE STREAMS SEED PROFILES DRY_RUN
+                   UDP_BITRATE STREAMS SEED PROFILES DRY_RUN PLANE
 EXPERIMENT_ENV = $(foreach v,$(EXPERIMENT_VARS),$(v)="$($(v))")
 # the checks before any Docker driver (images engineer's doctor; skipped with DOCTOR=0)
 DOCTOR ?= 1
@@ -20,7 +20,7 @@ CHECKS_FIRST = $(EXPERIMENT_ENV) $(PYTHON) -m testbed params $(1) --from-env $(i
 run-n3: ## N3 ping RTT: BOOTS stack boots with PROFILE's N3 overlay, SETS x PINGS pings per size in SIZES from UE 1 to the host
 	@$(call CHECKS_FIRST,n3,profile) $(EXPERIMENT_ENV) bash scripts/boots.sh n3 scripts/run-n3.sh
 
-run-sbi: ## SBI attach time, cold (UE 1) and warm (UE 2) in one pass: ITERATIONS fresh cores, captures on N2 and the SBI
+run-sbi: ## attach time, cold (UE 1) and warm (UE 2): ITERATIONS fresh cores, PROFILE on PLANE (sbi; n2,n4,... or all), a capture per plane
 	@$(call CHECKS_FIRST,sbi,profile) $(EXPERIMENT_ENV) bash scripts/run-sbi.sh --mode both
 
 run-sbi-cold: ## SBI attach time, cold only: UE 1 on a fresh core, ITERATIONS times

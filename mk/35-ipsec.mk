@@ -7,7 +7,7 @@ channels: ## list the SBI host pairs of the channel map with their Open5GS deriv
 	$(PYTHON) -m testbed channels --directed
 
 # PLANE defaults to n3 here only (a global default would filter `make profiles` and others).
-lab-up: ## namespace lab LAB (default lab1) for PLANE (default n3) with PROFILE's overlay [NODES=gnb,upf] (root)
+lab-up: ## namespace lab LAB (default lab1) for PLANE (default n3; n2, n4, sbi, n2,n4,... or all) with PROFILE's overlay [NODES=gnb,upf] (root)
 	$(PYTHON) -m testbed lab --name "$(LAB)" --plane "$(or $(PLANE),n3)" --profile "$(PROFILE)" --state "$(STATE)" $(if $(NODES),--nodes "$(NODES)") up
 
 lab-down: ## stop and remove namespace lab LAB (idempotent)
@@ -16,5 +16,5 @@ lab-down: ## stop and remove namespace lab LAB (idempotent)
 lab-list: ## list the namespace labs recorded under $(STATE)/lab
 	$(PYTHON) -m testbed lab --state "$(STATE)" list
 
-test-ipsec: ## IPsec render + namespace tests (every start profile on N3 and SBI; root, ~3 min)
-	$(PYTHON) -m pytest -ra tests/testbed/overlays/test_ipsec_render.py tests/testbed/overlays/test_ipsec_compose.py tests/testbed/test_channels.py tests/testbed/test_netns.py tests/integration/test_ipsec_netns.py
+test-ipsec: ## IPsec render + namespace tests (every start profile on N3 and SBI, N2/N4 and N2+N3+N4; root, ~4 min)
+	$(PYTHON) -m pytest -ra tests/testbed/overlays/test_ipsec_render.py tests/testbed/render/test_compose_overlay.py tests/testbed/test_channels.py tests/testbed/test_planes.py tests/testbed/test_netns.py tests/integration/test_ipsec_netns.py tests/integration/test_planes_netns.py

@@ -8,7 +8,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/compose.sh"
 
 usage() {
   cat <<USAGE
-usage: down.sh [--profile ID] [--plane n3|sbi]
+usage: down.sh [--profile ID] [--plane PLANE]
 
 Takes down the stack recorded in \$STATE/stack.current (the last \`make up\`); without a
 record, the stack of --profile/--plane (default \$PROFILE, \$PLANE). Idempotent.

@@ -11,7 +11,7 @@ readonly PINGS=5
 
 usage() {
   cat <<USAGE
-usage: smoke.sh [--profile ID] [--plane n3|sbi] [--keep]
+usage: smoke.sh [--profile ID] [--plane PLANE] [--keep]
 
   --keep   leave the stack up afterwards (default: take it down)
 Exit: 0 PASS, 1 FAIL, 2 usage error, 130 interrupted.

@@ -9,11 +9,12 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/compose.sh"
 
 usage() {
   cat <<USAGE
-usage: up.sh [--profile ID] [--plane n3|sbi] [--scp] [--ran V] [--ues N] [--timeout SECONDS] [--no-ue]
+usage: up.sh [--profile ID] [--plane PLANE] [--scp] [--ran V] [--ues N] [--timeout SECONDS] [--no-ue]
              [--create-only | --start-created]
 
   --profile ID   security profile (default: \$PROFILE or baseline; \`make profiles\` lists them)
-  --plane P      plane the overlay covers (default: \$PLANE or the profile's first plane)
+  --plane P      plane(s) the overlay covers: n3, sbi, n2, n4, several (n2,n4) or all
+                 (default: \$PLANE or the profile's first plane)
   --scp          indirect communication through the SCP (default: \$SCP)
   --ran V        RAN variant: ueransim (default), oai, split (default: \$RAN; docs/ran.md)
   --ues N        also start the scaling UEs (N UEs in the ue-scale container)

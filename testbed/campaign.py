@@ -31,13 +31,13 @@ class Slot:
         return dataclasses.asdict(self)
 
 
-def slot_id(experiment: str, profile: str, rep: int) -> str:
-    return f"{experiment}.{profile}.r{rep:02d}"
+def slot_id(experiment: str, profile: str, rep: int, plane: str | None = None) -> str:
+    return f"{experiment}.{runparams.result_name(experiment, profile, plane)}.r{rep:02d}"
 
 
-def campaign_profiles(experiment: str, requested: list[str] | None = None) -> list[str]:
-    """Every profile of the experiment's plane (the baseline included), or the requested ones."""
-    plane = runparams.PLANE[experiment]
+def campaign_profiles(experiment: str, requested: list[str] | None = None, plane: str | None = None) -> list[str]:
+    """Every profile of the experiment's plane(s) (the baseline included), or the requested ones."""
+    plane = plane or runparams.PLANE[experiment]
     if not requested:
         return profiles.names(plane)
     errors = []
@@ -74,16 +74,20 @@ def _slot_status(results: Path, campaign: str, experiment: str, profile: str,
 
 
 def plan(results: Path, campaign: str, experiment: str, reps: int, seed: int,
-         requested: list[str] | None = None, mark_stale: bool = False) -> list[Slot]:
-    """All slots in run order: repetition by repetition, profiles shuffled with seed + rep."""
-    names = campaign_profiles(experiment, requested)
+         requested: list[str] | None = None, mark_stale: bool = False, plane: str | None = None) -> list[Slot]:
+    """All slots in run order: repetition by repetition, profiles shuffled with seed + rep.
+    `plane`: the PLANE expression of the runs (experiments with a PLANE parameter); `all`
+    gives each profile all of its planes."""
+    names = campaign_profiles(experiment, requested, None if plane == "all" else plane)
     out: list[Slot] = []
     for rep in range(1, reps + 1):
         order = list(names)
         random.Random(seed * 1000 + rep).shuffle(order)
         for p in order:
-            sid = slot_id(experiment, p, rep)
-            status, run_ids = _slot_status(results, campaign, experiment, p, sid, mark_stale)
+            pl = None if plane is None else ",".join(profiles.planes_for(profiles.get(p), plane))
+            sid = slot_id(experiment, p, rep, pl)
+            status, run_ids = _slot_status(results, campaign, experiment,
+                                           runparams.result_name(experiment, p, pl), sid, mark_stale)
             out.append(Slot(sid, experiment, p, rep, status, run_ids))
     return out
 

@@ -1,30 +1,34 @@
-"""The channel map (nf-configs/sbi-channels.yaml): which nodes talk on an overlaid plane.
+"""The channel map (nf-configs/channels.yaml): which nodes talk on an overlaid plane.
 
 A channel is directed (client opens the connection); overlays care about host pairs
-(unordered), which is what `pairs()` returns. `seen_pairs()` reads a capture and returns
-the host pairs that really talked, so the map can be checked on a real run
-(`python -m testbed channels-seen CAPTURE`).
+(unordered), which is what `pairs()` returns. `links()`, `endpoints()` and `peers()` answer
+the same for a set of planes (a PLANE expression such as "n2,n4", testbed/planes.py) and the
+nodes of stack.yaml: a node on several planes has one peer link per plane it shares with a
+partner. `seen_pairs()` reads a capture and returns the host pairs that really talked, so the
+map can be checked on a real run (`python -m testbed channels-seen CAPTURE`).
 """
 from __future__ import annotations
 
 import dataclasses
 import ipaddress
 import logging
+from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from testbed import ROOT, stack, tshark
+from testbed import planes as planes_mod
+from testbed import stack, tshark
 
 log = logging.getLogger(__name__)
 
-CHANNEL_FILE = ROOT / "nf-configs" / "sbi-channels.yaml"
+CHANNEL_FILE = planes_mod.PLANE_FILE
 PHASES = ("startup", "ue")
-# the network that carries each overlaid plane (stack.yaml networks)
-PLANE_NETWORK = {"sbi": "sbi", "n3": "n3"}
-GTPU_PORT = 2152
+# the network that carries each overlaid plane (nf-configs/channels.yaml)
+PLANE_NETWORK = {p.name: p.network for p in planes_mod.load().values()}
+GTPU_PORT = int(stack.load()[planes_mod.get("n3").port_key])
 
 Pair = tuple[str, str]
 
@@ -56,9 +60,10 @@ def load(path: Path = CHANNEL_FILE) -> tuple[Channel, ...]:
     with open(path, encoding="utf-8") as fh:
         raw = yaml.safe_load(fh)
     out: list[Channel] = []
-    for plane, rows in raw["planes"].items():
-        if plane not in PLANE_NETWORK:
-            raise ChannelError(f"{path}: unknown plane {plane!r}; known: {', '.join(PLANE_NETWORK)}")
+    for plane, spec in raw["planes"].items():
+        rows = (spec or {}).get("channels") if isinstance(spec, dict) else None
+        if not isinstance(rows, list):
+            raise ChannelError(f"{path}: planes.{plane} has no list of channels")
         for i, row in enumerate(rows):
             try:
                 ch = Channel(plane=plane, client=row["client"], server=row["server"],
@@ -99,6 +104,45 @@ def partners(node: str, plane: str = "sbi") -> list[str]:
 
 # --- checking the map against a capture ------------------------------------------------------
 
+# --- the links of a set of planes between the nodes of stack.yaml ----------------------------
+
+@dataclasses.dataclass(frozen=True, order=True)
+class Link:
+    """One host pair on one plane (a, b sorted): one IPsec connection / WireGuard route."""
+    plane: str
+    a: str
+    b: str
+
+    def other(self, node: str) -> str:
+        return self.b if node == self.a else self.a
+
+
+def links(planes: str | Iterable[str], values: dict[str, Any],
+          nodes: Iterable[str] | None = None) -> list[Link]:
+    """Every host pair of the planes whose nodes both have an address on the plane's network
+    (and, if given, are both among `nodes`), in plane order then pair order."""
+    keep = None if nodes is None else set(nodes)
+    out: list[Link] = []
+    for plane in planes_mod.split(planes):
+        have = set(planes_mod.nodes_on(plane, values))
+        if keep is not None:
+            have &= keep
+        out += [Link(plane, a, b) for a, b in pairs(plane) if a in have and b in have]
+    return out
+
+
+def endpoints(planes: str | Iterable[str], values: dict[str, Any],
+              nodes: Iterable[str] | None = None) -> list[str]:
+    """The nodes that take part in some link of the planes, sorted."""
+    return sorted({n for link in links(planes, values, nodes) for n in (link.a, link.b)})
+
+
+def peers(node: str, planes: str | Iterable[str], values: dict[str, Any],
+          nodes: Iterable[str] | None = None) -> list[Link]:
+    """The node's links on the planes (one per plane and partner)."""
+    return [link for link in links(planes, values, nodes) if node in (link.a, link.b)]
+
+
 def _address_map(plane: str, values: dict[str, Any]) -> dict[str, str]:
     net = PLANE_NETWORK[plane]
     return {str(spec["networks"][net]): name for name, spec in values["nodes"].items()
@@ -106,11 +150,15 @@ def _address_map(plane: str, values: dict[str, Any]) -> dict[str, str]:
 
 
 def capture_filter(plane: str, values: dict[str, Any]) -> str:
-    """tshark display filter for connection starts: TCP SYNs to the SBI port (or GTP-U for
-    n3), IKE_SA_INIT requests, WireGuard handshake initiations."""
-    subnet = values["networks"][PLANE_NETWORK[plane]]["subnet"]
-    starts = (f"(tcp.flags.syn == 1 && tcp.flags.ack == 0 && tcp.dstport == {values['sbi_port']})"
-              if plane == "sbi" else f"(udp.port == {GTPU_PORT} && !icmp)")
+    """tshark display filter for connection starts of the plane's protocol (TCP SYNs, SCTP
+    INITs, or any datagram for UDP planes), IKE_SA_INIT requests, WireGuard handshake
+    initiations."""
+    p = planes_mod.get(plane)
+    subnet = values["networks"][p.network]["subnet"]
+    port = p.port(values)
+    starts = {"tcp": f"(tcp.flags.syn == 1 && tcp.flags.ack == 0 && tcp.dstport == {port})",
+              "sctp": f"(sctp.dstport == {port} && sctp.chunk_type == 1)",
+              "udp": f"(udp.port == {port} && !icmp)"}[p.transport]
     return (f"ip.src == {subnet} && ip.dst == {subnet} && "
             f"({starts} || (isakmp.exchangetype == 34 && isakmp.rspi == 00:00:00:00:00:00:00:00) || wg.type == 1)")
 

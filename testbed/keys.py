@@ -10,9 +10,9 @@ Layout (docs/contracts.md, "State and secrets"):
     keys/wg/<node>.key, <node>.pub          WireGuard key pair (base64, as `wg genkey`/`wg pubkey` print)
     keys/subscribers.yaml                   random 128-bit K and OPc (hex) per subscriber of stack.yaml
 
-Endpoint nodes are the nodes of stack.yaml with an address on a plane network (sbi, n3, or the split
-RAN's f1c, f1u, e1): every Open5GS NF (scp included), the UPF, the gNB and the split RAN's CU-CP,
-CU-UP and DU; not mongo, provision or the UEs.
+Endpoint nodes are the nodes of stack.yaml with an address on a plane network (the networks of
+nf-configs/channels.yaml: sbi, n2, n3, n4): every Open5GS NF (scp included), the UPF and the gNB;
+not mongo, provision or the UEs.
 
 `ensure()` is idempotent: it creates what is missing and never replaces an existing key,
 PSK or K/OPc. A certificate whose names no longer match stack.yaml, or that no longer
@@ -33,7 +33,7 @@ from typing import Any
 
 import yaml
 
-from testbed import ROOT, stack
+from testbed import ROOT, planes, stack
 
 log = logging.getLogger(__name__)
 
@@ -41,8 +41,7 @@ CERT_SCRIPTS = ROOT / "tls-certs"
 KEY_TYPES = ("ecdsa", "rsa")
 CA_PREFIX = {"ecdsa": "ca", "rsa": "ca-rsa"}          # file stem under keys/ca/
 CA_CN = {"ecdsa": "5G testbed CA (ECDSA P-256)", "rsa": "5G testbed CA (RSA-2048)"}
-# an endpoint has an address on one of these (f1c, f1u, e1: the split RAN's interfaces, docs/ran.md)
-PLANE_NETWORKS = ("sbi", "n3", "f1c", "f1u", "e1")
+PLANE_NETWORKS = tuple(p.network for p in planes.load().values())   # an endpoint has an address on one
 
 
 class KeysError(RuntimeError):

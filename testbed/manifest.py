@@ -264,9 +264,10 @@ def create(results: Path, experiment: str, profile_id: str, raw_params: dict[str
     Parameters are validated again (runparams) so a manifest never holds an unchecked value.
     """
     params = runparams.validate(experiment, raw_params, profile_id)
-    prof = profiles.get(profile_id, runparams.PLANE[experiment])
+    plane = runparams.plane_of(experiment, params)
+    prof = profiles.get(profile_id, plane)
     campaign = params["campaign"] or "adhoc"
-    parent = Path(results) / campaign / experiment / prof.id
+    parent = Path(results) / campaign / experiment / runparams.result_name(experiment, prof.id, plane)
     parent.mkdir(parents=True, exist_ok=True)
     for _ in range(100):
         run = new_run_id()
@@ -282,7 +283,7 @@ def create(results: Path, experiment: str, profile_id: str, raw_params: dict[str
         "schema_version": SCHEMA_VERSION,
         "experiment": experiment,
         "profile": prof.id,
-        "plane": runparams.PLANE[experiment],
+        "plane": plane,
         "protocol": prof.protocol,
         "campaign": campaign,
         "run": run,

@@ -1,4 +1,4 @@
-"""Network-namespace lab: the plane's endpoints as namespaces on a bridge, with an overlay.
+"""Network-namespace lab: the planes' endpoints as namespaces on bridges, with an overlay.
 
     lab = Lab("ipsec-3f2a", "n3", "aes128gcm", nodes=["gnb", "upf"])
     lab.up()                                   # namespaces, bridge, addresses, overlay ready
@@ -7,9 +7,11 @@
         ...
     lab.down()                                 # idempotent; kills what up() started
 
-Layout: one namespace `<lab>-hub` holding one bridge `br-<network>`; one namespace
-`<lab>-<node>` per endpoint with a veth `<network>` into that bridge and the node's address
-from nf-configs/stack.yaml. The root namespace's networking is never touched. The overlay
+Layout: one namespace `<lab>-hub` holding one bridge `br-<network>` per network of the lab's
+planes (a PLANE expression: `n2`, or several such as `n2,n4,n3`); one namespace `<lab>-<node>`
+per endpoint with a veth `<network>` into each bridge of a network the node is on and the
+node's address there from nf-configs/stack.yaml. `capture(path, network=...)` listens on one
+bridge: one plane. The root namespace's networking is never touched. The overlay
 entrypoint (`<protocol>/entrypoint.sh <rendered dir>`, the same as in the containers) runs in
 each node namespace with a private /run (its own charon pid file and sockets); logs go to
 `$STATE/lab/<lab>/<node>.log`; `lab.json` there records what was started, so `down` works
@@ -30,7 +32,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from testbed import ROOT, channels, keys, overlays, profiles, stack
+from testbed import ROOT, channels, keys, overlays, planes, profiles, ran, stack
 
 log = logging.getLogger(__name__)
 
@@ -103,24 +105,29 @@ class Lab:
         if not name or len(name) > 20 or not all(c.isalnum() or c == "-" for c in name):
             raise LabError(f"lab name {name!r}: use 1-20 letters, digits or '-'")
         self.name = name
-        self.plane = plane
-        self.values = values or stack.load()
         self.profile = profiles.get(profile, plane)
-        self.network = channels.PLANE_NETWORK[plane]
+        self.planes = profiles.planes_for(self.profile, plane)
+        # the nodes of the RAN variant whose interfaces these are (the split's f1c, f1u, e1; the
+        # default RAN's gnb otherwise), as the stack renderer sees them (testbed/ran)
+        variant = "split" if any(p in ran.SPLIT_PLANES for p in self.planes) else ran.default()
+        self.values = ran.restrict(values or stack.load(), variant)
+        self.plane = planes.expr(self.planes)
+        self.networks = list(dict.fromkeys(planes.network(p) for p in self.planes))
+        self.network = self.networks[0]
         module = overlays.get(self.profile.protocol)
-        all_nodes = (module.endpoints(plane, self.values) if module is not None
-                     else channels.nodes(plane))
+        all_nodes = (module.endpoints(self.plane, self.values) if module is not None
+                     else channels.endpoints(self.planes, self.values))
         self.nodes = list(nodes) if nodes is not None else all_nodes
-        bad = [n for n in self.nodes if self.network not in self.values["nodes"].get(n, {}).get("networks", {})]
+        bad = [n for n in self.nodes if not self.node_networks(n)]
         if bad:
-            raise LabError(f"{', '.join(bad)}: no address on network {self.network!r} in stack.yaml; "
-                           f"endpoints of {plane}: {', '.join(all_nodes)}")
+            raise LabError(f"{', '.join(bad)}: no address on network {' or '.join(map(repr, self.networks))} in stack.yaml; "
+                           f"endpoints of {self.plane}: {', '.join(all_nodes)}")
         self.state_dir = state_root(state_dir)
         self.dir = lab_dir(name, self.state_dir)
         self.keys_dir = keys_dir
         self.entrypoint_args = list(entrypoint_args)
         # node -> another profile of the same protocol (tests: a peer that renders something else)
-        self.profile_overrides = {n: profiles.get(p, plane) for n, p in (profile_overrides or {}).items()}
+        self.profile_overrides = {n: profiles.get(p, self.plane) for n, p in (profile_overrides or {}).items()}
         self.pids: dict[str, int] = {}
         self.boot_capture: Capture | None = None
 
@@ -134,10 +141,20 @@ class Lab:
 
     @property
     def bridge(self) -> str:
-        return f"br-{self.network}"[:15]
+        return self.bridge_of(self.network)
 
-    def address(self, node: str) -> str:
-        return stack.address(node, self.network, self.values)
+    @staticmethod
+    def bridge_of(network: str) -> str:
+        return f"br-{network}"[:15]
+
+    def node_networks(self, node: str) -> list[str]:
+        """The lab's networks the node has an address on (stack.yaml), in plane order."""
+        have = self.values["nodes"].get(node, {}).get("networks", {}) or {}
+        return [n for n in self.networks if n in have]
+
+    def address(self, node: str, network: str | None = None) -> str:
+        """The node's address on `network` (default: the first lab network it is on)."""
+        return stack.address(node, network or self.node_networks(node)[0], self.values)
 
     def log_path(self, node: str) -> Path:
         return self.dir / f"{node}.log"
@@ -189,20 +206,23 @@ class Lab:
     def _build_network(self) -> None:
         _run(["ip", "netns", "add", self.hub], f"creating namespace {self.hub}")
         self._quiet(self.hub)
-        _run(["ip", "-n", self.hub, "link", "add", self.bridge, "type", "bridge"], f"bridge in {self.hub}")
-        _run(["ip", "-n", self.hub, "link", "set", self.bridge, "up"], f"bridge up in {self.hub}")
-        plen = stack.prefixlen(self.network, self.values)
+        for net in self.networks:
+            br = self.bridge_of(net)
+            _run(["ip", "-n", self.hub, "link", "add", br, "type", "bridge"], f"bridge {br} in {self.hub}")
+            _run(["ip", "-n", self.hub, "link", "set", br, "up"], f"bridge {br} up in {self.hub}")
         for i, node in enumerate(self.nodes):
             ns = self.netns(node)
             _run(["ip", "netns", "add", ns], f"creating namespace {ns}")
             self._quiet(ns)
-            port = f"v{i}-{node}"[:15]
-            _run(["ip", "link", "add", self.network, "netns", ns, "type", "veth",
-                  "peer", "name", port, "netns", self.hub], f"veth {ns}:{self.network} <-> {self.hub}:{port}")
-            _run(["ip", "-n", self.hub, "link", "set", port, "master", self.bridge, "up"], f"{port} into {self.bridge}")
-            _run(["ip", "-n", ns, "addr", "add", f"{self.address(node)}/{plen}", "dev", self.network],
-                 f"address of {node}")
-            _run(["ip", "-n", ns, "link", "set", self.network, "up"], f"{node}: {self.network} up")
+            for j, net in enumerate(self.node_networks(node)):
+                port, br = f"v{i}{j}-{node}"[:15], self.bridge_of(net)
+                _run(["ip", "link", "add", net, "netns", ns, "type", "veth",
+                      "peer", "name", port, "netns", self.hub], f"veth {ns}:{net} <-> {self.hub}:{port}")
+                _run(["ip", "-n", self.hub, "link", "set", port, "master", br, "up"], f"{port} into {br}")
+                plen = stack.prefixlen(net, self.values)
+                _run(["ip", "-n", ns, "addr", "add", f"{self.address(node, net)}/{plen}", "dev", net],
+                     f"address of {node} on {net}")
+                _run(["ip", "-n", ns, "link", "set", net, "up"], f"{node}: {net} up")
             _run(["ip", "-n", ns, "link", "set", "lo", "up"], f"{node}: lo up")
 
     @staticmethod
@@ -309,11 +329,16 @@ class Lab:
             raise LabError(f"{node}: `{' '.join(argv)}` exited {res.returncode}: {res.stderr.strip() or res.stdout.strip()}")
         return res
 
-    def capture(self, path: Path, capture_filter: str | None = None, timeout: float = 10) -> Capture:
-        """Start dumpcap on the bridge (hub side: exactly the wire); returns once it captures."""
+    def capture(self, path: Path, capture_filter: str | None = None, timeout: float = 10,
+                network: str | None = None) -> Capture:
+        """Start dumpcap on a network's bridge (default: the first plane's; hub side: exactly the
+        wire of that plane); returns once it captures."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        argv = ["ip", "netns", "exec", self.hub, "dumpcap", "-q", "-i", self.bridge, "-w", str(path)]
+        if network is not None and network not in self.networks:
+            raise LabError(f"lab {self.name} has no network {network!r} ({', '.join(self.networks)})")
+        bridge = self.bridge_of(network or self.network)
+        argv = ["ip", "netns", "exec", self.hub, "dumpcap", "-q", "-i", bridge, "-w", str(path)]
         if capture_filter:
             argv += ["-f", capture_filter]
         errlog = self.dir / f"dumpcap-{path.stem}.log"
@@ -322,10 +347,10 @@ class Lab:
         deadline = time.monotonic() + timeout
         while not (path.exists() and path.stat().st_size > 0):
             if proc.poll() is not None:
-                raise LabError(f"dumpcap on {self.hub}:{self.bridge} exited: {errlog.read_text().strip()}")
+                raise LabError(f"dumpcap on {self.hub}:{bridge} exited: {errlog.read_text().strip()}")
             if time.monotonic() > deadline:
                 proc.kill()
-                raise LabError(f"dumpcap on {self.hub}:{self.bridge} did not start within {timeout}s")
+                raise LabError(f"dumpcap on {self.hub}:{bridge} did not start within {timeout}s")
             time.sleep(0.05)
         # dumpcap writes the file header a moment before the first frames are delivered (a
         # frame sent at once can be missed, measured here); there is nothing to poll for that

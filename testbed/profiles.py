@@ -1,7 +1,9 @@
 """The profile catalogue (profiles.yaml) expanded into concrete profiles.
 
-A profile fixes one security configuration: plane(s), protocol and parameters. Ids are
-stable because they appear in result paths.
+A profile fixes one security configuration: protocol, parameters and the planes it supports.
+Ids are stable because they appear in result paths. Which of its planes a run covers is a
+PLANE expression (testbed/planes.py): one plane, several (`n2,n4`), or `all` of them;
+`planes_for()` resolves it against the profile.
 """
 from __future__ import annotations
 
@@ -14,10 +16,10 @@ from typing import Any
 import yaml
 
 from testbed import ROOT
+from testbed import planes as planes_mod
 
 CATALOGUE = ROOT / "profiles.yaml"
-# f1c, f1u, e1: the split RAN's interfaces (RAN=split, docs/ran.md); the baseline runs on every plane
-PLANES = ("n3", "sbi", "f1c", "f1u", "e1")
+PLANES = planes_mod.names()          # every plane of nf-configs/channels.yaml, catalogue order
 PROTOCOLS = ("none", "ipsec", "wireguard", "tls")
 
 
@@ -91,36 +93,60 @@ def load(path: Path = CATALOGUE) -> dict[str, Profile]:
         return _expand(yaml.safe_load(fh))
 
 
+def _plane_words(plane: str | None) -> tuple[str, ...] | None:
+    """The planes a PLANE expression names (None: no constraint; `all`: none in particular)."""
+    if plane is None or plane.strip() in ("", planes_mod.ALL):
+        return None
+    try:
+        return planes_mod.split(plane)
+    except planes_mod.PlaneError as exc:
+        raise ProfileError(str(exc)) from None
+
+
 def names(plane: str | None = None) -> list[str]:
-    return [p.id for p in load().values() if plane is None or plane in p.planes]
+    """Profile ids that support every plane of the PLANE expression (all ids without one)."""
+    want = _plane_words(plane)
+    return [p.id for p in load().values() if want is None or set(want) <= set(p.planes)]
 
 
 def get(profile_id: str, plane: str | None = None) -> Profile:
-    """The profile, or ProfileError naming the valid choices for that plane."""
-    if plane is not None and plane not in PLANES:
-        raise ProfileError(f"unknown plane {plane!r}; valid planes: {', '.join(PLANES)}")
+    """The profile, or ProfileError naming the valid choices for those planes."""
+    want = _plane_words(plane)
     profiles = load()
     prof = profiles.get(profile_id)
     valid = names(plane)
-    where = f" on the {plane} plane" if plane else ""
+    where = (f" on the {planes_mod.expr(want)} plane{'s' if len(want) > 1 else ''}" if want else "")
     if prof is None:
         raise ProfileError(
             f"unknown PROFILE {profile_id!r}. Valid profiles{where} ({len(valid)}): "
             + " ".join(valid) + "\nRun `make profiles` for details.")
-    if plane is not None and plane not in prof.planes:
+    missing = [p for p in want or () if p not in prof.planes]
+    if missing:
         raise ProfileError(
-            f"PROFILE {profile_id!r} ({prof.protocol}) cannot run on the {plane} plane "
-            f"(it supports: {', '.join(prof.planes)}). Valid profiles{where} ({len(valid)}): "
-            + " ".join(valid))
+            f"PROFILE {profile_id!r} ({prof.protocol}) cannot run on the {', '.join(missing)} plane"
+            f"{'s' if len(missing) > 1 else ''} (it supports: {', '.join(prof.planes)}). "
+            f"Valid profiles{where} ({len(valid)}): " + " ".join(valid))
     return prof
 
 
+def planes_for(profile: Profile, plane: str | None) -> tuple[str, ...]:
+    """The planes a run of `profile` covers: the PLANE expression resolved (`all` = every plane
+    the profile supports; nothing = its first plane); ProfileError if one is not supported."""
+    if plane is None or plane.strip() == "":
+        return profile.planes[:1]
+    if plane.strip() == planes_mod.ALL:
+        return planes_mod.split(profile.planes)
+    get(profile.id, plane)
+    return planes_mod.split(plane)
+
+
 def format_table(plane: str | None = None) -> str:
-    rows = [p for p in load().values() if plane is None or plane in p.planes]
+    rows = [load()[i] for i in names(plane)]
     width = max(len(p.id) for p in rows)
-    lines = [f"{'PROFILE'.ljust(width)}  {'PLANES':8}  {'PROTOCOL':9}  PARAMETERS"]
+    pw = max(len(",".join(p.planes)) for p in rows)
+    lines = [f"{'PROFILE'.ljust(width)}  {'PLANES'.ljust(pw)}  {'PROTOCOL':9}  PARAMETERS"]
     for p in rows:
-        lines.append(f"{p.id.ljust(width)}  {','.join(p.planes):8}  {p.protocol:9}  {p.label}")
+        lines.append(f"{p.id.ljust(width)}  {','.join(p.planes).ljust(pw)}  {p.protocol:9}  {p.label}")
     counts: dict[str, int] = {}
     for p in rows:
         counts[p.protocol] = counts.get(p.protocol, 0) + 1
@@ -130,5 +156,4 @@ def format_table(plane: str | None = None) -> str:
 
 
 def format_json(plane: str | None = None) -> str:
-    return json.dumps([p.to_dict() for p in load().values()
-                       if plane is None or plane in p.planes], indent=2)
+    return json.dumps([load()[i].to_dict() for i in names(plane)], indent=2)

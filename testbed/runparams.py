@@ -8,9 +8,10 @@ variables; the manifest stores them in snake_case with typed values.
 from __future__ import annotations
 
 import dataclasses
+import os
 from typing import Any
 
-from testbed import profiles, stack
+from testbed import planes, profiles, ran, stack
 
 # Open5GS's HTTP/2 client (libcurl) drops a connection idle for more than 118 s (FACTS.md 1.4):
 # the warm UE must attach well within it.
@@ -26,7 +27,7 @@ class ParamError(ValueError):
 @dataclasses.dataclass(frozen=True)
 class Param:
     name: str                       # Make variable / env name, UPPER_CASE
-    kind: str                       # int | float | ints | choice | word | words (choices)
+    kind: str                       # int | float | ints | choice | word | words (choices) | cpus | planes
     default: str
     help: str
     minimum: float | None = None
@@ -104,6 +105,9 @@ SPECS: dict[str, tuple[Param, ...]] = {
     "overlay": _COMMON + (_boots("5"),) + _ping_params("1", "200", "0.005", "10"),
     # every iteration boots a fresh core: ITERATIONS are the boots (BOOTS = campaign blocks)
     "sbi": _COMMON + (_boots("1"),) + (
+        Param("PLANE", "planes", "sbi",
+              "plane(s) PROFILE's overlay covers: sbi, n2, n4, n3, several (n2,n4) or all of the "
+              "profile's; one validation capture per plane, attach times from N2"),
         Param("MODE", "choice", "both", "cold: UE 1 only; warm and both: UE 1 then UE 2",
               choices=("cold", "warm", "both")),
         Param("ITERATIONS", "int", "20", "fresh cores (one cold + one warm attach each)", 1, 10_000),
@@ -140,6 +144,8 @@ def _uu() -> Param:
 
 # The split RAN's experiments (docs/ran.md, scripts/run-ran-procedures.sh, scripts/run-f1u.sh).
 SPECS["ran-procedures"] = _COMMON + (_boots("5"), _ran("split", ("split",)), _uu()) + (
+    Param("PLANE", "planes", "f1c,e1", "plane(s) PROFILE's overlay covers (f1c and e1: the interfaces whose "
+          "procedures are timed; their captures validate it)"),
     # paper 5.1: 1,000 UE registrations; here 5 boots x 200 fresh registrations
     Param("REGISTRATIONS", "int", "200", "fresh UE registrations per boot (UE 1 started, attached, removed)",
           1, 100_000),
@@ -151,6 +157,8 @@ SPECS["ran-procedures"] = _COMMON + (_boots("5"), _ran("split", ("split",)), _uu
 # here 5 boots x 2 sets x 2,000 as run-n3; SCOPE e2e: the end-to-end ping, split or monolithic
 SPECS["f1u"] = _COMMON + (_boots("5"), _ran("split", ("split", "oai")), _uu()) + _ping_params(
     "2", "2000", "0.2", "20", sizes="1032") + (
+    Param("PLANE", "planes", "-", "plane(s) PROFILE's overlay covers ('-': f1u; SCOPE=e2e: every user-plane "
+          "interface of the RAN, n3,f1u split, n3 monolithic)"),
     Param("SCOPE", "choice", "f1u", "f1u: the F1-U measurement (split only); e2e: UE to UPF with PROFILE on every "
           "user-plane interface of the RAN variant", choices=("f1u", "e2e")),
     Param("IPERF", "choice", "1", "1: iperf3 TCP and UDP through the user plane after the pings; 0: pings only",
@@ -162,9 +170,23 @@ SPECS["f1u"] = _COMMON + (_boots("5"), _ran("split", ("split", "oai")), _uu()) +
     Param("STREAMS", "int", "1", "parallel streams (iperf3 -P)", 1, 128),
 )
 
-# the plane a profile must support for each experiment
+# the plane a profile must support for each experiment (the default of a PLANE parameter)
 PLANE: dict[str, str] = {"n3": "n3", "overlay": "n3", "throughput": "n3", "sbi": "sbi", "cpu": "sbi",
-                         "ran-procedures": "f1c", "f1u": "f1u"}
+                         "ran-procedures": "f1c,e1", "f1u": "f1u"}
+
+
+def plane_of(experiment: str, params: dict[str, Any]) -> str:
+    """The canonical PLANE expression a run covers: its `plane` parameter, else the experiment's."""
+    return str(params.get("plane") or PLANE[experiment])
+
+
+def result_name(experiment: str, profile: str, plane: str | None = None) -> str:
+    """The profile's directory name under results/<campaign>/<experiment>/: the profile id on the
+    experiment's own plane (the paths of earlier results), `<profile>@<planes>` otherwise
+    (e.g. aes128gcm@n2+n4), so runs on other planes never mix with them."""
+    if not plane or planes.split(plane) == planes.split(PLANE[experiment]):
+        return profile
+    return f"{profile}@{planes.key(plane)}"
 
 
 def _word_ok(s: str) -> bool:
@@ -187,6 +209,13 @@ def _convert(p: Param, raw: str) -> tuple[Any, str | None]:
             v = [int(x) for x in raw.replace(",", " ").split()]
             if not v:
                 raise ValueError(raw)
+        elif p.kind == "planes":
+            if raw.strip() in (planes.ALL, "-"):          # '-': the experiment decides (run-f1u)
+                return raw.strip(), None
+            try:
+                return planes.expr(raw), None
+            except planes.PlaneError as exc:
+                return None, f"{p.name}={raw!r}: {exc}"
         elif p.kind == "cpus":
             if raw.strip():
                 cpu_list(raw)
@@ -251,15 +280,28 @@ def validate(experiment: str, raw: dict[str, str], profile: str | None = None) -
             errors.append(f"ATTACH_TIMEOUT + WARM_GAP = {out['attach_timeout'] + out['warm_gap']:g} s: "
                           f"the warm UE must attach well within the {CURL_IDLE_LIMIT_S} s after which "
                           "Open5GS's HTTP/2 client drops idle connections (FACTS.md 1.4); lower them")
-    if experiment == "f1u" and not errors and out["scope"] == "f1u" and out["ran"] != "split":
-        errors.append(f"SCOPE=f1u needs RAN=split (RAN={out['ran']} has no F1-U); "
-                      "SCOPE=e2e measures the monolithic gNB")
+    if experiment == "f1u" and not errors:
+        if out["scope"] == "f1u" and out["ran"] != "split":
+            errors.append(f"SCOPE=f1u needs RAN=split (RAN={out['ran']} has no F1-U); "
+                          "SCOPE=e2e measures the monolithic gNB")
+        if out.get("plane") in ("-", None):       # the RAN's user-plane interfaces
+            out["plane"] = "f1u" if out["scope"] == "f1u" else ("n3,f1u" if out["ran"] == "split" else "n3")
+        elif out["ran"] != "split" and "f1u" in planes.split(out["plane"]):
+            errors.append(f"PLANE={out['plane']}: RAN={out['ran']} has no F1-U")
     if profile is not None:
         try:
-            profiles.get(profile, PLANE[experiment])
+            prof = profiles.get(profile, PLANE[experiment] if "plane" not in out else None)
+            if "plane" in out:
+                covered = profiles.planes_for(prof, out["plane"])
+                if out["plane"] == planes.ALL:        # all the planes the run's RAN variant has
+                    variant = str(out.get("ran") or os.environ.get("RAN") or "ueransim")
+                    covered = tuple(p for p in covered if ran.has_plane(variant, p))
+                out["plane"] = planes.expr(covered)
         except profiles.ProfileError as exc:
             errors.append(str(exc))
         out["profile"] = profile
+    elif out.get("plane") == planes.ALL:
+        out["plane"] = PLANE[experiment] if experiment in PLANE else planes.names()[0]
     if errors:
         raise ParamError("\n".join(errors))
     return out
@@ -277,7 +319,7 @@ def shell_assignments(experiment: str, params: dict[str, Any]) -> str:
         prof = profiles.get(params["profile"])
         lines.append(f"PROFILE={shlex.quote(prof.id)}")
         lines.append(f"PROTOCOL={shlex.quote(prof.protocol)}")
-        lines.append(f"PLANE={shlex.quote(PLANE[experiment])}")
+        lines.append(f"PLANE={shlex.quote(plane_of(experiment, params))}")
     return "\n".join(lines)
 
 

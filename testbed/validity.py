@@ -1,8 +1,11 @@
 """Does a run's own capture show the overlay it claims? (a run counts only if it does)
 
 For every capture the run recorded with purpose "validation", the profile's overlay module
-checks it (`verify_capture`, docs/contracts.md "Overlays"). The baseline has its own rule:
-no overlay on the wire (no ESP, IKE or WireGuard) and the plane's traffic present in the clear.
+checks it (`verify_capture`, docs/contracts.md "Overlays") for the plane that capture shows
+(its `iface` attribute; a run may cover several planes, PLANE=n2,n4,n3,sbi, with one capture
+per plane). Every plane the run claims needs its own valid capture. The baseline has its own
+rule: no overlay on the wire (no ESP, IKE or WireGuard) and the plane's traffic in the clear.
+IPsec runs also have the daemons' negotiated SAs checked per plane (`sas_by_plane`).
 The namespace micro-benchmark (experiment "overlay") adds a rule of its own for the overlays:
 its pings between the two endpoints must never appear in the clear on the overlaid network.
 The verdict is written into the run's manifest (`valid`, `validity`).
@@ -14,7 +17,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from testbed import manifest, overlays, profiles, stack, tshark
+from testbed import channels, manifest, overlays, planes, profiles, ran, stack, tshark
 from testbed.overlays.verdict import Verdict
 
 log = logging.getLogger(__name__)
@@ -35,37 +38,7 @@ def plane_filter(experiment: str, plane: str, values: dict[str, Any]) -> str:
     """The traffic the run is about, as it looks without an overlay."""
     if experiment == "overlay":
         return "icmp"
-    if plane == "n3":
-        return "gtp || udp.port == 2152"
-    oai = values.get("oai") or {}
-    if plane == "f1c":                      # F1AP over SCTP (the split RAN, docs/ran.md)
-        return f"f1ap || sctp.port == {int(oai.get('f1c_port', 38472))}"
-    if plane == "e1":
-        return f"e1ap || sctp.port == {int(oai.get('e1_port', 38462))}"
-    if plane == "f1u":
-        return f"gtp || udp.port == {int(oai.get('f1u_port', 2152))}"
-    return f"tcp.port == {int(values['sbi_port'])}"
-
-
-# Experiments whose timing captures are whole-packet captures of the interfaces the overlay covers:
-# each such capture proves (or disproves) the overlay on its own interface (its iface attribute).
-TIMING_CAPTURES_VALIDATE = {"ran-procedures": ("f1c", "e1")}
-
-
-def validation_captures(m: dict[str, Any]) -> list[tuple[dict[str, Any], str]]:
-    """(file entry, plane it is checked for): every validation capture (for the plane its iface
-    names, else the run's plane), and the timing captures TIMING_CAPTURES_VALIDATE names for the
-    experiment (their own interface)."""
-    out: list[tuple[dict[str, Any], str]] = []
-    own = TIMING_CAPTURES_VALIDATE.get(m.get("experiment", ""), ())
-    for f in m["files"]:
-        if f["kind"] != "pcap":
-            continue
-        if f.get("purpose") == "validation":
-            out.append((f, str(f["iface"]) if f.get("iface") in profiles.PLANES else m["plane"]))
-        elif f.get("purpose") == "timing" and f.get("iface") in own:
-            out.append((f, str(f["iface"])))
-    return out
+    return planes.get(plane).plaintext_filter(values)
 
 
 def _overlay_lab_peers(values: dict[str, Any]) -> tuple[str, str]:
@@ -105,11 +78,38 @@ def combine(verdicts: list[Verdict]) -> Verdict:
                    "; ".join(v.details for v in verdicts))
 
 
+# Experiments whose timing captures are whole-packet captures of the interfaces the overlay covers:
+# each such capture proves (or disproves) the overlay on its own interface (its iface attribute).
+TIMING_CAPTURES_VALIDATE = {"ran-procedures": ("f1c", "e1")}
+
+
+def validates(f: dict[str, Any], experiment: str) -> bool:
+    """Whether a file of the run is checked for the overlay: a validation capture, or a timing
+    capture TIMING_CAPTURES_VALIDATE names for the experiment."""
+    if f["kind"] != "pcap":
+        return False
+    return f.get("purpose") == "validation" or (
+        f.get("purpose") == "timing" and f.get("iface") in TIMING_CAPTURES_VALIDATE.get(experiment, ()))
+
+
+def run_values(m: dict[str, Any]) -> dict[str, Any]:
+    """The stack values as the run's RAN variant ran them (parameters.ran; UERANSIM by default):
+    a plane's endpoints are the nodes that ran (testbed/ran)."""
+    variant = str((m.get("parameters") or {}).get("ran") or ran.default())
+    return ran.restrict(stack.load(), variant)
+
+
+def run_planes(m: dict[str, Any]) -> tuple[str, ...]:
+    """The planes a run covers (manifest `plane`: one plane or a PLANE expression)."""
+    return planes.split(str(m["plane"]))
+
+
 def check_capture(pcap: Path, m: dict[str, Any], values: dict[str, Any] | None = None,
                   plane: str | None = None) -> Verdict:
-    values = values or stack.load()
+    """Check one capture of the plane it shows (default: the run's first plane)."""
+    values = values or run_values(m)
     prof = profiles.get(m["profile"])
-    plane, experiment = plane or m["plane"], m["experiment"]
+    plane, experiment = plane or run_planes(m)[0], m["experiment"]
     if prof.protocol == "none":
         return baseline_verdict(pcap, experiment, plane, values)
     try:
@@ -196,13 +196,15 @@ def wireguard_sessions(run_dir: Path, m: dict[str, Any]) -> tuple[dict[str, Any]
         reset_at = max(t for t, _ in stamps)
         if any(h != 0 for _, hs in stamps for h in hs) or not any(hs for _, hs in stamps):
             problems.append(f"{tag}: sessions left after the reset")
-        pcap = run_dir / f"{tag}-sbi.pcap"
-        times = [float(r[0]) for r in tshark.fields(pcap, "wg.type == 1", ["frame.time_epoch"],
-                                                     extra=["-d", f"udp.port=={_wg_port()},wg"])] if pcap.is_file() else []
+        # the iteration's capture of every plane the run covers (itNN-<plane>.pcap)
+        pcaps = [run_dir / f"{tag}-{pl}.pcap" for pl in run_planes(m)]
+        times = [float(r[0]) for pcap in pcaps if pcap.is_file()
+                 for r in tshark.fields(pcap, "wg.type == 1", ["frame.time_epoch"],
+                                        extra=["-d", f"udp.port=={_wg_port()},wg"])]
         new = [t for t in times if t >= reset_at]
         if not new:
-            problems.append(f"{tag}: no WireGuard handshake after the reset in {pcap.name}: the cold UE's "
-                            "attach did not include them")
+            problems.append(f"{tag}: no WireGuard handshake after the reset in "
+                            f"{', '.join(p.name for p in pcaps)}: the cold UE's attach did not include them")
         ages = []
         for f in warms.get(tag, []):
             at, hs = _stamped(run_dir / f)
@@ -220,9 +222,43 @@ def wireguard_sessions(run_dir: Path, m: dict[str, Any]) -> tuple[dict[str, Any]
                             "each reset, warm sessions younger than 120 s")
 
 
+_CHILD_LINE = re.compile(r"^  (\S+): #\d+, reqid \d+, INSTALLED, TUNNEL(?:-in-UDP)?, ESP:(\S+)", re.M)
+
+
+def sas_by_plane(records: dict[str, str], prof: Any, plane: str, values: dict[str, Any]) -> dict[str, list[str]]:
+    """{plane: problems} for the `swanctl --list-sas` records of the endpoints ({node: text}):
+    on every plane, each link's CHILD_SA (named as testbed/overlays/ipsec.py renders it) must be
+    INSTALLED at both ends with exactly the profile's ESP, and every IKE/ESP proposal in the
+    record must be the profile's. A node without a record is a problem of each of its planes."""
+    from testbed.overlays import ipsec
+    want = ipsec.expected_esp(prof)
+    out: dict[str, list[str]] = {p: [] for p in planes.split(plane)}
+    for node in sorted({n for link in channels.links(plane, values) for n in (link.a, link.b)}):
+        conns = ipsec.connections(node, plane, values)
+        text = records.get(node)
+        if text is None:
+            for p in {link.plane for _, link in conns}:
+                out[p].append(f"{node}: no swanctl --list-sas record")
+            continue
+        children = dict(_CHILD_LINE.findall(text))
+        wrong_ike = [x for x in ipsec.check_sas(text, prof) if x.startswith("IKE ")]
+        for name, link in conns:
+            esp = children.get(name)
+            if esp is None:
+                out[link.plane].append(f"{node}: no INSTALLED CHILD_SA {name} ({link.plane} link to {link.other(node)})")
+            elif esp != want:
+                out[link.plane].append(f"{node}: CHILD_SA {name} negotiated ESP {esp}, profile wants {want}")
+            out[link.plane] += [f"{node}: {x}" for x in wrong_ike if f"{node}: {x}" not in out[link.plane]]
+    return out
+
+
+_SA_AFTER = re.compile(r"^(.*?)-?sa-after-(.+)\.txt$")     # [itNN-]sa-after-<node>.txt
+
+
 def negotiated_sas_verdict(run_dir: Path, m: dict[str, Any]) -> Verdict | None:
     """IPsec: the proposals the daemons negotiated (their `swanctl --list-sas`, recorded by the
-    drivers as *sa-before*/*sa-after* logs) must be exactly the profile's; None for other runs."""
+    drivers as *sa-before*/*sa-after* logs) must be exactly the profile's, on every plane the run
+    covers, for every link of it (records *sa-after* per iteration); None for other runs."""
     prof = profiles.get(m["profile"])
     if prof.protocol != "ipsec":
         return None
@@ -237,27 +273,49 @@ def negotiated_sas_verdict(run_dir: Path, m: dict[str, Any]) -> Verdict | None:
         problems += [f"{rel}: {p}" for p in ipsec.check_sas(text, prof)]
     if not records:
         problems.append("no swanctl --list-sas record of the negotiated SAs")
+    # per plane: every link's CHILD_SA at both ends, per iteration (the after-records hold them all)
+    plane = planes.expr(run_planes(m))
+    values = run_values(m)
+    by_iteration: dict[str, dict[str, str]] = {}
+    for rel in records:
+        hit = _SA_AFTER.match(Path(rel).name)
+        if hit:
+            by_iteration.setdefault(hit.group(1), {})[hit.group(2)] = (run_dir / rel).read_text(
+                encoding="utf-8", errors="replace")
+    for it, recs in sorted(by_iteration.items()):
+        for pl, probs in sas_by_plane(recs, prof, plane, values).items():
+            problems += [f"{it or 'run'} {pl}: {x}" for x in probs]
     if problems:
         return Verdict(False, 0, 0, "negotiated SAs: " + "; ".join(problems[:4]) + " -> INVALID")
     return Verdict(True, 0, 0, f"negotiated SAs: {len(records)} record(s), exactly IKE {ipsec.expected_ike(prof)}, "
-                   f"ESP {ipsec.expected_esp(prof)}")
+                   f"ESP {ipsec.expected_esp(prof)}, every link of {plane} at both ends")
 
 
 def check_run(run_dir: Path, record: bool = True) -> Verdict:
     """Check every validation capture of a run; write the verdict into its manifest."""
     run_dir = Path(run_dir)
     m = manifest.load(run_dir)
-    values = stack.load()
+    values = run_values(m)
     verdicts: list[Verdict] = []
-    for f, plane in validation_captures(m):
-        try:
-            v = check_capture(run_dir / f["path"], m, values, plane)
-        except Exception as exc:  # noqa: BLE001 - a check that cannot run never counts as valid
-            v = Verdict(False, 0, 0, f"check failed: {exc} -> INVALID")
-        verdicts.append(Verdict(v.valid, v.protected_packets, v.plaintext_packets,
-                                f"{f['path']}: {v.details}"))
+    covered = run_planes(m)
+    checked: set[str] = set()
+    for f in m["files"]:
+        if validates(f, str(m.get("experiment", ""))):
+            # the capture's own interface says which plane it shows (run-overlay: "overlay")
+            iface = str(f.get("iface") or "")
+            plane = iface if iface in covered else covered[0]
+            checked.add(plane)
+            try:
+                v = check_capture(run_dir / f["path"], m, values, plane)
+            except Exception as exc:  # noqa: BLE001 - a check that cannot run never counts as valid
+                v = Verdict(False, 0, 0, f"check failed: {exc} -> INVALID")
+            verdicts.append(Verdict(v.valid, v.protected_packets, v.plaintext_packets,
+                                    f"{f['path']}: {v.details}"))
     if not verdicts:
         verdicts.append(Verdict(False, 0, 0, "no validation capture recorded -> INVALID"))
+    elif set(covered) - checked:
+        verdicts.append(Verdict(False, 0, 0, "no validation capture of the "
+                                + ", ".join(p for p in covered if p not in checked) + " plane -> INVALID"))
     sas = negotiated_sas_verdict(run_dir, m)
     if sas is not None:
         verdicts.append(sas)

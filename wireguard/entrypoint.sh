@@ -81,12 +81,14 @@ load_config() {
 
 check_namespace() {
     # Docker may attach a container's second network a moment after its process starts (seen
-    # with `compose up --no-start` then `up`): wait for the address with a deadline, then fail
-    local deadline=$(( $(date +%s) + ${WG_ADDRESS_TIMEOUT:-20} ))
-    until ip -o -4 addr show | grep -qF " ${WG_ADDRESS}/"; do
-        (( $(date +%s) < deadline )) \
-            || die "address ${WG_ADDRESS} (${WG_NODE} on ${WG_PLANE}) is not on any interface here after ${WG_ADDRESS_TIMEOUT:-20}s: is this the node's namespace?"
-        sleep 0.2
+    # with `compose up --no-start` then `up`): wait for the addresses with a deadline, then fail
+    local deadline=$(( $(date +%s) + ${WG_ADDRESS_TIMEOUT:-20} )) addr
+    for addr in ${WG_ADDRESSES:-$WG_ADDRESS}; do
+        until ip -o -4 addr show | grep -qF " ${addr}/"; do
+            (( $(date +%s) < deadline )) \
+                || die "address ${addr} (${WG_NODE} on ${WG_PLANE}) is not on any interface here after ${WG_ADDRESS_TIMEOUT:-20}s: is this the node's namespace?"
+            sleep 0.2
+        done
     done
     ! ip link show "$WG_IF" >/dev/null 2>&1 \
         || die "interface ${WG_IF} already exists in this namespace: stop the other overlay first"
@@ -99,13 +101,16 @@ check_namespace() {
 # Decrypted packets arrive on the WireGuard interface from a peer whose address the main table
 # routes via the bridge; strict reverse-path filtering (rp_filter=1) would drop them.
 check_rp_filter() {
-    local dev all one
-    dev="$(ip -o -4 addr show | awk -v a="${WG_ADDRESS}/" 'index($4, a) == 1 { print $2; exit }')"
+    local dev all one=0 addr x
     all="$(cat /proc/sys/net/ipv4/conf/all/rp_filter)"
-    one="$(cat "/proc/sys/net/ipv4/conf/${dev}/rp_filter")"
+    for addr in ${WG_ADDRESSES:-$WG_ADDRESS}; do
+        dev="$(ip -o -4 addr show | awk -v a="${addr}/" 'index($4, a) == 1 { print $2; exit }')"
+        x="$(cat "/proc/sys/net/ipv4/conf/${dev}/rp_filter")"
+        (( x == 1 )) && one=1
+    done
     if (( all == 1 || (one == 1 && all == 0) )); then
         echo 2 >/proc/sys/net/ipv4/conf/all/rp_filter 2>/dev/null \
-            || die "strict rp_filter on ${dev} would drop tunnelled packets and /proc/sys is read-only: set the sysctl net.ipv4.conf.all.rp_filter=2 for this container (compose sysctls)"
+            || die "strict rp_filter would drop tunnelled packets and /proc/sys is read-only: set the sysctl net.ipv4.conf.all.rp_filter=2 for this container (compose sysctls)"
         log "set net.ipv4.conf.all.rp_filter=2 (loose) so tunnelled packets pass"
     fi
 }
@@ -146,13 +151,23 @@ create_link() {
     echo "datapath: wireguard=${DATAPATH}"
 }
 
+# route_src ADDR: this node's source address for the route to a peer address (WG_ROUTE_SRC
+# "peer=own ..." of a multi-plane render: the own address on the peer's plane), else WG_ADDRESS.
+route_src() {
+    local pair
+    for pair in ${WG_ROUTE_SRC:-}; do
+        [[ "${pair%%=*}" == "$1" ]] && { echo "${pair#*=}"; return 0; }
+    done
+    echo "$WG_ADDRESS"
+}
+
 # The interface is up with routes before it gets keys, so no packet to a peer leaves in the clear.
 configure() {
     local peer addr
     ip link set "$WG_IF" mtu "$WG_MTU" up
     for peer in $WG_PEERS; do
         addr="${peer#*=}"
-        ip route replace "${addr}/32" dev "$WG_IF" src "$WG_ADDRESS" table "$WG_TABLE"
+        ip route replace "${addr}/32" dev "$WG_IF" src "$(route_src "$addr")" table "$WG_TABLE"
     done
     ip rule add not fwmark "$WG_FWMARK" table "$WG_TABLE" pref "$WG_RULE_PREF"
     RULE_ADDED=1
@@ -192,7 +207,7 @@ write_ready() {
     tmp="${READY_FILE}.tmp.$$"
     {
         echo "datapath: wireguard=${DATAPATH}"
-        echo "node: ${WG_NODE} plane: ${WG_PLANE} interface: ${WG_IF} address: ${WG_ADDRESS}"
+        echo "node: ${WG_NODE} plane: ${WG_PLANE} interface: ${WG_IF} address: ${WG_ADDRESSES:-$WG_ADDRESS}"
         wg show "$WG_IF" latest-handshakes
     } >"$tmp"
     mv "$tmp" "$READY_FILE"

@@ -817,6 +817,14 @@ stack_up() {
   DC=("${STACK_CMD[@]}")
 }
 
+# overlay_endpoints PROTOCOL: the nodes PROTOCOL's overlay runs on for PLANE, among the nodes the
+# running RAN variant has (testbed/ran: n3 is the gNB's with UERANSIM, the CU-UP's with the split).
+overlay_endpoints() {
+  "$PYTHON" -c 'import sys; from testbed import overlays, ran, stack
+v = ran.restrict(stack.load(), sys.argv[3])
+print("\n".join(overlays.get(sys.argv[1]).endpoints(sys.argv[2], v)))' "$1" "$PLANE" "$(ran_value RAN)"
+}
+
 # stack_overlay_state TAG: what each overlay endpoint negotiated (swanctl --list-sas / wg show,
 # run in its namespace holder <node>-net), kept as logs TAG-<node>.txt. TLS: the capture shows it.
 stack_overlay_state() {
@@ -826,8 +834,7 @@ stack_overlay_state() {
     wireguard) cmd=(wg show) ;;
     *) return 0 ;;
   esac
-  mapfile -t nodes < <("$PYTHON" -c 'import sys; from testbed import overlays, stack
-print("\n".join(overlays.get(sys.argv[1]).endpoints(sys.argv[2], stack.load())))' "$PROTOCOL" "$PLANE")
+  mapfile -t nodes < <(overlay_endpoints "$PROTOCOL")
   for node in "${nodes[@]}"; do
     run_cmd "${DC[@]}" exec -T "$node-net" "${cmd[@]}" >"$(out_path "$tag-$node.txt")" 2>&1 \
       || warn "could not read the overlay state of $node ($tag)"
@@ -841,8 +848,7 @@ stack_wg_holders() {
   local tag="$1" node nodes=()
   shift
   [[ "$PROTOCOL" == wireguard ]] || return 0
-  mapfile -t nodes < <("$PYTHON" -c 'import sys; from testbed import overlays, stack
-print("\n".join(overlays.get("wireguard").endpoints(sys.argv[1], stack.load())))' "$PLANE")
+  mapfile -t nodes < <(overlay_endpoints wireguard)
   for node in "${nodes[@]}"; do
     run_cmd "${DC[@]}" exec -T "$node-net" "$@" >"$(out_path "$tag-$node.txt")" 2>&1 \
       || die "WireGuard holder $node: \`$*\` failed ($tag); see $tag-$node.txt" 1

@@ -7,7 +7,7 @@ Checked against the merged Compose model and nf-configs/stack.yaml, every findin
 - addresses: N2 (AMF, the CU-CP's/gNB's own), N3 (the CU-UP's/gNB's own), F1-C (DU -> CU-CP),
   F1-U (DU <-> CU-UP, each on its own f1u address), E1 (CU-UP -> CU-CP), the nrUE's RF simulator
   server (the DU or gNB on `ran`): each must be that service's address on that network;
-- ports: E1 SCTP, F1-U GTP-U, the RF simulator's, equal to stack.yaml `oai`;
+- ports: E1 SCTP (e1ap_port), F1-U GTP-U (gtpu_port), the RF simulator's (oai.rfsim_port), as stack.yaml;
 - identities: one gNB_ID across CU-CP, CU-UP, DU; the same NR cell id on CU-CP and DU;
 - PLMN, TAC, S-NSSAI of every gNB-side file and the nrUE's DNN / slice against stack.yaml; the
   nrUE's IMSI, K and OPc against the provisioned subscribers.
@@ -69,7 +69,7 @@ def _port(c: Checker, path: Path, key: str, got: Any, want: Any, what: str) -> N
     if want is None:
         return
     if got is None or int(got) != int(want):
-        c.add(path, key, f"{what} {got} differs from stack.yaml oai: {want}", "address")
+        c.add(path, key, f"{what} {got} differs from stack.yaml: {want}", "address")
 
 
 def _program(c: Checker, svc: str) -> list[str]:
@@ -91,7 +91,7 @@ def check(c: Checker) -> None:
         _ng(c, svc, path, g, amf)
         e1 = g["E1_INTERFACE"][0]
         c.expect(path, "gNBs[0].E1_INTERFACE[0].ipv4_cucp", e1.get("ipv4_cucp"), svc, "e1", "CU-CP E1 address")
-        _port(c, path, "gNBs[0].E1_INTERFACE[0].port_cucp", e1.get("port_cucp"), oai.get("e1_port"), "E1 SCTP port")
+        _port(c, path, "gNBs[0].E1_INTERFACE[0].port_cucp", e1.get("port_cucp"), c.values.get("e1ap_port"), "E1 SCTP port")
         _program_is(c, svc, path, "nr-softmodem")
     for svc, path, d in c.configs.get("oai:cuup", []):
         g = d["gNBs"][0]
@@ -100,8 +100,8 @@ def check(c: Checker) -> None:
         c.expect(path, "gNBs[0].E1_INTERFACE[0].ipv4_cuup", e1.get("ipv4_cuup"), svc, "e1", "CU-UP E1 address")
         c.expect(path, "gNBs[0].local_s_address", g.get("local_s_address"), svc, "f1u", "CU-UP F1-U address")
         c.expect(path, "gNBs[0].remote_s_address", g.get("remote_s_address"), du, "f1u", "DU F1-U address")
-        _port(c, path, "gNBs[0].local_s_portd", g.get("local_s_portd"), oai.get("f1u_port"), "F1-U GTP-U port")
-        _port(c, path, "gNBs[0].remote_s_portd", g.get("remote_s_portd"), oai.get("f1u_port"), "F1-U GTP-U port")
+        _port(c, path, "gNBs[0].local_s_portd", g.get("local_s_portd"), c.values.get("gtpu_port"), "F1-U GTP-U port")
+        _port(c, path, "gNBs[0].remote_s_portd", g.get("remote_s_portd"), c.values.get("gtpu_port"), "F1-U GTP-U port")
         ni = g.get("NETWORK_INTERFACES") or {}
         c.expect(path, "gNBs[0].NETWORK_INTERFACES.GNB_IPV4_ADDRESS_FOR_NGU", ni.get("GNB_IPV4_ADDRESS_FOR_NGU"),
                  svc, "n3", "CU-UP N3 address")
@@ -111,8 +111,8 @@ def check(c: Checker) -> None:
         c.expect(path, "MACRLCs[0].local_n_address", m.get("local_n_address"), svc, "f1c", "DU F1-C address")
         c.expect(path, "MACRLCs[0].local_n_address_f1u", m.get("local_n_address_f1u"), svc, "f1u", "DU F1-U address")
         c.expect(path, "MACRLCs[0].remote_n_address", m.get("remote_n_address"), cucp, "f1c", "CU-CP F1-C address")
-        _port(c, path, "MACRLCs[0].local_n_portd", m.get("local_n_portd"), oai.get("f1u_port"), "F1-U GTP-U port")
-        _port(c, path, "MACRLCs[0].remote_n_portd", m.get("remote_n_portd"), oai.get("f1u_port"), "F1-U GTP-U port")
+        _port(c, path, "MACRLCs[0].local_n_portd", m.get("local_n_portd"), c.values.get("gtpu_port"), "F1-U GTP-U port")
+        _port(c, path, "MACRLCs[0].remote_n_portd", m.get("remote_n_portd"), c.values.get("gtpu_port"), "F1-U GTP-U port")
         _radio(c, path, d, oai)
         _program_is(c, svc, path, "nr-softmodem")
     for svc, path, d in c.configs.get("oai:gnb", []):

@@ -33,8 +33,9 @@ def run(args: argparse.Namespace) -> int:
         errors.extend(str(exc).splitlines())
     try:
         slots = campaign.plan(args.results, args.campaign, args.experiment, max(args.reps, 1), args.seed,
-                              args.profiles.split(), mark_stale=args.mark_stale)
-    except profiles.ProfileError as exc:
+                              args.profiles.split(), mark_stale=args.mark_stale,
+                              plane=raw.get("PLANE") or None)
+    except (profiles.ProfileError, ValueError) as exc:
         errors.extend(str(exc).splitlines())
         slots = []
     if errors:

@@ -14,8 +14,9 @@ from testbed.cli import render as render_cli
 def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument("--profile", default=os.environ.get("PROFILE") or "baseline",
                         help="profile whose render is checked (default: $PROFILE or baseline)")
-    parser.add_argument("--plane", choices=profiles.PLANES, default=os.environ.get("PLANE") or None,
-                        help="plane (default: every plane the profile supports)")
+    parser.add_argument("--plane", default=os.environ.get("PLANE") or None,
+                        help="plane(s), e.g. n2 or n2,n4 or all (default: each plane the profile "
+                             "supports on its own, then all of them together)")
     parser.add_argument("--state", type=Path, default=None, help="state dir (default: $STATE or .state)")
     parser.add_argument("--scp", action="store_true", default=os.environ.get("SCP", "") in ("1", "yes", "true"),
                         help="check the SCP variant")
@@ -30,8 +31,9 @@ def _dirs(args: argparse.Namespace) -> list[Path]:
         return [args.render_dir]
     prof = profiles.get(args.profile, args.plane)
     variant = ran.check(os.environ.get("RAN") or None)
-    planes = [args.plane] if args.plane else [p for p in prof.planes if ran.has_plane(variant, p)]
-    return [render_cli.render_profile(prof.id, pl, args.state, args.scp).dir for pl in planes]
+    own = [p for p in prof.planes if ran.has_plane(variant, p)]
+    sets = [args.plane] if args.plane else own + (["all"] if len(own) > 1 else [])
+    return [render_cli.render_profile(prof.id, pl, args.state, args.scp).dir for pl in sets]
 
 
 def run(args: argparse.Namespace) -> int:

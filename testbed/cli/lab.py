@@ -13,7 +13,8 @@ USAGE_EXEC = "python -m testbed lab exec --name LAB NODE -- COMMAND..."
 
 def _add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--name", help="lab name (namespace prefix), e.g. lab1")
-    parser.add_argument("--plane", choices=profiles.PLANES, default=None, help="n3 (default) or sbi")
+    parser.add_argument("--plane", default=None,
+                        help="plane(s): n3 (default), sbi, n2, n4, several (n2,n4) or all of the profile's")
     parser.add_argument("--profile", default=None, help="profile id (PROFILE=...), default baseline")
     parser.add_argument("--nodes", help="comma-separated endpoints (default: all of the plane)")
     parser.add_argument("--state", type=Path, help="state dir (default $STATE or .state)")
@@ -77,7 +78,8 @@ def run(args: argparse.Namespace) -> int:
             ready = lab.up(timeout)
             for node in lab.nodes:
                 line = (ready.get(node) or "no overlay").splitlines()[0]      # the datapath line
-                print(f"{node}\t{lab.netns(node)}\t{lab.address(node)}\t{line}")
+                addrs = ",".join(lab.address(node, n) for n in lab.node_networks(node))
+                print(f"{node}\t{lab.netns(node)}\t{addrs}\t{line}")
             print(f"lab {lab.name} up; logs in {lab.dir}; "
                   f"`python -m testbed lab down --name {lab.name}` removes it", file=sys.stderr)
             return 0

@@ -8,7 +8,7 @@ from testbed import profiles
 
 
 def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
-    parser.add_argument("--plane", choices=profiles.PLANES, help="only profiles for this plane")
+    parser.add_argument("--plane", help="only profiles for this plane (or every plane of n2,n4,...)")
     if name == "check-profile":
         parser.add_argument("profile", help="profile id (PROFILE=...)")
     else:
@@ -24,10 +24,14 @@ def run(args: argparse.Namespace) -> int:
             return 2
         print(f"{p.id}: {p.label}")
         return 0
-    if args.format == "json":
-        print(profiles.format_json(args.plane))
-    elif args.format == "names":
-        print("\n".join(profiles.names(args.plane)))
-    else:
-        print(profiles.format_table(args.plane))
+    try:
+        if args.format == "json":
+            print(profiles.format_json(args.plane))
+        elif args.format == "names":
+            print("\n".join(profiles.names(args.plane)))
+        else:
+            print(profiles.format_table(args.plane))
+    except profiles.ProfileError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     return 0

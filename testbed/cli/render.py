@@ -1,4 +1,4 @@
-"""Render a profile's configs into $STATE/render/<plane>/<profile>/ and print what will run."""
+"""Render a profile's configs into $STATE/render/<planes>/<profile>/ and print what will run."""
 from __future__ import annotations
 
 import argparse
@@ -6,15 +6,16 @@ import os
 import sys
 from pathlib import Path
 
-from testbed import keys, nas, profiles, ran, render, stack
+from testbed import keys, nas, planes, profiles, ran, render, stack
 from testbed.render import layout, oai
 
 
 def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument("--profile", default=os.environ.get("PROFILE") or "baseline",
                         help="profile id (default: $PROFILE or baseline; `make profiles` lists them)")
-    parser.add_argument("--plane", choices=profiles.PLANES, default=os.environ.get("PLANE") or None,
-                        help="plane the overlay covers (default: $PLANE or the profile's first plane)")
+    parser.add_argument("--plane", default=os.environ.get("PLANE") or None,
+                        help="plane(s) the overlay covers: one, several (n2,n4,n3,sbi) or `all` of the "
+                             "profile's (default: $PLANE or the profile's first plane)")
     parser.add_argument("--state", type=Path, default=None, help="state dir (default: $STATE or .state)")
     parser.add_argument("--scp", action="store_true", default=os.environ.get("SCP", "") in ("1", "yes", "true"),
                         help="indirect communication through the SCP (default: $SCP, off)")
@@ -29,10 +30,14 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument("--quiet", action="store_true", help="print only the render dir")
 
 
-def resolve(profile_id: str, plane: str | None) -> tuple[profiles.Profile, str]:
-    """(profile, plane) or ProfileError naming the valid choices."""
+def resolve(profile_id: str, plane: str | None, ran_name: str = "ueransim") -> tuple[profiles.Profile, str]:
+    """(profile, canonical PLANE expression) or ProfileError naming the valid choices; `all` is every
+    plane of the profile that the RAN variant has (f1c, f1u, e1 only with the split)."""
     prof = profiles.get(profile_id, plane)
-    return prof, plane or prof.planes[0]
+    covered = profiles.planes_for(prof, plane)
+    if plane is not None and plane.strip() == planes.ALL:
+        covered = tuple(p for p in covered if ran.has_plane(ran_name, p))
+    return prof, planes.expr(covered)
 
 
 def check_ran(ran_choice: str | None, uu: str | None) -> tuple[str, str | None]:
@@ -51,10 +56,10 @@ def check_ran(ran_choice: str | None, uu: str | None) -> tuple[str, str | None]:
 def render_profile(profile_id: str, plane: str | None, state: Path | None, scp: bool,
                    nas_choice: str | None = None, ran_choice: str | None = None,
                    uu: str | None = None) -> render.Rendered:
-    prof, pl = resolve(profile_id, plane)
+    ran_name, uu = check_ran(ran_choice, uu)
+    prof, pl = resolve(profile_id, plane, ran_name)
     nas_choice = os.environ.get("NAS", "") if nas_choice is None else nas_choice
     values = nas.apply(stack.load(), nas_choice)        # NasError before anything is written
-    ran_name, uu = check_ran(ran_choice, uu)
     state_dir = Path(state) if state is not None else keys.default_state_dir()
     root = keys.ensure(state_dir)
     out = layout.render_dir(state_dir, pl, prof.id, ran_name)

@@ -2,12 +2,17 @@
 
 Per endpoint node, `render()` writes one self-contained config dir (docs/overlays/ipsec.md):
 
-    swanctl.conf              one connection per peer (from the channel map), mode 0600 (PSKs)
+    swanctl.conf              one connection per peer link (channel map), mode 0600 (PSKs)
     x509/<node>.crt, x509ca/ca.crt, private/<node>.key (0600)   swanctl credential layout (cert auth)
     strongswan.conf           charon on the kernel xfrm datapath
     strongswan-libipsec.conf  charon on kernel-libipsec (userspace ESP via TUN) when the kernel lacks ESP
-    nftables.conf             fail-closed filter: nothing but IKE/ESP to/from the plane's subnet
+    nftables.conf             fail-closed filter: nothing but IKE/ESP to/from the planes' subnets
     overlay.env               what ipsec/entrypoint.sh needs (node, mode, children, addresses)
+
+`plane` is a PLANE expression (testbed/planes.py): one plane or several (`n2,n4,n3,sbi`). A
+node on several of them gets one config with a connection for each link (plane, peer), named
+after the peer (`<peer>-<plane>` where the same peer is met on two planes), each between the
+two nodes' addresses on that plane's network.
 
 Who initiates in start mode: of each pair only the node whose name sorts first initiates
 (start_action=start, dpd_action=restart); the other only responds (start_action=none,
@@ -30,7 +35,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from testbed import channels, keys, stack, tshark
+from testbed import channels, keys, planes, stack, tshark
 from testbed.overlays.verdict import Verdict
 from testbed.profiles import Profile
 
@@ -46,11 +51,7 @@ NET_PLUGINS = "kernel-netlink socket-default vici"
 # "failed to create ESP context: unsupported AEAD algorithm NULL_AES_GMAC" (measured); RFC 4543
 # NULL-GMAC exists only in the kernel's xfrm (rfc4543(gcm(aes)))
 LIBIPSEC_UNSUPPORTED_ESP = frozenset({"aes128gmac", "aes192gmac", "aes256gmac"})
-# traffic of each plane that must never be seen in the clear between endpoints
-PLAINTEXT_FILTER = {
-    "n3": f"(udp.port == {channels.GTPU_PORT} || gtp || (icmp.type == 8 || icmp.type == 0))",
-    "sbi": "(tcp.port == {sbi_port} || http2 || (icmp.type == 8 || icmp.type == 0))",
-}
+ICMP_ECHO = "(icmp.type == 8 || icmp.type == 0)"     # the namespace tests' pings
 
 
 class IpsecRenderError(ValueError):
@@ -60,21 +61,39 @@ class IpsecRenderError(ValueError):
 # --- who talks to whom ------------------------------------------------------------------------
 
 def network(plane: str) -> str:
-    if plane not in channels.PLANE_NETWORK:
-        raise IpsecRenderError(f"unknown plane {plane!r}; known: {', '.join(channels.PLANE_NETWORK)}")
-    return channels.PLANE_NETWORK[plane]
+    try:
+        return planes.network(plane)
+    except planes.PlaneError as exc:
+        raise IpsecRenderError(str(exc)) from None
+
+
+def _split(plane: str) -> tuple[str, ...]:
+    try:
+        return planes.split(plane)
+    except planes.PlaneError as exc:
+        raise IpsecRenderError(str(exc)) from None
 
 
 def endpoints(plane: str, values: dict[str, Any]) -> list[str]:
-    """Nodes that take part on that plane: every node of the channel map with an address there."""
-    net = network(plane)
-    return [n for n in channels.nodes(plane) if net in values["nodes"].get(n, {}).get("networks", {})]
+    """Nodes that take part on the plane(s): every node of the channel map with an address there."""
+    return channels.endpoints(_split(plane), values)
 
 
 def peers(node: str, plane: str, values: dict[str, Any], nodes: Iterable[str] | None = None) -> list[str]:
-    """The node's peers on the plane (channel map), limited to `nodes` if given."""
-    present = set(endpoints(plane, values) if nodes is None else nodes)
-    return [p for p in channels.partners(node, plane) if p in present]
+    """The node's peers on the plane(s) (channel map), limited to `nodes` if given."""
+    return sorted({link.other(node) for link in channels.peers(node, _split(plane), values, nodes)})
+
+
+def connections(node: str, plane: str, values: dict[str, Any],
+                nodes: Iterable[str] | None = None) -> list[tuple[str, channels.Link]]:
+    """(connection name, link) of every link of the node: named after the peer, or
+    `<peer>-<plane>` where the node meets the same peer on two planes."""
+    links = channels.peers(node, _split(plane), values, nodes)
+    count: dict[str, int] = {}
+    for link in links:
+        count[link.other(node)] = count.get(link.other(node), 0) + 1
+    return [(link.other(node) if count[link.other(node)] == 1 else f"{link.other(node)}-{link.plane}", link)
+            for link in links]
 
 
 def initiates(node: str, peer: str) -> bool:
@@ -127,19 +146,19 @@ def _child(peer: str, local: str, remote: str, profile: Profile, start: str, dpd
 
 
 def swanctl_conf(node: str, plane: str, profile: Profile, values: dict[str, Any], keys_dir: Path,
-                 peer_nodes: list[str]) -> str:
-    """The node's swanctl.conf: one IKEv2 connection with one tunnel CHILD_SA per peer."""
+                 conns: list[tuple[str, channels.Link]]) -> str:
+    """The node's swanctl.conf: one IKEv2 connection with one tunnel CHILD_SA per link."""
     p = profile.params
-    net = network(plane)
-    me = stack.address(node, net, values)
     auth = p["auth"]
     lines = ["# rendered by testbed/overlays/ipsec.py; do not edit",
              f"# node {node}, plane {plane}, profile {profile.id}: {profile.label}",
              "connections {"]
     secrets: list[str] = []
     my_id = _subject_dn(_cert_paths(keys_dir, node)[0]) if auth == "cert" else stack.fqdn(node, values)
-    for peer in peer_nodes:
-        remote = stack.address(peer, net, values)
+    for name, link in conns:
+        peer = link.other(node)
+        net = network(link.plane)
+        me, remote = stack.address(node, net, values), stack.address(peer, net, values)
         if p["mode"] == "start":
             start, dpd = ("start", "restart") if initiates(node, peer) else ("none", "clear")
         else:
@@ -152,12 +171,14 @@ def swanctl_conf(node: str, plane: str, profile: Profile, values: dict[str, Any]
             peer_id = stack.fqdn(peer, values)
             local_auth = ["        auth = psk", f"        id = {_q(my_id)}"]
             remote_auth = ["        auth = psk", f"        id = {_q(peer_id)}"]
-            secrets += [f"  ike-{peer} {{", f"    id-1 = {_q(my_id)}", f"    id-2 = {_q(peer_id)}",
-                        f"    secret = 0x{keys.psk(keys_dir, node, peer)}", "  }"]
+            if f"  ike-{peer} {{" not in secrets:
+                secrets += [f"  ike-{peer} {{", f"    id-1 = {_q(my_id)}", f"    id-2 = {_q(peer_id)}",
+                            f"    secret = 0x{keys.psk(keys_dir, node, peer)}", "  }"]
         else:
             raise IpsecRenderError(f"profile {profile.id}: unknown auth {auth!r} (cert|psk)")
         lines += [
-            f"  {peer} {{",
+            f"  {name} {{",
+            f"    # {link.plane}: {node} {me} <-> {peer} {remote}",
             "    version = 2",
             f"    proposals = {p['ike_proposal']}",
             f"    local_addrs = {me}",
@@ -170,7 +191,7 @@ def swanctl_conf(node: str, plane: str, profile: Profile, values: dict[str, Any]
             "    local {", *local_auth, "    }",
             "    remote {", *remote_auth, "    }",
             "    children {",
-            *_child(peer, me, remote, profile, start, dpd),
+            *_child(name, me, remote, profile, start, dpd),
             "    }",
             "  }",
         ]
@@ -223,12 +244,17 @@ def strongswan_conf(datapath: str) -> str:
     ]) + "\n"
 
 
-def nftables_conf(plane: str, values: dict[str, Any]) -> str:
-    """Fail-closed filter: to/from the plane's subnet only IKE and ESP, or packets that the
-    kernel protects (rt ipsec exists / meta ipsec exists), or libipsec's TUN (ipsec0)."""
-    subnet = values["networks"][network(plane)]["subnet"]
+def nftables_conf(plane: str, values: dict[str, Any], node: str | None = None) -> str:
+    """Fail-closed filter: to/from the planes' subnets (those `node` is on, if given) only IKE
+    and ESP, or packets that the kernel protects (rt ipsec exists / meta ipsec exists), or
+    libipsec's TUN (ipsec0)."""
+    nets = [network(p) for p in _split(plane)]
+    if node is not None:
+        nets = [n for n in nets if n in (values["nodes"][node].get("networks") or {})]
+    subnets = [str(values["networks"][n]["subnet"]) for n in dict.fromkeys(nets)]
+    subnet = subnets[0] if len(subnets) == 1 else "{ " + ", ".join(subnets) + " }"
     return "\n".join([
-        "# rendered by testbed/overlays/ipsec.py: nothing of the plane leaves or enters in plaintext",
+        f"# rendered by testbed/overlays/ipsec.py: nothing of the plane(s) {plane} leaves or enters in plaintext",
         "table inet testbed_ipsec",
         "delete table inet testbed_ipsec",
         "table inet testbed_ipsec {",
@@ -260,18 +286,19 @@ def nftables_conf(plane: str, values: dict[str, Any]) -> str:
     ]) + "\n"
 
 
-def overlay_env(node: str, plane: str, profile: Profile, values: dict[str, Any], peer_nodes: list[str]) -> str:
-    net = network(plane)
+def overlay_env(node: str, plane: str, profile: Profile, values: dict[str, Any],
+                conns: list[tuple[str, channels.Link]]) -> str:
     p = profile.params
+    mine = [stack.address(node, network(pl), values) for pl in _split(plane)
+            if network(pl) in (values["nodes"][node].get("networks") or {})]
     env = {
         "NODE": node,
-        "PLANE": plane,
+        "PLANE": planes.expr(_split(plane)),
         "PROFILE": profile.id,
         "MODE": p["mode"],
-        "CHILDREN": " ".join(peer_nodes),
-        "INITIATES": " ".join(x for x in peer_nodes if initiates(node, x)),
-        "LOCAL_ADDR": stack.address(node, net, values),
-        "PLANE_SUBNET": values["networks"][net]["subnet"],
+        "CHILDREN": " ".join(name for name, _ in conns),
+        "INITIATES": " ".join(name for name, link in conns if initiates(node, link.other(node))),
+        "LOCAL_ADDR": " ".join(dict.fromkeys(mine)),
         "XFRM_LARVAL_DROP": str(p["xfrm_larval_drop"]),
         "ESP_PROPOSAL": p["esp_proposal"],
         "LIBIPSEC_SUPPORTS_ESP": "0" if p["esp_proposal"] in LIBIPSEC_UNSUPPORTED_ESP else "1",
@@ -302,8 +329,10 @@ def render(profile: Profile, plane: str, values: dict[str, Any], keys_dir: Path,
     """Write out_dir/<node>/ for every endpoint (or only `nodes`); return {node: dir}."""
     if profile.protocol != "ipsec":
         raise IpsecRenderError(f"profile {profile.id} is {profile.protocol}, not ipsec")
-    if plane not in profile.planes:
-        raise IpsecRenderError(f"profile {profile.id} does not run on the {plane} plane ({', '.join(profile.planes)})")
+    missing = [pl for pl in _split(plane) if pl not in profile.planes]
+    if missing:
+        raise IpsecRenderError(f"profile {profile.id} does not run on the {', '.join(missing)} plane "
+                               f"({', '.join(profile.planes)})")
     all_eps = endpoints(plane, values)
     selected = all_eps if nodes is None else list(nodes)
     unknown = [n for n in selected if n not in all_eps]
@@ -313,7 +342,7 @@ def render(profile: Profile, plane: str, values: dict[str, Any], keys_dir: Path,
     keys_dir, out_dir = Path(keys_dir), Path(out_dir)
     result: dict[str, Path] = {}
     for node in selected:
-        peer_nodes = peers(node, plane, values, selected)
+        conns = connections(node, plane, values, selected)
         d = out_dir / node
         if d.exists():
             shutil.rmtree(d)
@@ -325,21 +354,36 @@ def render(profile: Profile, plane: str, values: dict[str, Any], keys_dir: Path,
             _copy(keys.ca_prefix(keys_dir, "ecdsa").with_suffix(".crt"), d / "x509ca" / "ca.crt", 0o644)
             _copy(key, d / "private" / f"{node}.key", 0o600)
             os.chmod(d / "private", 0o700)
-        _write(d / "swanctl.conf", swanctl_conf(node, plane, profile, values, keys_dir, peer_nodes), 0o600)
+        _write(d / "swanctl.conf", swanctl_conf(node, plane, profile, values, keys_dir, conns), 0o600)
         _write(d / "strongswan.conf", strongswan_conf("kernel"))
         _write(d / "strongswan-libipsec.conf", strongswan_conf("libipsec"))
-        _write(d / "nftables.conf", nftables_conf(plane, values))
-        _write(d / "overlay.env", overlay_env(node, plane, profile, values, peer_nodes))
+        _write(d / "nftables.conf", nftables_conf(plane, values, node))
+        _write(d / "overlay.env", overlay_env(node, plane, profile, values, conns))
         result[node] = d
-        log.info("rendered IPsec %s for %s (%s): peers %s", profile.id, node, plane, ", ".join(peer_nodes) or "-")
+        log.info("rendered IPsec %s for %s (%s): connections %s", profile.id, node, plane,
+                 ", ".join(n for n, _ in conns) or "-")
     return result
 
 
 # --- optional hooks ---------------------------------------------------------------------------
 
 def compose_env(profile: Profile, plane: str, values: dict[str, Any]) -> dict[str, str]:
-    """Variables for compose/overlay-ipsec-<plane>.yaml."""
+    """Variables the rendered Compose fragment interpolates."""
     return {"IPSEC_XFRM_LARVAL_DROP": str(profile.params["xfrm_larval_drop"])}
+
+
+def compose_services(profile: Profile, plane: str, values: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The holders of the plane(s)' endpoints run ipsec/entrypoint.sh with their rendered dir
+    (testbed/render/compose_overlay.py writes them into the render's overlay fragment)."""
+    from testbed.render import compose_overlay
+    userspace = compose_overlay.userspace_possible("ipsec") and libipsec_capable(profile)[0]
+    return {f"{node}-net": compose_overlay.holder_service(
+                "ipsec", node, userspace=userspace,
+                environment={"IPSEC_DATAPATH": "${IPSEC_DATAPATH:-auto}"},
+                # per network namespace; 0 only for the trap-queue profiles: the kernel queues
+                # packets while IKE runs instead of dropping them (docs/overlays/ipsec.md)
+                sysctls={"net.core.xfrm_larval_drop": "${IPSEC_XFRM_LARVAL_DROP:-1}"})
+            for node in endpoints(plane, values)}
 
 
 # Bounded wait of the trap-mode patch (patches/open5gs/0002-sbi-trap-path-wait.patch): long
@@ -406,18 +450,22 @@ def _count_one(pcap: Path, display_filter: str) -> int:
 
 def verify_capture(pcap: Path, profile: Profile, plane: str, values: dict[str, Any],
                    nodes: Iterable[str] | None = None) -> Verdict:
-    """ESP (or ESP-in-UDP, NAT-T as with libipsec) between the endpoints and no plaintext of
-    the plane's traffic (GTP-U / SBI TCP / ICMP echo) between endpoint addresses."""
+    """ESP (or ESP-in-UDP, NAT-T as with libipsec) between the plane's endpoints and no
+    plaintext of the plane's traffic (its protocol on its port, or ICMP echo) between endpoint
+    addresses. One capture shows one plane (one network)."""
     net = network(plane)
     eps = list(nodes) if nodes is not None else endpoints(plane, values)
-    addrs = sorted({str(ipaddress.ip_address(stack.address(n, net, values))) for n in eps})
+    addrs = sorted({str(ipaddress.ip_address(stack.address(n, net, values))) for n in eps
+                    if net in (values["nodes"][n].get("networks") or {})})
     if not Path(pcap).is_file():
         return Verdict(False, 0, 0, f"capture {pcap} does not exist")
+    if not addrs:
+        return Verdict(False, 0, 0, f"no endpoint of the {plane} plane among {', '.join(eps)}")
     # no `in {a, b}` sets: io,stat separates its filters by commas
     src_any = "(" + " || ".join(f"ip.src == {a}" for a in addrs) + ")"
     dst_any = "(" + " || ".join(f"ip.dst == {a}" for a in addrs) + ")"
     between = f"{src_any} && {dst_any}"
-    plain_filter = PLAINTEXT_FILTER[plane].format(sbi_port=values["sbi_port"])
+    plain_filter = f"({planes.get(plane).plaintext_filter(values)} || {ICMP_ECHO})"
     esp_raw, esp_udp, plaintext = _count(pcap, [
         f"{between} && ip.proto == 50",
         f"{between} && udp.port == 4500 && esp",
@@ -427,7 +475,7 @@ def verify_capture(pcap: Path, profile: Profile, plane: str, values: dict[str, A
     valid = protected > 0 and plaintext == 0
     why = "" if valid else ("; INVALID: no ESP between the endpoints" if protected == 0
                             else "; INVALID: plaintext of the plane between the endpoints")
-    details = (f"ESP {protected} (ip.proto 50: {esp_raw}, ESP-in-UDP/4500: {esp_udp}) and plaintext "
+    details = (f"{plane}: ESP {protected} (ip.proto 50: {esp_raw}, ESP-in-UDP/4500: {esp_udp}) and plaintext "
                f"{plaintext} ({plain_filter}) between {', '.join(addrs)} [profile {profile.id}]{why}")
     return Verdict(valid, protected, plaintext, details)
 

@@ -195,6 +195,18 @@ def compose_env(profile: Any, plane: str, values: dict[str, Any]) -> dict[str, s
     return {**tls_environment(s), "TLS_CERT_TYPE": s.cert}
 
 
+def compose_services(profile: Any, plane: str, values: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each SBI NF container (the SCP too when it runs) gets its own key directory and the two
+    CA certificates (never the CA keys), read-only, at the paths of docs/contracts.md. The
+    holders keep the baseline command: there is no tunnel."""
+    _check_plane(plane)
+    kdir = "${KEYS_DIR:?run through scripts/lib/compose.sh (make up)}"
+    return {node: {"volumes": [f"{kdir}/nodes/{node}:{NODE_KEYS}:ro",
+                               f"{kdir}/ca/ca.crt:{CA_CERTS}/ca.crt:ro",
+                               f"{kdir}/ca/ca-rsa.crt:{CA_CERTS}/ca-rsa.crt:ro"]}
+            for node in endpoints(plane, values)}
+
+
 def host_needs(profile: Any, plane: str) -> list[str]:
     """Nothing from the host kernel: TLS runs inside the NFs (the Open5GS image must carry
     patches/open5gs/0001-sbi-tls-knobs.patch, which the image build applies)."""

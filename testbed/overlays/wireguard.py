@@ -1,4 +1,4 @@
-"""WireGuard overlay on N3 (gNB-UPF) or the SBI (the host pairs of the channel map).
+"""WireGuard overlay on any plane of nf-configs/channels.yaml (N3, SBI, N2, N4, ...) or several.
 
 One WireGuard interface per node, one peer per channel partner, listening on UDP 51820
 (WireGuard binds the port on every address; the peers reach it on the node's address on
@@ -15,6 +15,12 @@ AllowedIPs = the partner's real /32, which is also its endpoint: the fwmark is w
 the encapsulated packets from looping (FACTS.md 6.6). Renumbering the NFs onto tunnel
 addresses was the alternative; it would change every NF config and the capture filters.
 
+`plane` is a PLANE expression (testbed/planes.py): a node on several of the planes (the AMF
+on sbi and n2, the UPF on n3 and n4) gets one interface whose peers are its partners on every
+one of them; a partner met on two planes is one peer (one public key) with both addresses in
+AllowedIPs. Each route to a partner's address takes the node's own address on that plane as
+its source (WG_ROUTE_SRC), so the partner's AllowedIPs accept the inner packets.
+
 `render()` writes per node: `wg.conf` (wg setconf format: private key, port, fwmark, peers;
 mode 0600) and `overlay.env` (what wireguard/entrypoint.sh needs to set up routing).
 """
@@ -27,7 +33,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from testbed import channels, keys, stack, tshark
+from testbed import channels, keys, planes, stack, tshark
 from testbed.overlays.verdict import Verdict
 
 log = logging.getLogger(__name__)
@@ -39,35 +45,34 @@ TABLE = 51820              # routing table of the steered partner /32s
 RULE_PREF = 5182           # must sort before the main table's rule (32766)
 MTU = 1420                 # 1500-byte bridge minus 80 bytes of WireGuard over IPv4/IPv6 (wg-quick's rule)
 READY_TIMEOUT_S = 60       # deadline for the handshakes with every partner
-GTPU_PORT = 2152
 
 
 class WireGuardError(ValueError):
     """A profile/plane/node the WireGuard overlay cannot render."""
 
 
-def _network(plane: str) -> str:
+def _split(plane: str) -> tuple[str, ...]:
     try:
-        return channels.PLANE_NETWORK[plane]
-    except KeyError:
-        raise WireGuardError(f"unknown plane {plane!r}; the WireGuard overlay covers: "
-                             f"{', '.join(channels.PLANE_NETWORK)}") from None
+        return planes.split(plane)
+    except planes.PlaneError as exc:
+        raise WireGuardError(f"{exc}; the WireGuard overlay covers any of them") from None
+
+
+def links(plane: str, values: dict[str, Any] | None = None,
+          nodes: Iterable[str] | None = None) -> list[channels.Link]:
+    """The WireGuard peerings of the plane(s): the channel map's host pairs whose nodes have an
+    address on the plane's network (and, if given, are both among `nodes`)."""
+    return channels.links(_split(plane), values or stack.load(), nodes)
 
 
 def pairs(plane: str, values: dict[str, Any] | None = None,
           nodes: Iterable[str] | None = None) -> list[tuple[str, str]]:
-    """Host pairs with a WireGuard peering on the plane: the channel map's pairs whose nodes
-    have an address on the plane's network (and, if given, are both among `nodes`)."""
-    v = values or stack.load()
-    net = _network(plane)
-    have = {n for n, spec in v["nodes"].items() if net in spec.get("networks", {})}
-    if nodes is not None:
-        have &= set(nodes)
-    return [p for p in channels.pairs(plane) if p[0] in have and p[1] in have]
+    """Host pairs with a WireGuard peering on the plane(s), sorted, without repeats."""
+    return sorted({(x.a, x.b) for x in links(plane, values, nodes)})
 
 
 def endpoints(plane: str, values: dict[str, Any] | None = None) -> list[str]:
-    """Nodes that take part on that plane, sorted."""
+    """Nodes that take part on the plane(s), sorted."""
     return sorted({n for pair in pairs(plane, values) for n in pair})
 
 
@@ -76,42 +81,52 @@ def partners(node: str, plane: str, values: dict[str, Any] | None = None,
     return sorted({b if a == node else a for a, b in pairs(plane, values, nodes) if node in (a, b)})
 
 
+def _addr(node: str, plane: str, values: dict[str, Any]) -> str:
+    return stack.address(node, planes.network(plane), values)
+
+
 def _check_profile(profile: Any, plane: str) -> None:
     if getattr(profile, "protocol", None) != "wireguard":
         raise WireGuardError(f"profile {getattr(profile, 'id', profile)!r} is not a WireGuard profile")
-    if plane not in profile.planes:
-        raise WireGuardError(f"profile {profile.id!r} does not cover the {plane} plane "
+    missing = [p for p in _split(plane) if p not in profile.planes]
+    if missing:
+        raise WireGuardError(f"profile {profile.id!r} does not cover the {', '.join(missing)} plane "
                              f"(it covers: {', '.join(profile.planes)})")
 
 
 def wg_conf(node: str, plane: str, values: dict[str, Any], keys_dir: Path,
             nodes: Iterable[str] | None = None) -> str:
-    """The node's `wg setconf` file (holds its private key)."""
-    net = _network(plane)
+    """The node's `wg setconf` file (holds its private key): one peer per partner node."""
     private, _ = keys.wg_keys(keys_dir, node)
     lines = ["# rendered by testbed/overlays/wireguard.py; `wg setconf` format",
              "[Interface]", f"PrivateKey = {private}", f"ListenPort = {LISTEN_PORT}",
              f"FwMark = {FWMARK:#x}"]
-    for peer in partners(node, plane, values, nodes):
+    mine = [x for x in links(plane, values, nodes) if node in (x.a, x.b)]
+    for peer in sorted({x.other(node) for x in mine}):
         _, public = keys.wg_keys(keys_dir, peer)
-        addr = stack.address(peer, net, values)
-        lines += ["", f"# {peer}", "[Peer]", f"PublicKey = {public}",
-                  f"Endpoint = {addr}:{LISTEN_PORT}", f"AllowedIPs = {addr}/32"]
+        addrs = [_addr(peer, x.plane, values) for x in mine if x.other(node) == peer]
+        lines += ["", f"# {peer} ({', '.join(x.plane for x in mine if x.other(node) == peer)})", "[Peer]",
+                  f"PublicKey = {public}", f"Endpoint = {addrs[0]}:{LISTEN_PORT}",
+                  "AllowedIPs = " + ", ".join(f"{a}/32" for a in addrs)]
     return "\n".join(lines) + "\n"
 
 
 def overlay_env(node: str, profile_id: str, plane: str, values: dict[str, Any],
                 nodes: Iterable[str] | None = None) -> dict[str, str]:
     """What wireguard/entrypoint.sh reads (shell variables)."""
-    net = _network(plane)
-    peers = " ".join(f"{p}={stack.address(p, net, values)}" for p in partners(node, plane, values, nodes))
+    mine = [x for x in links(plane, values, nodes) if node in (x.a, x.b)]
+    own = list(dict.fromkeys(_addr(node, x.plane, values) for x in mine))
     return {
         "WG_PROFILE": profile_id,
         "WG_NODE": node,
-        "WG_PLANE": plane,
+        "WG_PLANE": planes.expr(_split(plane)),
         "WG_IF": IFNAME,
-        "WG_ADDRESS": stack.address(node, net, values),
-        "WG_PEERS": peers,
+        "WG_ADDRESS": own[0] if own else "",
+        "WG_ADDRESSES": " ".join(own),
+        "WG_PEERS": " ".join(f"{x.other(node)}={_addr(x.other(node), x.plane, values)}" for x in mine),
+        # the source of each route into the tunnel: the node's own address on that plane
+        "WG_ROUTE_SRC": " ".join(f"{_addr(x.other(node), x.plane, values)}={_addr(node, x.plane, values)}"
+                                 for x in mine),
         "WG_LISTEN_PORT": str(LISTEN_PORT),
         "WG_FWMARK": f"{FWMARK:#x}",
         "WG_TABLE": str(TABLE),
@@ -167,13 +182,24 @@ def host_needs(profile: Any, plane: str) -> list[str]:
     return ["wireguard kernel module or wireguard-go", "tun"]
 
 
+def compose_services(profile: Any, plane: str, values: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The holders of the plane(s)' endpoints run wireguard/entrypoint.sh with their rendered dir
+    (testbed/render/compose_overlay.py writes them into the render's overlay fragment)."""
+    from testbed.render import compose_overlay
+    return {f"{node}-net": compose_overlay.holder_service(
+                "wireguard", node, userspace=compose_overlay.userspace_possible("wireguard"),
+                environment={"WIREGUARD_DATAPATH": "${WIREGUARD_DATAPATH:-auto}"},
+                # decrypted packets come in on wg0 from a peer the main table routes via the
+                # bridge: strict reverse-path filtering would drop them (loose keeps the check)
+                sysctls={"net.ipv4.conf.all.rp_filter": "2"})
+            for node in endpoints(plane, values)}
+
+
 # --- capture check ----------------------------------------------------------------------------
 
 def plaintext_filter(plane: str, values: dict[str, Any]) -> str:
     """The plane's traffic as it looks without the overlay (plus ICMP)."""
-    if plane == "n3":
-        return f"udp.port == {GTPU_PORT} || icmp"
-    return f"tcp.port == {int(values['sbi_port'])} || icmp"
+    return f"{planes.get(plane).plaintext_filter(values)} || icmp"
 
 
 def capture_filter(plane: str, values: dict[str, Any]) -> str:
@@ -181,7 +207,10 @@ def capture_filter(plane: str, values: dict[str, Any]) -> str:
     plaintext. Every node with an address there counts, not only the channel map's
     endpoints, so traffic with a node the overlay does not cover (e.g. the SCP) shows up
     as plaintext instead of passing unseen."""
-    net = _network(plane)
+    try:
+        net = planes.network(plane)
+    except planes.PlaneError as exc:
+        raise WireGuardError(str(exc)) from None
     addrs = ", ".join(str(spec["networks"][net]) for spec in values["nodes"].values()
                       if net in spec.get("networks", {}))
     return (f"ip.src in {{{addrs}}} && ip.dst in {{{addrs}}} && "

@@ -1,9 +1,14 @@
 """Render everything a profile needs to run: NF, gNB and UE configs, Compose env, overlay dirs.
 
 `render(...)` is a pure function of the stack values, the profile and the SIM secrets: it
-writes files under one render dir (.state/render/<plane>/<profile>/, see layout.py) and
-returns what it wrote. The overlay module of the profile's protocol contributes through the
-hooks of docs/contracts.md: `nf_config_overrides`, `compose_env`, `render`.
+writes files under one render dir (.state/render/<planes>/<profile>/, see layout.py) and
+returns what it wrote. `plane` is a PLANE expression (one plane, several, or `all`). The overlay
+module of the profile's protocol contributes only through the typed hooks of
+testbed/overlays/__init__.py (docs/contracts.md): `render`, `nf_config_overrides`,
+`nf_environment`, `compose_env`, `compose_services` (the Compose overlay fragment, written by
+testbed/render/compose_overlay.py). The RAN variant (RAN=ueransim|oai|split) contributes through
+the plug-in interface of testbed/ran/__init__.py: its configs and its Compose services
+(<render dir>/compose/ran.yaml). Nothing here names a protocol, a plane or a RAN.
 """
 from __future__ import annotations
 
@@ -15,12 +20,12 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from testbed import ROOT, overlays, ran, stack
+from testbed import ROOT, overlays, planes, profiles, ran, stack
 from testbed.profiles import Profile
 from testbed.render import compose_env as cenv
-from testbed.render import layout, open5gs, ueransim
-from testbed.render.files import dump_yaml, write_text
-from testbed.render.files import write_text as _write  # noqa: F401  (the name overlay modules import)
+from testbed.render import compose_overlay, layout, open5gs, ueransim
+from testbed.render.files import dump_yaml as _dump_yaml
+from testbed.render.files import write_text as _write   # one home; overlay modules import this name
 from testbed.render.merge import deep_merge
 
 log = logging.getLogger(__name__)
@@ -38,7 +43,7 @@ class RenderError(RuntimeError):
 class Rendered:
     dir: Path
     profile: Profile
-    plane: str
+    plane: str                                         # canonical PLANE expression ("n2,n4")
     compose_files: list[Path]
     env: dict[str, str]
     nodes: list[str]                                   # Open5GS NFs that run
@@ -48,22 +53,17 @@ class Rendered:
     ran_nodes: list[str] = dataclasses.field(default_factory=list)
 
 
-def overlay_file(protocol: str, plane: str, compose_dir: Path = COMPOSE_DIR) -> Path:
-    return compose_dir / f"overlay-{protocol}-{plane}.yaml"
-
-
-def compose_files(protocol: str, plane: str, use_scp: bool, compose_dir: Path = COMPOSE_DIR,
+def compose_files(use_scp: bool, fragment: Path | None, compose_dir: Path = COMPOSE_DIR,
                   ran_file: Path | None = None) -> list[Path]:
-    """base.yaml, the RAN variant's rendered services, scp.yaml (with the SCP), then the overlay
-    fragment if the protocol has one."""
+    """base.yaml, the RAN variant's rendered services, scp.yaml (with the SCP), then the render's
+    overlay fragment if any."""
     files = [compose_dir / "base.yaml"]
     if ran_file is not None:
         files.append(ran_file)
     if use_scp:
         files.append(compose_dir / "scp.yaml")
-    ov = overlay_file(protocol, plane, compose_dir)
-    if protocol != "none" and ov.exists():
-        files.append(ov)
+    if fragment is not None:
+        files.append(fragment)
     return files
 
 
@@ -99,7 +99,7 @@ def provision_input(subscribers: dict[str, Any], values: dict[str, Any]) -> dict
 
 
 def _hook(module: Any, name: str) -> Any:
-    return getattr(module, name, None) if module is not None else None
+    return overlays.hook(module, name)
 
 
 def overlay_module(protocol: str) -> Any:
@@ -123,15 +123,24 @@ def render(profile: Profile, plane: str, out_dir: Path, *, subscribers: dict[str
     v = values or stack.load()
     try:
         ran_name = ran.check(ran_variant, v)
+        covered = profiles.planes_for(profile, plane)
     except ran.RanError as exc:
         raise RenderError(str(exc)) from None
+    except profiles.ProfileError as exc:
+        raise RenderError(f"profile {profile.id!r} does not run on plane {plane!r}: {exc}") from None
+    # `all`: the planes this RAN has; a plane it lacks named explicitly (f1c without the split) is an error
+    if str(plane).strip() == planes.ALL:
+        covered = tuple(p for p in covered if ran.has_plane(ran_name, p))
+    missing = [p for p in covered if not ran.has_plane(ran_name, p)]
+    if missing:
+        raise RenderError(f"RAN={ran_name} has no {', '.join(missing)} interface (only RAN=split has "
+                          "f1c, f1u, e1; docs/ran.md)")
+    plane = planes.expr(covered)
     ran_mod = ran.get(ran_name)
     v = ran.restrict(v, ran_name)       # only the nodes this RAN runs (overlay endpoints, addresses)
-    if plane not in profile.planes:
-        raise RenderError(f"profile {profile.id!r} does not run on plane {plane!r} "
-                          f"(it supports {', '.join(profile.planes)})")
     scp = bool(v.get("use_scp", False)) if use_scp is None else use_scp
-    v = {**v, "use_scp": scp}     # the overlay hooks see only values: tell them about the SCP
+    # the overlay hooks see only values: tell them about the SCP and the planes the run covers
+    v = {**v, "use_scp": scp, "overlay_planes": covered}
     mod = overlay_module(profile.protocol)
     out_dir = Path(out_dir).resolve()
     if out_dir.exists():
@@ -147,22 +156,22 @@ def render(profile: Profile, plane: str, out_dir: Path, *, subscribers: dict[str
         cfg = open5gs.nf_config(nf, v, scp)
         if nf_hook is not None:
             cfg = deep_merge(cfg, nf_hook(nf, profile, v) or {})
-        written.append(write_text(out_dir / layout.OPEN5GS_DIR / f"{nf}.yaml", dump_yaml(cfg, header)))
+        written.append(_write(out_dir / layout.OPEN5GS_DIR / f"{nf}.yaml", _dump_yaml(cfg, header)))
 
     ran_ctx = ran.RenderContext(
         values=v, subscribers=subscribers, out_dir=out_dir, header=header.lstrip("# ").rstrip("\n"), uu=uu,
         overrides=(lambda node: nf_hook(node, profile, v) or {}) if nf_hook is not None else None)
     written += ran_mod.render(ran_name, ran_ctx)
-    ran_file = write_text(out_dir / layout.RAN_COMPOSE_FILE,
-                          ran.compose_text(ran_mod.compose(ran_name, v), ran_name, profile.id))
+    ran_file = _write(out_dir / layout.RAN_COMPOSE_FILE, ran.compose_text(ran_mod.compose(ran_name, v), ran_name,
+                                                                          profile.id))
     written.append(ran_file)
-    written.append(write_text(out_dir / layout.PROVISION_FILE,
+    written.append(_write(out_dir / layout.PROVISION_FILE,
                           json.dumps(provision_input(subscribers, v), indent=1) + "\n", 0o600))
 
     env_hook = _hook(mod, "nf_environment")
     for node in open5gs.OPEN5GS_NFS + tuple(ran_mod.env_nodes(ran_name)):
         extra = dict(env_hook(node, profile, v) or {}) if env_hook is not None else {}
-        written.append(write_text(out_dir / layout.ENV_DIR / f"{node}.env",
+        written.append(_write(out_dir / layout.ENV_DIR / f"{node}.env",
                               f"# extra environment of the {node} container ({profile.id})\n"
                               + (cenv.format_env(extra) if extra else "")))
 
@@ -183,12 +192,18 @@ def render(profile: Profile, plane: str, out_dir: Path, *, subscribers: dict[str
     env_extra_hook = _hook(mod, "compose_env")
     if env_extra_hook is not None:
         env.update({str(k): str(val) for k, val in (env_extra_hook(profile, plane, v) or {}).items()})
-    written.append(write_text(out_dir / layout.COMPOSE_ENV, header + cenv.format_env(env)))
-    files = compose_files(profile.protocol, plane, scp, compose_dir, ran_file)
-    written.append(write_text(out_dir / layout.COMPOSE_FILES, "".join(f"{f}\n" for f in files)))
+    written.append(_write(out_dir / layout.COMPOSE_ENV, header + cenv.format_env(env)))
+    services_hook = _hook(mod, "compose_services")
+    services = dict(services_hook(profile, plane, v) or {}) if services_hook is not None else {}
+    fragment = (compose_overlay.write(out_dir, services, f"profile {profile.id} on {plane}")
+                if services else None)
+    if fragment is not None:
+        written.append(fragment)
+    files = compose_files(scp, fragment, compose_dir, ran_file)
+    written.append(_write(out_dir / layout.COMPOSE_FILES, "".join(f"{f}\n" for f in files)))
     result = Rendered(out_dir, profile, plane, files, env, nodes, written, overlay_dirs,
                       ran_name, ran_mod.nodes(ran_name, v))
-    written.append(write_text(out_dir / layout.PLAN_FILE, plan(result)))
+    written.append(_write(out_dir / layout.PLAN_FILE, plan(result)))
     log.info("rendered %s (%s) into %s: %d files", profile.id, plane, out_dir, len(written))
     return result
 
@@ -207,6 +222,10 @@ def plan(r: Rendered) -> str:
     ]
     if r.overlay_dirs:
         lines.append("overlay   " + ", ".join(f"{n} -> {p}" for n, p in sorted(r.overlay_dirs.items())))
+        frag = next((f for f in r.compose_files if f.name == compose_overlay.FRAGMENT), None)
+        if frag is not None and "/dev/net/tun" in frag.read_text(encoding="utf-8"):
+            lines.append("datapath  userspace possible on this host (holders get /dev/net/tun; "
+                         "IPSEC_DATAPATH/WIREGUARD_DATAPATH=kernel to forbid it)")
     elif r.profile.protocol != "none":
         lines.append(f"overlay   {r.profile.protocol}: no per-node overlay dirs rendered")
     return "\n".join(lines) + "\n"

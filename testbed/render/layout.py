@@ -1,10 +1,12 @@
-"""Where the renderer writes, relative to a render dir (.state/render/<plane>/<profile>/).
+"""Where the renderer writes, relative to a render dir (.state/render/<planes>/<profile>/).
 
 The compose files, the scripts and the checker all find files through these names.
 """
 from __future__ import annotations
 
 from pathlib import Path
+
+from testbed import planes
 
 COMPOSE_ENV = "compose.env"          # Compose --env-file: addresses, paths, labels
 COMPOSE_FILES = "compose.files"      # the -f files, one absolute path a line, in order
@@ -19,6 +21,7 @@ PLAN_FILE = "plan.txt"               # what `make render` printed
 
 
 def render_dir(state_dir: Path, plane: str, profile: str, ran: str | None = None) -> Path:
-    """.state/render/<plane>/<profile>/, with `+<ran>` for a RAN other than UERANSIM (the default)."""
+    """`plane` is a PLANE expression; several planes share one dir (`n2+n4`); `+<ran>` for a RAN
+    other than UERANSIM (the default)."""
     leaf = profile if ran in (None, "", "ueransim") else f"{profile}+{ran}"
-    return Path(state_dir) / "render" / plane / leaf
+    return Path(state_dir) / "render" / planes.key(plane) / leaf

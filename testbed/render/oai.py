@@ -118,12 +118,12 @@ def _amf(v: dict[str, Any]) -> list[dict[str, Any]]:
 def cucp_config(values: dict[str, Any] | None = None, uu: str | None = None) -> dict[str, Any]:
     v = values or stack.load()
     o = v["oai"]
-    e1 = {"type": "cp", "ipv4_cucp": stack.address("cucp", "e1", v), "port_cucp": int(o["e1_port"]),
-          "ipv4_cuup": "0.0.0.0", "port_cuup": int(o["e1_port"])}
+    e1 = {"type": "cp", "ipv4_cucp": stack.address("cucp", "e1", v), "port_cucp": int(v["e1ap_port"]),
+          "ipv4_cuup": "0.0.0.0", "port_cuup": int(v["e1ap_port"])}
     gnb = {**_gnb_common(v, "cucp"), "nr_cellid": Int64(int(o["nr_cellid"])),
            "tr_s_preference": "f1", "local_s_address": stack.address("cucp", "f1c", v),
-           "remote_s_address": "0.0.0.0", "local_s_portc": F1C_CU_PORT_C, "local_s_portd": int(o["f1u_port"]),
-           "remote_s_portc": F1C_DU_PORT_C, "remote_s_portd": int(o["f1u_port"]),
+           "remote_s_address": "0.0.0.0", "local_s_portc": F1C_CU_PORT_C, "local_s_portd": int(v["gtpu_port"]),
+           "remote_s_portc": F1C_DU_PORT_C, "remote_s_portd": int(v["gtpu_port"]),
            "SCTP": _sctp(v), "amf_ip_address": _amf(v), "E1_INTERFACE": [e1],
            "NETWORK_INTERFACES": {"GNB_IPV4_ADDRESS_FOR_NG_AMF": stack.address("cucp", "n2", v)}}
     return {"Active_gNBs": [gnb["gNB_name"]], "Asn1_verbosity": "none", "gNBs": [gnb],
@@ -138,11 +138,11 @@ def cuup_config(values: dict[str, Any] | None = None) -> dict[str, Any]:
     gnb = {**_gnb_common(v, "cuup"), "gNB_CU_UP_ID": int(o["gnb_cu_up_id"]),
            "tr_s_preference": "f1", "local_s_address": stack.address("cuup", "f1u", v),
            "remote_s_address": stack.address("du", "f1u", v),
-           "local_s_portc": F1C_CU_PORT_C, "local_s_portd": int(o["f1u_port"]),
-           "remote_s_portc": F1C_DU_PORT_C, "remote_s_portd": int(o["f1u_port"]),
+           "local_s_portc": F1C_CU_PORT_C, "local_s_portd": int(v["gtpu_port"]),
+           "remote_s_portc": F1C_DU_PORT_C, "remote_s_portd": int(v["gtpu_port"]),
            "SCTP": _sctp(v), "E1_INTERFACE": [e1],
            "NETWORK_INTERFACES": {"GNB_IPV4_ADDRESS_FOR_NG_AMF": n3, "GNB_IPV4_ADDRESS_FOR_NGU": n3,
-                                  "GNB_PORT_FOR_S1U": int(o["f1u_port"])}}
+                                  "GNB_PORT_FOR_S1U": int(v["gtpu_port"])}}
     return {"Active_gNBs": [gnb["gNB_name"]], "Asn1_verbosity": "none", "gNBs": [gnb], "log_config": _log(v)}
 
 
@@ -153,8 +153,8 @@ def du_config(values: dict[str, Any] | None = None) -> dict[str, Any]:
     transport = {"tr_n_preference": "f1", "local_n_address": stack.address("du", "f1c", v),
                  "local_n_address_f1u": stack.address("du", "f1u", v),
                  "remote_n_address": stack.address("cucp", "f1c", v),
-                 "local_n_portc": F1C_DU_PORT_C, "local_n_portd": int(o["f1u_port"]),
-                 "remote_n_portc": F1C_CU_PORT_C, "remote_n_portd": int(o["f1u_port"])}
+                 "local_n_portc": F1C_DU_PORT_C, "local_n_portd": int(v["gtpu_port"]),
+                 "remote_n_portc": F1C_CU_PORT_C, "remote_n_portd": int(v["gtpu_port"])}
     return {"Active_gNBs": [gnb["gNB_name"]], "Asn1_verbosity": "none", "gNBs": [gnb],
             **_radio_sections(v, transport), "log_config": _log(v)}
 
@@ -166,7 +166,7 @@ def gnb_config(values: dict[str, Any] | None = None, uu: str | None = None) -> d
     gnb = {**_gnb_common(v, "gnb"), **_cell_groups(v), "SCTP": _sctp(v), "amf_ip_address": _amf(v),
            "NETWORK_INTERFACES": {"GNB_IPV4_ADDRESS_FOR_NG_AMF": stack.address("gnb", "n2", v),
                                   "GNB_IPV4_ADDRESS_FOR_NGU": stack.address("gnb", "n3", v),
-                                  "GNB_PORT_FOR_S1U": int(o["f1u_port"])}}
+                                  "GNB_PORT_FOR_S1U": int(v["gtpu_port"])}}
     return {"Active_gNBs": [gnb["gNB_name"]], "Asn1_verbosity": "none", "gNBs": [gnb],
             **_radio_sections(v, {"tr_n_preference": "local_RRC"}),
             "security": security(v, uu), "log_config": _log(v)}

@@ -179,6 +179,34 @@ def test_like_for_like_the_papers_slowest_configuration_is_a_max_not_a_mean() ->
     assert by_key("sbi-warm-ipsec").match["mode"] == ("start", "trap")     # the modes the paper ran
 
 
+def test_attach_rows_per_plane_set(fixture_tree, tmp_path):
+    """run-sbi with PLANE=n2,n4 (results/<c>/sbi/<profile>@n2+n4): its own rows in the attach
+    table and bars in Figure 3, against the one baseline; never pooled with the SBI runs."""
+    import json
+    import shutil
+    import matplotlib.pyplot as plt
+    from analysis import figures, tables
+    from analysis.datasets import Datasets
+    from analysis.results import discover
+    sbi = fixture_tree.root / "fixture" / "sbi"
+    for run in sbi.glob("*/*"):
+        shutil.copytree(run, tmp_path / "fixture" / "sbi" / run.parent.name / run.name)
+    src = next((sbi / "aes128gcm-psk-trap").iterdir())
+    dst = tmp_path / "fixture" / "sbi" / "aes128gcm-psk-trap@n2+n4" / src.name
+    shutil.copytree(src, dst)
+    m = json.loads((dst / "manifest.json").read_text())
+    m["plane"] = "n2,n4"
+    (dst / "manifest.json").write_text(json.dumps(m))
+    t = tables.attach(Datasets.load(discover(tmp_path))).set_index(["profile", "role"])
+    sbi_row, n2n4 = t.loc[("aes128gcm-psk-trap", "cold")], t.loc[("aes128gcm-psk-trap@n2+n4", "cold")]
+    assert n2n4["n_samples"] == sbi_row["n_samples"] and n2n4["mean"] == pytest.approx(sbi_row["mean"])
+    assert n2n4["baseline_mean"] == pytest.approx(t.loc[("baseline", "cold"), "mean"])
+    assert not [p for p in t.index.get_level_values(0) if p.startswith("baseline@")]
+    paths = figures.fig3_attach_time({"attach": t.reset_index()}, tmp_path / "fig")
+    assert paths and all(p.stat().st_size > 0 for p in paths)
+    plt.close("all")
+
+
 def test_report_matches_each_measured_profile_to_its_paper_configuration(fixture_report: Path) -> None:
     text = (fixture_report / "report.md").read_text()
     section = text.split("## Profiles and the papers' configurations", 1)[1].split("\n## ", 1)[0]

@@ -10,25 +10,26 @@ from pathlib import Path
 import pytest
 import yaml
 
-from testbed import profiles, render
+from testbed import profiles
 from testbed.check.rules import image_defaults
 from testbed.render import layout
 from tests.conftest import ROOT
-from tests.testbed.render.helpers import render_to
+from tests.testbed.render.helpers import plane_sets, render_to
 
 COMPOSE = ROOT / "compose"
 
 
 def combinations() -> list[tuple[str, str, bool]]:
-    """(profile, plane, scp): the baseline with and without SCP, and one profile for every
-    overlay fragment present (compose/overlay-<protocol>-<plane>.yaml), with and without SCP."""
+    """(profile, plane, scp): the baseline with and without SCP, and the first profile of every
+    overlay protocol on each of its planes and on all of them (the rendered overlay fragment),
+    with and without SCP."""
     out = [("baseline", "n3", False), ("baseline", "sbi", True)]
+    seen: set[str] = set()
     for p in profiles.load().values():
-        for plane in p.planes:
-            if p.protocol == "none" or not render.overlay_file(p.protocol, plane).exists():
-                continue
-            if any(profiles.get(x).protocol == p.protocol and pl == plane for x, pl, _ in out):
-                continue
+        if p.protocol == "none" or p.protocol in seen:
+            continue
+        seen.add(p.protocol)
+        for plane in plane_sets(p):
             out += [(p.id, plane, False), (p.id, plane, True)]
     return out
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import re
-import secrets
 import signal
 import subprocess
 import time
@@ -21,13 +20,14 @@ from pathlib import Path
 
 import pytest
 
-from testbed import channels, datapath, keys, netns, profiles, stack
+from testbed import channels, datapath, keys, netns, profiles, ran, stack
 from testbed.overlays import ipsec
 from tests.conftest import require_root, require_tools
+from tests.integration.labs import lab_factory
 
 pytestmark = pytest.mark.netns
 
-VALUES = stack.load()
+VALUES = ran.restrict(stack.load(), "ueransim")   # the nodes the default RAN runs (testbed/ran)
 START_PROFILES = [p for p in profiles.load().values() if p.protocol == "ipsec" and p.params["mode"] == "start"]
 N3_CASES = [p.id for p in START_PROFILES if "n3" in p.planes]
 SBI_CASES = [p.id for p in START_PROFILES if "sbi" in p.planes]
@@ -46,22 +46,8 @@ def keys_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def make_lab(keys_dir: Path, tmp_path: Path) -> Iterator[Callable[..., netns.Lab]]:
-    labs: list[netns.Lab] = []
-
-    def make(plane: str, profile: str, nodes: list[str] | None = None, up: bool = True,
-             timeout: float = 45, **kw: object) -> netns.Lab:
-        lab = netns.Lab(f"ipsec-{secrets.token_hex(3)}", plane, profile, nodes=nodes,
-                        state_dir=tmp_path / "state", keys_dir=keys_dir, **kw)  # type: ignore[arg-type]
-        labs.append(lab)
-        if up:
-            lab.up(timeout=timeout)
-        return lab
-
-    yield make
-    for lab in labs:
-        lab.down()
-    leftover = [ns for ns in netns.existing_namespaces() if any(ns.startswith(lab.name) for lab in labs)]
-    assert not leftover, f"lab down left namespaces behind: {leftover}"
+    with lab_factory("ipsec", tmp_path / "state", keys_dir, up_timeout=45) as make:
+        yield make
 
 
 def _esp_line(text: str, child: str) -> str:

@@ -95,7 +95,7 @@ def test_du_takes_its_f1c_and_f1u_addresses_from_the_rendered_config(tmp_path: P
     assert ok, text[-3000:]
     assert (f"F1-C DU IPaddr {stack.address('du', 'f1c', v)}, connect to F1-C CU {stack.address('cucp', 'f1c', v)}, "
             f"binding GTP to {stack.address('du', 'f1u', v)}") in text
-    assert f"Initializing UDP for local address {stack.address('du', 'f1u', v)} with port {v['oai']['f1u_port']}" in text
+    assert f"Initializing UDP for local address {stack.address('du', 'f1u', v)} with port {v['gtpu_port']}" in text
     assert "ABSFREQSSB 641280" in text
 
 

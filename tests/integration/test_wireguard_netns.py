@@ -8,7 +8,6 @@ module where the host has it), nftables and tshark; nothing is mocked.
 from __future__ import annotations
 
 import os
-import secrets
 import signal
 import subprocess
 import time
@@ -17,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from testbed import ROOT, datapath, netns, profiles, stack, tshark
+from testbed import ROOT, datapath, netns, profiles, ran, stack, tshark
 from testbed.overlays import wireguard
 from tests.conftest import require_root, require_tools
+from tests.integration.labs import lab_factory
 
 pytestmark = pytest.mark.netns
 
@@ -43,18 +43,8 @@ def make_lab(tmp_path: Path) -> Iterator[Callable[..., netns.Lab]]:
     require_tools("ip", "wg", "tshark", "dumpcap", "nft", "unshare", "nsenter", "ping")
     if datapath.detect()["wireguard"] == "unavailable":
         pytest.skip("neither kernel WireGuard nor wireguard-go with TUN on this host: run `make setup`")
-    labs: list[netns.Lab] = []
-
-    def make(plane: str, profile: str, nodes: list[str] | None = None) -> netns.Lab:
-        lab = netns.Lab(f"wireguard-{secrets.token_hex(3)}", plane, profile, nodes=nodes,
-                        state_dir=tmp_path / "state", keys_dir=tmp_path / "keys")
-        labs.append(lab)
-        lab.up(timeout=60)
-        return lab
-
-    yield make
-    for lab in labs:
-        lab.down()
+    with lab_factory("wireguard", tmp_path / "state", tmp_path / "keys") as make:
+        yield make
 
 
 def _stop_overlays(lab: netns.Lab) -> dict[str, int]:
@@ -95,7 +85,7 @@ def _handshakes(lab: netns.Lab, node: str) -> list[int]:
 
 
 def test_n3_wireguard_between_gnb_and_upf(make_lab, tmp_path: Path) -> None:
-    values = stack.load()
+    values = ran.restrict(stack.load(), "ueransim")
     profile = profiles.get("wireguard", "n3")
     gnb, upf = stack.address("gnb", "n3", values), stack.address("upf", "n3", values)
 
@@ -131,7 +121,7 @@ def test_n3_wireguard_between_gnb_and_upf(make_lab, tmp_path: Path) -> None:
 
 
 def test_sbi_wireguard_over_the_channel_map(make_lab, tmp_path: Path) -> None:
-    values = stack.load()
+    values = ran.restrict(stack.load(), "ueransim")
     lab = make_lab("sbi", "wireguard")
     pairs = wireguard.pairs("sbi", values)
     assert sorted(lab.pids) == wireguard.endpoints("sbi", values) and len(pairs) >= 3
@@ -180,7 +170,7 @@ def test_sbi_subset_of_three_nfs_peers_only_among_them(make_lab) -> None:
 
 
 def test_entrypoint_gives_up_at_its_deadline_when_the_peer_is_absent(make_lab, tmp_path: Path) -> None:
-    values = stack.load()
+    values = ran.restrict(stack.load(), "ueransim")
     dirs = wireguard.render(profiles.get("wireguard", "n3"), "n3", values, tmp_path / "keys", tmp_path / "render")
     lab = make_lab("n3", "baseline", ["gnb", "upf"])          # namespaces without an overlay
     start = time.monotonic()
@@ -203,7 +193,7 @@ def test_entrypoint_usage_errors() -> None:
 
 
 def test_strict_rp_filter_is_relaxed_so_tunnelled_packets_pass(make_lab, tmp_path: Path) -> None:
-    values = stack.load()
+    values = ran.restrict(stack.load(), "ueransim")
     dirs = wireguard.render(profiles.get("wireguard", "n3"), "n3", values, tmp_path / "keys", tmp_path / "render")
     lab = make_lab("n3", "baseline", ["gnb", "upf"])
     procs: dict[str, subprocess.Popen] = {}
@@ -239,7 +229,7 @@ def test_reset_sessions_makes_the_next_attach_cold(make_lab, tmp_path: Path) -> 
     """wireguard/reset-sessions.sh (run-sbi, before the cold UE): after it every peer's latest
     handshake is 0 with the configuration kept, and the next packet starts a new handshake that
     the capture shows after the reset."""
-    values = stack.load()
+    values = ran.restrict(stack.load(), "ueransim")
     lab = make_lab("n3", "wireguard")
     upf = stack.address("upf", "n3", values)
     script = str(ROOT / "wireguard" / "reset-sessions.sh")

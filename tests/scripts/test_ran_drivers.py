@@ -48,15 +48,16 @@ def test_wrong_parameters_are_refused_before_anything_starts(script: str, env: d
 def test_run_ran_procedures_registers_fresh_ues_under_captures(tmp_path: Path) -> None:
     cmds = _commands(run("run-ran-procedures.sh", tmp_path, DRY_RUN="1", PROFILE="baseline", REGISTRATIONS="3"))
     ups = [c for c in cmds if "scripts/up.sh" in c]
-    assert ups[0].endswith("--plane f1c --timeout 180 --create-only --no-ue")
-    assert ups[1].endswith("--plane f1c --timeout 180 --no-ue --start-created")
+    # PROFILE's overlay on F1-C and E1 (the interfaces whose procedures are timed)
+    assert ups[0].endswith("--plane f1c,e1 --timeout 180 --create-only --no-ue")
+    assert ups[1].endswith("--plane f1c,e1 --timeout 180 --no-ue --start-created")
     caps = [f"dumpcap -q -i g5tb-{i} -w ./{i}.pcap" for i in ("f1c", "e1", "n2")]
     for cap in caps:                                     # whole packets, from before the first node
         assert cmds.index(ups[0]) < cmds.index(cap) < cmds.index(ups[1])
     starts = [c for c in cmds if " up -d --no-deps ue1" in c]
     removals = [c for c in cmds if c.endswith(" rm -sf ue1")]
     assert len(starts) == len(removals) == 3
-    assert all("/render/f1c/baseline+split/compose/ran.yaml" in c for c in starts)
+    assert all("/render/f1c+e1/baseline+split/compose/ran.yaml" in c for c in starts)
     assert not (tmp_path / "results").exists()
 
 
@@ -76,7 +77,7 @@ def test_run_f1u_pings_the_upf_from_the_oai_ue(tmp_path: Path) -> None:
                         UU="nea2-nia2", IPERF="0", SETS="1", PINGS="5"))
     assert not any("g5tb-f1u" in c for c in e2e) and "dumpcap -q -i g5tb-n3 -c 200000 -w ./n3.pcap" in e2e
     assert not any(" iperf3 " in c for c in e2e)
-    env = (tmp_path / "state" / "render" / "f1u" / "baseline+oai" / "compose.env").read_text()
+    env = (tmp_path / "state" / "render" / "n3" / "baseline+oai" / "compose.env").read_text()
     assert "RAN=oai\n" in env and "UU=nea2-nia2\n" in env
 
 
@@ -94,4 +95,5 @@ def test_campaigns_run_the_ran_experiments(tmp_path: Path) -> None:
                          timeout=180, env={**os.environ, "DRY_RUN": "1",
                                            "RESULTS": str(tmp_path / "r"), "BOOTS": "2"})
     assert res.returncode == 0, res.stderr
-    assert "ran-procedures.baseline.r02" in res.stdout and "2 slots" in res.stdout
+    # every profile of the F1-C and E1 planes, BOOTS blocks each
+    assert "ran-procedures.baseline.r02" in res.stdout and "ran-procedures.aes128gcm-psk.r01" in res.stdout

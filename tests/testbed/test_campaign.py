@@ -57,3 +57,12 @@ def test_record_plan_never_overwrites(tmp_path: Path) -> None:
     a = campaign.record_plan(tmp_path, "c", "overlay", 1, 1, slots, {})
     b = campaign.record_plan(tmp_path, "c", "overlay", 1, 1, slots, {})
     assert a != b and a.is_file() and b.is_file()
+
+
+def test_a_campaign_on_other_planes_has_its_own_slots(tmp_path) -> None:
+    from testbed import campaign
+    slots = campaign.plan(tmp_path, "c", "sbi", 1, 1, plane="n2,n4")
+    assert {s.profile for s in slots} >= {"baseline", "aes128gcm-psk", "wireguard"}
+    assert not any(s.profile.startswith("tls") or s.profile.endswith("-trap") for s in slots)
+    assert all(s.id == f"sbi.{s.profile}@n2+n4.r01" for s in slots)
+    assert campaign.plan(tmp_path, "c", "sbi", 1, 1)[0].id.count("@") == 0

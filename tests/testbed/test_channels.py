@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from testbed import channels, stack
+from testbed import channels, ran, stack
 
 
 def test_startup_is_eight_nf_nrf_pairs() -> None:
@@ -38,7 +38,8 @@ def test_every_node_exists_in_the_stack_on_the_planes_network() -> None:
 
 
 def test_no_duplicate_channels_and_no_self_loops() -> None:
-    directed = [(c.plane, c.client, c.server) for c in channels.load()]
+    # a connection may carry both phases (N2: one SCTP association from NG Setup on), one entry each
+    directed = [(c.plane, c.client, c.server, c.phase) for c in channels.load()]
     assert len(directed) == len(set(directed))
     assert all(c.client != c.server for c in channels.load())
 
@@ -63,7 +64,7 @@ def test_notify_channels_are_order_dependent_and_reuse_startup_pairs() -> None:
 
 def test_malformed_map_is_rejected(tmp_path: Path) -> None:
     raw = yaml.safe_load(channels.CHANNEL_FILE.read_text())
-    del raw["planes"]["sbi"][0]["phase"]
+    del raw["planes"]["sbi"]["channels"][0]["phase"]
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml.safe_dump(raw))
     with pytest.raises(channels.ChannelError, match="lacks field 'phase'"):
@@ -108,7 +109,8 @@ def _build_functions(build: str) -> tuple[str, list[str]]:
 
 
 def test_derivation_functions_exist_in_the_open5gs_source() -> None:
-    """Every `build` function of the SBI map exists in that file at the pinned Open5GS tag.
+    """Every `build` function of the SBI and N4 maps exists in that file at the pinned Open5GS tag
+    (N2's references are UERANSIM's and the AMF's, named for reading, not checked here).
     OPEN5GS_SRC = an open5gs/open5gs clone (work tree or git dir) with the tag, kept outside
     the repository (e.g. /work/ext/open5gs)."""
     src = os.environ.get("OPEN5GS_SRC")
@@ -117,7 +119,7 @@ def test_derivation_functions_exist_in_the_open5gs_source() -> None:
                     f"{stack.load()['open5gs_version']}): the map's source references are not checked")
     tag = stack.load()["open5gs_version"]
     checked = 0
-    for ch in channels.channels("sbi"):
+    for ch in channels.channels("sbi") + channels.channels("n4"):
         path, funcs = _build_functions(ch.build)
         text = subprocess.run(["git", "-C", src, "show", f"{tag}:{path}"], capture_output=True, text=True)
         if text.returncode != 0:
@@ -127,3 +129,30 @@ def test_derivation_functions_exist_in_the_open5gs_source() -> None:
             assert re.search(rf"\b{re.escape(f)}\s*\(", text.stdout), f"{ch.client}->{ch.server}: {f} not in {path}@{tag}"
             checked += 1
     assert checked >= 20
+
+
+def test_links_of_a_plane_set() -> None:
+    """N2 and N4 are one host pair each; a node on several planes has a link per plane (the stack as
+    the default RAN runs it: testbed/ran restricts the nodes; the split's links at the end)."""
+    values = ran.restrict(stack.load(), "ueransim")
+    assert channels.links("n2", values) == [channels.Link("n2", "amf", "gnb")]
+    assert channels.links("n4", values) == [channels.Link("n4", "smf", "upf")]
+    assert channels.endpoints("n2,n4,n3", values) == ["amf", "gnb", "smf", "upf"]
+    upf = channels.peers("upf", "n4,n3", values)
+    assert [(x.plane, x.other("upf")) for x in upf] == [("n3", "gnb"), ("n4", "smf")]
+    amf = channels.peers("amf", "sbi,n2", values)
+    assert ("n2", "gnb") in [(x.plane, x.other("amf")) for x in amf]
+    assert len(amf) == len(channels.partners("amf")) + 1
+    # `nodes` limits both ends (the namespace lab's subsets)
+    assert channels.links("n2,n4", values, nodes=["gnb", "amf"]) == [channels.Link("n2", "amf", "gnb")]
+    split = ran.restrict(stack.load(), "split")
+    assert channels.links("n2,n3,f1c,f1u,e1", split) == [
+        channels.Link("n3", "cuup", "upf"), channels.Link("n2", "amf", "cucp"), channels.Link("f1c", "cucp", "du"),
+        channels.Link("f1u", "cuup", "du"), channels.Link("e1", "cucp", "cuup")]
+
+
+def test_capture_filter_follows_the_planes_transport() -> None:
+    values = stack.load()
+    assert "sctp.chunk_type == 1" in channels.capture_filter("n2", values)
+    assert "udp.port == 8805" in channels.capture_filter("n4", values)
+    assert "tcp.dstport == 7777" in channels.capture_filter("sbi", values)

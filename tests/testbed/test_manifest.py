@@ -160,3 +160,17 @@ def test_cli_rejects_bad_parameters_before_creating_anything(tmp_path: Path) -> 
 ])
 def test_tshark_version_has_no_trailing_dot(line: str) -> None:
     assert manifest._version(manifest.TSHARK_VERSION, line) == "4.4.19"
+
+
+def test_runs_on_other_planes_get_their_own_directory(tmp_path: Path) -> None:
+    """run-sbi's PLANE: the SBI keeps the paths of earlier results, other plane sets are kept apart."""
+    sbi = _create(tmp_path, "aes128gcm-psk", "sbi")
+    assert sbi.parent == tmp_path / "adhoc" / "sbi" / "aes128gcm-psk" and manifest.load(sbi)["plane"] == "sbi"
+    both = _create(tmp_path, "aes128gcm-psk", "sbi", PLANE="n4,n2")
+    m = manifest.load(both)
+    assert both.parent == tmp_path / "adhoc" / "sbi" / "aes128gcm-psk@n2+n4"
+    assert m["plane"] == "n2,n4" and m["parameters"]["plane"] == "n2,n4" and manifest.validate(m) == []
+    every = manifest.load(_create(tmp_path, "aes128gcm", "sbi", PLANE="all"))
+    assert every["plane"] == "n3,sbi,n2,n4"
+    with pytest.raises(Exception, match="cannot run on the n3 plane"):
+        _create(tmp_path, "aes128gcm-psk", "sbi", PLANE="n3")

@@ -19,6 +19,28 @@ def test_catalogue_counts() -> None:
     sbi_ipsec = [p for p in all_.values() if p.protocol == "ipsec" and "sbi" in p.planes]
     assert len(sbi_ipsec) == 48
     assert {p.params["mode"] for p in sbi_ipsec} == {"start", "trap", "trap-drop", "trap-queue"}
+    # N2 and N4: every start and unpatched trap profile (cert and PSK), WireGuard, the baseline;
+    # the patched wait (`trap`) exists in Open5GS's SBI client only
+    for plane in ("n2", "n4"):
+        ipsec = [p for p in all_.values() if p.protocol == "ipsec" and plane in p.planes]
+        assert len(ipsec) == 36
+        assert {p.params["mode"] for p in ipsec} == {"start", "trap-drop", "trap-queue"}
+        assert "wireguard" in profiles.names(plane) and "baseline" in profiles.names(plane)
+        assert not [p for p in profiles.names(plane) if p.startswith("tls")]
+
+
+def test_plane_sets() -> None:
+    """PLANE may name several planes, or all of a profile's; canonical order is the catalogue's."""
+    assert profiles.planes_for(profiles.get("aes128gcm"), "n4,n2,sbi") == ("sbi", "n2", "n4")
+    assert profiles.planes_for(profiles.get("aes128gcm"), "all") == ("n3", "sbi", "n2", "n4", "f1c", "f1u", "e1")
+    assert profiles.planes_for(profiles.get("aes128gcm-psk"), "all") == ("sbi", "n2", "n4", "f1c", "f1u", "e1")
+    assert profiles.planes_for(profiles.get("aes128gcm"), None) == ("n3",)
+    assert profiles.planes_for(profiles.get("baseline"), "all") == profiles.PLANES
+    assert "aes128gcm-psk" in profiles.names("n2,n4") and "aes128gcm-psk" not in profiles.names("n2,n3")
+    with pytest.raises(profiles.ProfileError, match="cannot run on the n3 plane"):
+        profiles.planes_for(profiles.get("aes128gcm-psk"), "n2,n3")
+    with pytest.raises(profiles.ProfileError, match="unknown plane"):
+        profiles.get("aes128gcm", "n2,n9")
 
 
 def test_profile_params() -> None:
@@ -35,6 +57,8 @@ def test_profile_params() -> None:
     ("nosuch", None, "unknown PROFILE 'nosuch'"),
     ("tls13-aes256gcm", "n3", "cannot run on the n3 plane"),
     ("aes256gcm-psk", "n3", "cannot run on the n3 plane"),
+    ("aes128gcm-trap", "n2", "cannot run on the n2 plane"),
+    ("tls13-aes256gcm", "sbi,n4", "cannot run on the n4 plane"),
 ])
 def test_rejects(pid: str, plane: str | None, needle: str) -> None:
     with pytest.raises(profiles.ProfileError) as exc:

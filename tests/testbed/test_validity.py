@@ -97,3 +97,24 @@ def test_wireguard_cold_and_warm_are_proven_from_the_records(tmp_path) -> None:
     assert summary["iterations"]["it01"]["warm_max_age_s"] == 200
     other = manifest.create(tmp_path, "sbi", "aes128gcm-psk", {"ITERATIONS": "1"})
     assert validity.wireguard_sessions(other, manifest.load(other)) is None
+
+
+def test_each_covered_plane_needs_its_own_valid_capture(tmp_path: Path, shared_data: Path) -> None:
+    """PLANE=n2,n4: one validation capture per plane, each checked for its plane (the sample holds
+    plaintext NGAP and PFCP); a plane without its capture, or an overlay claimed over plaintext,
+    makes the run invalid."""
+    require_tools("tshark")
+
+    def run_with(profile: str, ifaces: list[str]) -> Path:
+        run = manifest.create(tmp_path, "sbi", profile, {"ITERATIONS": "1", "PLANE": "n4,n2"}, datapath_facts={})
+        for iface in ifaces:
+            shutil.copy(shared_data / SAMPLE, run / f"it01-{iface}.pcapng")
+            manifest.add_file(run, f"it01-{iface}.pcapng", "pcap", {"iface": iface, "purpose": "validation"})
+        return run
+
+    v = validity.check_run(run_with("baseline", ["n2", "n4"]))
+    assert v.valid and "ngap" in v.details and "pfcp" in v.details, v.details
+    v = validity.check_run(run_with("baseline", ["n2"]))
+    assert not v.valid and "no validation capture of the n4 plane" in v.details, v.details
+    v = validity.check_run(run_with("aes128gcm-psk", ["n2", "n4"]))
+    assert not v.valid and "n2: ESP 0" in v.details and "n4: ESP 0" in v.details, v.details

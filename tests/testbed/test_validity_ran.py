@@ -31,8 +31,8 @@ def _procedures_run(tmp_path: Path) -> Path:
     require_tools("tshark", "text2pcap")
     v = stack.load()
     run = manifest.create(tmp_path, "ran-procedures", "baseline", {"REGISTRATIONS": "1"}, datapath_facts={})
-    _sctp(run / "f1c.pcap", stack.address("du", "f1c"), stack.address("cucp", "f1c"), v["oai"]["f1c_port"], 62)
-    _sctp(run / "e1.pcap", stack.address("cuup", "e1"), stack.address("cucp", "e1"), v["oai"]["e1_port"], 64)
+    _sctp(run / "f1c.pcap", stack.address("du", "f1c"), stack.address("cucp", "f1c"), v["f1ap_port"], 62)
+    _sctp(run / "e1.pcap", stack.address("cuup", "e1"), stack.address("cucp", "e1"), v["e1ap_port"], 64)
     _sctp(run / "n2.pcap", stack.address("cucp", "n2"), stack.address("amf", "n2"), v["ngap_port"], 60)
     for iface in ("f1c", "e1", "n2"):
         manifest.add_file(run, f"{iface}.pcap", "pcap", {"iface": iface, "purpose": "timing"})
@@ -44,7 +44,7 @@ def test_procedure_captures_validate_a_baseline_run(tmp_path: Path) -> None:
     v = validity.check_run(run)
     assert v.valid, v.details
     assert "f1c.pcap" in v.details and "e1.pcap" in v.details and "n2.pcap" not in v.details
-    assert "f1ap || sctp.port == 38472" in v.details and "e1ap || sctp.port == 38462" in v.details
+    assert "sctp.port == 38472 || f1ap)" in v.details and "sctp.port == 38462 || e1ap)" in v.details
     m = manifest.load(run)
     assert m["valid"] is True and m["versions"]["ueransim"] is None and m["versions"]["oai"] == "v2.3.0"
     assert manifest.validate(m) == []
@@ -64,6 +64,7 @@ def test_a_procedures_run_without_its_interface_captures_is_invalid(tmp_path: Pa
     manifest.add_file(run, "n2.pcap", "pcap", {"iface": "n2", "purpose": "timing"})
     v = validity.check_run(run)
     assert not v.valid and "no validation capture" in v.details
+    assert [f["path"] for f in manifest.load(run)["files"] if validity.validates(f, "ran-procedures")] == []
 
 
 def test_f1u_validation_captures_are_checked_for_their_interface(tmp_path: Path) -> None:
@@ -75,9 +76,9 @@ def test_f1u_validation_captures_are_checked_for_their_interface(tmp_path: Path)
         manifest.add_file(run, f"{iface}.pcap", "pcap", {"iface": iface, "purpose": "validation"})
     v = validity.check_run(run)
     assert v.valid, v.details
-    assert validity.validation_captures(manifest.load(run))[1][1] == "n3"
     m = manifest.load(run)
-    assert m["parameters"]["scope"] == "e2e" and m["parameters"]["ran"] == "split" and m["plane"] == "f1u"
+    assert "n3.pcap: baseline" in v.details and "f1u.pcap: baseline" in v.details
+    assert m["parameters"]["scope"] == "e2e" and m["parameters"]["ran"] == "split" and m["plane"] == "n3,f1u"
 
 
 def test_a_ping_files_path_attribute_does_not_replace_its_path(tmp_path: Path) -> None:

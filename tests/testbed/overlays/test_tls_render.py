@@ -150,15 +150,3 @@ def test_verify_capture_flags_cleartext_http2_on_the_sbi_port(shared_data: Path)
     assert not verdict.valid
     assert verdict.plaintext_packets > 100 and "cleartext HTTP/2" in verdict.details
     assert verdict.protected_packets == 0 and "no TLS records on the SBI port" in verdict.details
-
-
-def test_compose_fragment_mounts_each_nfs_own_keys_and_only_ca_certificates() -> None:
-    frag = yaml.safe_load((render.COMPOSE_DIR / "overlay-tls-sbi.yaml").read_text())
-    base = yaml.safe_load(render.BASE_FILE.read_text())
-    assert sorted(frag["services"]) == sorted(n for n in tls.endpoints("sbi", stack.load()) if n in base["services"])
-    for nf, svc in frag["services"].items():
-        assert set(svc) == {"volumes"}, f"{nf}: the fragment only adds mounts"
-        mounts = {m.rsplit(":", 2)[1]: m for m in svc["volumes"]}
-        assert mounts[str(tls.NODE_KEYS)] == f"${{KEYS_DIR:?}}/nodes/{nf}:{tls.NODE_KEYS}:ro"
-        assert sorted(mounts) == sorted([str(tls.NODE_KEYS), str(tls.CA_CERTS / "ca.crt"), str(tls.CA_CERTS / "ca-rsa.crt")])
-        assert all(m.endswith(":ro") and ".key:" not in m for m in svc["volumes"])

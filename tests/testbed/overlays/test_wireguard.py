@@ -5,7 +5,6 @@ Capture fixtures are built with text2pcap (real packets, dissected by the real t
 from __future__ import annotations
 
 import copy
-import os
 import shlex
 import subprocess
 from pathlib import Path
@@ -15,7 +14,6 @@ import pytest
 from testbed import channels, keys, overlays, profiles, stack
 from testbed.overlays import verdict, wireguard
 from tests.conftest import require_tools
-from tests.testbed.render.helpers import compose_services
 
 GNB, UPF = "10.100.3.50", "10.100.3.7"
 
@@ -126,7 +124,7 @@ def test_render_refuses_wrong_profile_plane_and_nodes(tmp_path: Path) -> None:
     with pytest.raises(wireguard.WireGuardError, match="not a WireGuard profile"):
         wireguard.render(profiles.get("baseline"), "n3", values, tmp_path, tmp_path)
     with pytest.raises(wireguard.WireGuardError, match="unknown plane"):
-        wireguard.pairs("n2", values)
+        wireguard.pairs("n9", values)
     with pytest.raises(wireguard.WireGuardError, match="mongo: not a WireGuard endpoint"):
         wireguard.render(profiles.get("wireguard"), "n3", values, tmp_path, tmp_path, nodes=["gnb", "mongo"])
     lonely = copy.deepcopy(values)
@@ -210,37 +208,7 @@ def test_verify_capture_names_an_unreadable_file(tools, tmp_path: Path) -> None:
         wireguard.verify_capture(bad, profiles.get("wireguard"), "n3", stack.load())
 
 
-# --- compose fragments ------------------------------------------------------------------------
-
-COMPOSE = Path(__file__).resolve().parents[3] / "compose"
-
-
-def _yaml(path: Path) -> dict:
-    import yaml
-    return yaml.safe_load(path.read_text())
-
-
-@pytest.mark.parametrize("plane", ["n3", "sbi"])
-def test_compose_fragment_overrides_exactly_the_endpoint_holders(plane: str) -> None:
-    frag = _yaml(COMPOSE / f"overlay-wireguard-{plane}.yaml")["services"]
-    base = compose_services()
-    nodes = wireguard.endpoints(plane, stack.load())
-    assert sorted(frag) == sorted(f"{n}-net" for n in nodes)
-    for node in nodes:
-        svc, holder = frag[f"{node}-net"], base[f"{node}-net"]
-        assert holder["command"] == ["/opt/testbed/entrypoints/holder.sh"]      # a holder (base.yaml / RAN)
-        assert "/run/testbed/overlay-ready" in " ".join(holder["healthcheck"]["test"])
-        assert set(svc) <= {"command", "volumes", "cap_add", "devices", "sysctls", "healthcheck", "environment"}
-        mounts = {v.rsplit(":", 2)[1]: v.rsplit(":", 2)[0] for v in svc["volumes"]}
-        assert mounts["/etc/testbed/overlay"].endswith(f"}}/{node}")
-        assert mounts["/etc/testbed/overlay"].startswith("${OVERLAY_DIR")
-        repo_dir = (COMPOSE / mounts["/opt/testbed/wireguard"]).resolve()
-        entry = svc["command"][0].replace("/opt/testbed/wireguard", str(repo_dir))
-        assert Path(entry).is_file() and os.access(entry, os.X_OK)
-        assert svc["command"][1] == "/etc/testbed/overlay"
-        assert "NET_ADMIN" in svc["cap_add"] and "/dev/net/tun:/dev/net/tun" in svc["devices"]
-        assert svc["sysctls"]["net.ipv4.conf.all.rp_filter"] == "2"
-
+# --- the entrypoint as the holder runs it (the fragment: tests/testbed/render/test_compose_overlay.py)
 
 def test_entrypoint_ready_file_is_the_holders_healthcheck_file() -> None:
     text = (Path(wireguard.__file__).resolve().parents[2] / "wireguard" / "entrypoint.sh").read_text()

@@ -27,7 +27,7 @@ def test_split_roles_and_addresses() -> None:
     assert m["tr_n_preference"] == "f1" and m["tr_s_preference"] == "local_L1"
     assert (m["local_n_address"], m["local_n_address_f1u"], m["remote_n_address"]) == (
         stack.address("du", "f1c"), stack.address("du", "f1u"), stack.address("cucp", "f1c"))
-    assert m["local_n_portd"] == m["remote_n_portd"] == cuup["local_s_portd"] == v["oai"]["f1u_port"] == 2152
+    assert m["local_n_portd"] == m["remote_n_portd"] == cuup["local_s_portd"] == v["gtpu_port"] == 2152
     ids = {cucp["gNB_ID"], cuup["gNB_ID"], du["gNBs"][0]["gNB_ID"]}
     assert ids == {0xE00}
     assert isinstance(du["gNBs"][0]["nr_cellid"], libconfig.Int64) and du["gNBs"][0]["nr_cellid"] == cucp["nr_cellid"]

@@ -9,19 +9,19 @@ from pathlib import Path
 import pytest
 import yaml
 
-from testbed import profiles, render, stack
+from testbed import planes, profiles, ran, render, stack
 from testbed.render import layout
-from tests.testbed.render.helpers import keys_root, render_to
+from tests.testbed.render.helpers import keys_root, plane_sets, render_to
 
 COMPOSE_DIR = Path(render.__file__).resolve().parents[2] / "compose"
 
 
 def _profile_sample() -> list[tuple[str, str]]:
-    """Every protocol x plane, every IPsec auth x mode, every TLS suite, both baselines."""
+    """Every protocol x plane set (each plane and `all`), every IPsec auth x mode, every TLS suite."""
     out: list[tuple[str, str]] = []
     seen_ipsec: set[tuple[str, str, str]] = set()
     for p in profiles.load().values():
-        for plane in p.planes:
+        for plane in plane_sets(p):
             if p.protocol == "ipsec":
                 key = (plane, p.params["auth"], p.params["mode"])
                 if key in seen_ipsec:
@@ -36,9 +36,9 @@ SAMPLE = _profile_sample()
 
 def test_sample_covers_every_protocol_and_plane() -> None:
     combos = {(profiles.get(pid).protocol, plane) for pid, plane in SAMPLE}
-    assert combos == {("none", "n3"), ("none", "sbi"), ("ipsec", "n3"), ("ipsec", "sbi"),
-                      ("wireguard", "n3"), ("wireguard", "sbi"), ("tls", "sbi"),
-                      ("none", "f1c"), ("none", "f1u"), ("none", "e1")}
+    for proto in ("none", "ipsec", "wireguard"):
+        assert {(proto, pl) for pl in ("n3", "sbi", "n2", "n4", "all")} <= combos, proto
+    assert ("tls", "sbi") in combos
     assert len({pid for pid, _ in SAMPLE if pid.startswith("tls")}) == 18
 
 
@@ -48,14 +48,19 @@ def test_profile_renders(profile_id: str, plane: str, tmp_path: Path) -> None:
     for nf in ("nrf", "ausf", "udm", "udr", "pcf", "bsf", "nssf", "amf", "smf", "upf"):
         cfg = yaml.safe_load((r.dir / layout.OPEN5GS_DIR / f"{nf}.yaml").read_text())
         assert nf in cfg
-    for name in ("gnb", "ue1", "ue2", "ue-scale"):
-        assert (r.dir / layout.UERANSIM_DIR / f"{name}.yaml").is_file()
+    if r.ran == "ueransim":
+        for name in ("gnb", "ue1", "ue2", "ue-scale"):
+            assert (r.dir / layout.UERANSIM_DIR / f"{name}.yaml").is_file()
+    else:                          # the split RAN's planes (render_to picks RAN=split for them)
+        for name in ("cucp", "cuup", "du", "ue1", "ue2"):
+            assert (r.dir / layout.OAI_DIR / f"{name}.conf").is_file()
     env = (r.dir / layout.COMPOSE_ENV).read_text()
-    assert f"PROFILE={profile_id}\n" in env and f"PLANE={plane}\n" in env
+    covered = tuple(p for p in profiles.planes_for(r.profile, plane) if ran.has_plane(r.ran, p))
+    assert f"PROFILE={profile_id}\n" in env and f"PLANE={planes.expr(covered)}\n" in env
+    assert r.dir == tmp_path / "r" and r.plane == planes.expr(covered)
     files = (r.dir / layout.COMPOSE_FILES).read_text().split()
     assert files[0] == str(COMPOSE_DIR / "base.yaml")
-    overlay = COMPOSE_DIR / f"overlay-{r.profile.protocol}-{plane}.yaml"
-    assert (str(overlay) in files) == (r.profile.protocol != "none" and overlay.exists())
+    assert (str(r.dir / "overlay.compose.yaml") in files) == (r.profile.protocol != "none")
     assert "&id" not in (r.dir / layout.OPEN5GS_DIR / "amf.yaml").read_text(), \
         "Open5GS does not resolve YAML aliases: write values out"
 

@@ -1,0 +1,35 @@
+"""The namespace labs of the integration tests: made on demand, always taken down, and checked
+to leave no namespace behind (testbed/netns.py)."""
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from testbed import netns
+
+
+@contextmanager
+def lab_factory(prefix: str, state_dir: Path, keys_dir: Path, up_timeout: float = 60
+                ) -> Iterator[Callable[..., netns.Lab]]:
+    """`make(plane, profile, nodes=None, up=True, timeout=up_timeout, **Lab kwargs)` -> a lab
+    named `<prefix>-<random>` (tests running at once never collide), up unless up=False."""
+    labs: list[netns.Lab] = []
+
+    def make(plane: str, profile: str, nodes: list[str] | None = None, up: bool = True,
+             timeout: float = up_timeout, **kw: object) -> netns.Lab:
+        lab = netns.Lab(f"{prefix}-{secrets.token_hex(3)}", plane, profile, nodes=nodes,
+                        state_dir=state_dir, keys_dir=keys_dir, **kw)  # type: ignore[arg-type]
+        labs.append(lab)
+        if up:
+            lab.up(timeout=timeout)
+        return lab
+
+    try:
+        yield make
+    finally:
+        for lab in labs:
+            lab.down()
+    leftover = [ns for ns in netns.existing_namespaces() if any(ns.startswith(lab.name) for lab in labs)]
+    assert not leftover, f"lab down left namespaces behind: {leftover}"

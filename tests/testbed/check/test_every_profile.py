@@ -1,0 +1,27 @@
+"""Every profile renders for every plane set it supports (each of its planes on its own, and all
+of them together) and `make check-config` finds nothing in the render: addresses, mounts, the
+rendered overlay fragment over base.yaml, PLMN and credentials (testbed/check/rules.py)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from testbed import profiles
+from testbed.check import check_render
+from tests.testbed.render.helpers import keys_root, plane_sets, render_to
+
+CASES = [(p.id, ps) for p in profiles.load().values() for ps in plane_sets(p)]
+
+
+def test_cases_cover_n2_n4_and_all() -> None:
+    assert ("aes128gcm-psk-trap-drop", "n2") in CASES and ("wireguard", "all") in CASES
+    assert ("aes128gcm-trap", "sbi") in CASES and ("aes128gcm-trap", "n2") not in CASES
+    assert ("aes128gcm-psk", "f1c,f1u,e1") in CASES and ("wireguard", "f1c,f1u,e1") in CASES
+    assert len(CASES) == 228
+
+
+@pytest.mark.parametrize("profile_id,plane", CASES)
+def test_renders_and_passes_check_config(profile_id: str, plane: str, tmp_path: Path) -> None:
+    r = render_to(profile_id, plane, tmp_path / "r")
+    assert check_render(r.dir, keys_root=keys_root()) == []
