@@ -13,6 +13,9 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
 readonly EXPERIMENT=ran-procedures
+readonly IFACES=(f1c e1 n2)
+# nflog groups of the CU-CP's plaintext views (plaintext_view_start), one per interface
+declare -rA VIEW_GROUP=([n2]=38 [f1c]=39 [e1]=40)
 
 usage() {
   cat <<EOF
@@ -28,8 +31,9 @@ $(tb params "$EXPERIMENT" --format help)
   DRY_RUN=1       print the commands, start nothing
 
 Writes \$RESULTS/<campaign>/ran-procedures/<profile>/<run>/: manifest.json (ues, attach_failures),
-f1c.pcap, e1.pcap, n2.pcap (timing, whole packets; f1c and e1 also validate the overlay),
-registrations.log, containers.log, rendered-configs.sha256.
+f1c.pcap, e1.pcap, n2.pcap (timing: the bridge's whole packets, or for an interface PROFILE protects
+the CU-CP's own plaintext view, view=cucp-plaintext, beside <iface>-wire.pcap validating the
+overlay), registrations.log, containers.log, rendered-configs.sha256.
 Exit: 0 valid run, 1 failure or invalid run, 2 usage error, 130 interrupted.
 EOF
 }
@@ -52,21 +56,38 @@ main() {
   mapfile -t images < <(docker_image_args)
   run_begin "$EXPERIMENT" "${images[@]}"
 
-  log "stack up: profile $PROFILE, RAN=$RAN (core, CU-CP, CU-UP, DU; UE 1 per registration)"
+  log "stack up: profile $PROFILE on $PLANE, RAN=$RAN (core, CU-CP, CU-UP, DU; UE 1 per registration)"
   stack_create stack-up.log --no-ue
-  for iface in f1c e1 n2; do
-    capture_start "$iface" "$iface.pcap" "iface=$iface" purpose=timing -- \
-      dumpcap -q -i "$(bridge_of "$iface")" -w "${RUN_DIR:-.}/$iface.pcap"
+  # whole packets from before the first node starts. An interface in the clear is timed from its
+  # bridge (F1-C and E1 also validate a baseline run); a protected one shows only ESP/WireGuard
+  # there: its bridge capture validates the overlay and the CU-CP's own plaintext view times it
+  for iface in "${IFACES[@]}"; do
+    if protects "$iface"; then
+      capture_start "$iface-wire" "$iface-wire.pcap" "iface=$iface" purpose=validation -- \
+        dumpcap -q -i "$(bridge_of "$iface")" -w "${RUN_DIR:-.}/$iface-wire.pcap"
+    else
+      capture_start "$iface" "$iface.pcap" "iface=$iface" purpose=timing -- \
+        dumpcap -q -i "$(bridge_of "$iface")" -w "${RUN_DIR:-.}/$iface.pcap"
+    fi
   done
   stack_run_start stack-up.log --no-ue
+  for iface in "${IFACES[@]}"; do
+    ! protects "$iface" || plaintext_view_start "$iface" "$iface.pcap" cucp "$iface" "${VIEW_GROUP[$iface]}" \
+      "iface=$iface" purpose=timing view=cucp-plaintext
+  done
 
   for ((n = 1; n <= REGISTRATIONS; n++)); do
     register "$n" || failed=$((failed + 1))
     MEASURED=1
   done
   ((failed == 0)) || warn "$failed of $REGISTRATIONS registrations failed (recorded in attach_failures)"
-  for iface in f1c e1 n2; do
-    capture_stop "$iface"
+  for iface in "${IFACES[@]}"; do
+    if protects "$iface"; then
+      plaintext_view_stop "$iface" cucp
+      capture_stop "$iface-wire"
+    else
+      capture_stop "$iface"
+    fi
   done
   stack_run_end
 }

@@ -88,8 +88,10 @@ def validates(f: dict[str, Any], experiment: str) -> bool:
     capture TIMING_CAPTURES_VALIDATE names for the experiment."""
     if f["kind"] != "pcap":
         return False
+    # a node's own plaintext view (attribute view) shows the traffic before encryption, never the wire
     return f.get("purpose") == "validation" or (
-        f.get("purpose") == "timing" and f.get("iface") in TIMING_CAPTURES_VALIDATE.get(experiment, ()))
+        f.get("purpose") == "timing" and "view" not in f
+        and f.get("iface") in TIMING_CAPTURES_VALIDATE.get(experiment, ()))
 
 
 def run_values(m: dict[str, Any]) -> dict[str, Any]:

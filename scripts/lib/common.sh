@@ -817,6 +817,66 @@ stack_up() {
   DC=("${STACK_CMD[@]}")
 }
 
+# protects PLANE: true when the run's overlay covers that plane (the baseline protects none)
+protects() {
+  [[ "$PROTOCOL" != none && ",$PLANE," == *",$1,"* ]]
+}
+
+# plane_value PLANE FIELD: a field of the plane (nf-configs/channels.yaml); port = its number.
+plane_value() {
+  "$PYTHON" -c 'import sys; from testbed import planes, stack
+p = planes.get(sys.argv[1])
+print(p.port(stack.load()) if sys.argv[2] == "port" else getattr(p, sys.argv[2]))' "$1" "$2" \
+    || die "no field $2 of plane $1 in nf-configs/channels.yaml" 1
+}
+
+# plane_client PLANE: the node that opens the plane's link among the running RAN's nodes (N2: the
+# gNB, or the CU-CP of the split RAN), from the channel map.
+plane_client() {
+  "$PYTHON" -c 'import sys; from testbed import channels, ran, stack
+v = ran.restrict(stack.load(), sys.argv[2])
+print(next(c.client for c in channels.channels(sys.argv[1]) if c.client in v["nodes"] and c.server in v["nodes"]))' \
+    "$1" "$(ran_value RAN)" || die "no link of plane $1 among the nodes of RAN=$(ran_value RAN)" 1
+}
+
+# plaintext_view_start NAME REL NODE PLANE GROUP [A=V...]: a timing capture of PLANE's traffic as NODE
+# itself sees it, for a plane whose wire is protected (the bridge shows ESP/WireGuard only): an
+# nftables log rule in NODE's namespace sends every packet of the plane's protocol port to and from
+# it (each packet once, whichever end has the port) (output before encryption, input after decryption, whatever the datapath) to nflog GROUP, and
+# dumpcap in NODE's holder (tools image; an overlay endpoint, so it has NET_ADMIN) writes them
+# whole into RUN_DIR/REL. Its timestamps are NODE's, so the times include NODE's own crypto.
+plaintext_view_start() {
+  local name="$1" rel="$2" node="$3" plane="$4" group="$5" port proto
+  shift 5
+  port="$(plane_value "$plane" port)"
+  proto="$(plane_value "$plane" transport)"
+  plaintext_view_rules "$proto" "$port" "$group" | run_cmd "${DC[@]}" exec -T "$node-net" nft -f - \
+    || die "could not add the $plane log rule in $node-net" 1
+  # shellcheck disable=SC2016  # the inner script expands its own arguments
+  capture_start "$name" "$rel" "$@" -- \
+    bash -c 'out="$1"; shift; exec "$@" >"$out"' _ "${RUN_DIR:-.}/$rel" \
+    "${DC[@]}" exec -T "$node-net" dumpcap -q -i "nflog:$group" -w -
+}
+
+# plaintext_view_rules PROTO PORT GROUP: the nftables ruleset of plaintext_view_start. queue-threshold 1:
+# each packet goes to the listener at once (without it nfnetlink_log delivered only the first packet
+# of a connection to dumpcap on this kernel, 6.18; tests/integration/test_ran_planes_netns.py).
+plaintext_view_rules() {
+  local proto="$1" port="$2" group="$3"
+  cat <<NFT
+table inet testbed_timing_$group {
+  chain out { type filter hook output priority 0; policy accept; $proto dport $port log group $group queue-threshold 1; $proto sport $port $proto dport != $port log group $group queue-threshold 1; }
+  chain in { type filter hook input priority 0; policy accept; $proto dport $port log group $group queue-threshold 1; $proto sport $port $proto dport != $port log group $group queue-threshold 1; }
+}
+NFT
+}
+
+# plaintext_view_stop NAME NODE: dumpcap in the holder ends its file on SIGINT; then the stream closes.
+plaintext_view_stop() {
+  [[ "$DRY_RUN" == 1 ]] || "${DC[@]}" exec -T "$2-net" pkill -INT -x dumpcap >/dev/null 2>&1 || true
+  capture_stop "$1"
+}
+
 # overlay_endpoints PROTOCOL: the nodes PROTOCOL's overlay runs on for PLANE, among the nodes the
 # running RAN variant has (testbed/ran: n3 is the gNB's with UERANSIM, the CU-UP's with the split).
 overlay_endpoints() {

@@ -75,3 +75,40 @@ def test_baseline_captures_refute_an_overlay(make_lab: Callable[..., netns.Lab],
             assert not bad.valid and bad.plaintext_packets > 0, f"{plane} {prof_id}: {bad.details}"
         base = validity.baseline_verdict(pcap, "ran-procedures", plane, lab.values)
         assert base.valid and base.plaintext_packets > 0, base.details
+
+
+def test_the_cu_cps_plaintext_view_times_a_protected_f1c(make_lab: Callable[..., netns.Lab], tmp_path: Path) -> None:
+    """run-ran-procedures' timing of a protected interface: the bridge shows ESP only, while the
+    ruleset of plaintext_view_start (scripts/lib/common.sh) in the CU-CP's namespace logs the F1AP
+    port's packets to nflog before encryption / after decryption, each once, and dumpcap writes them
+    (TCP here: the stand-in for SCTP, which this kernel lacks)."""
+    import subprocess
+    import time
+
+    from testbed import datapath, tshark
+    from tests.conftest import ROOT
+    prof = profiles.get("aes128gcm", "f1c")
+    if not ipsec.libipsec_capable(prof)[0] and not datapath.probe_xfrm_esp()[0]:
+        pytest.skip("no ESP datapath on this host")
+    lab = make_lab("f1c", "aes128gcm")
+    port = int(lab.values["f1ap_port"])
+    rules = subprocess.run(["bash", "-c", f'source scripts/lib/common.sh; plaintext_view_rules tcp {port} 39'],
+                           cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    subprocess.run(["ip", "netns", "exec", lab.netns("cucp"), "nft", "-f", "-"], input=rules, text=True, check=True)
+    view = tmp_path / "f1c-view.pcap"
+    dumpcap = subprocess.Popen(["ip", "netns", "exec", lab.netns("cucp"), "dumpcap", "-q", "-i", "nflog:39",
+                                "-w", str(view)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(1.0)                     # dumpcap opens the nflog socket: nothing to poll for
+        wire = captured(lab, tmp_path, "view")["f1c"]
+        time.sleep(0.5)
+    finally:
+        dumpcap.terminate()
+        dumpcap.wait(timeout=10)
+    du, cucp = lab.address("du", "f1c"), lab.address("cucp", "f1c")
+    rows = tshark.fields(view, f"tcp.port == {port}", ["ip.src", "ip.dst"])
+    assert {(r[0], r[1]) for r in rows} == {(du, cucp), (cucp, du)}, rows
+    # each tunnelled packet once in the view: as many as the wire carried ESP between the two
+    assert len(rows) == tshark.count(wire, f"esp && ip.addr == {du} && ip.addr == {cucp}")
+    v = ipsec.verify_capture(wire, prof, "f1c", lab.values)
+    assert v.valid and v.plaintext_packets == 0, v.details

@@ -97,3 +97,15 @@ def test_campaigns_run_the_ran_experiments(tmp_path: Path) -> None:
     assert res.returncode == 0, res.stderr
     # every profile of the F1-C and E1 planes, BOOTS blocks each
     assert "ran-procedures.baseline.r02" in res.stdout and "ran-procedures.aes128gcm-psk.r01" in res.stdout
+
+
+def test_protected_interfaces_are_timed_from_the_cu_cps_plaintext_view(tmp_path: Path) -> None:
+    cmds = _commands(run("run-ran-procedures.sh", tmp_path, DRY_RUN="1", PROFILE="aes128gcm", REGISTRATIONS="1"))
+    # F1-C and E1 are protected: their bridges validate, the CU-CP's nflog views time them; N2 is not
+    assert "dumpcap -q -i g5tb-f1c -w ./f1c-wire.pcap" in cmds and "dumpcap -q -i g5tb-e1 -w ./e1-wire.pcap" in cmds
+    assert "dumpcap -q -i g5tb-n2 -w ./n2.pcap" in cmds
+    views = [c for c in cmds if "exec -T cucp-net dumpcap -q -i nflog:" in c]
+    assert len(views) == 2 and "./f1c.pcap" in views[0] and "nflog:39" in views[0] and "nflog:40" in views[1]
+    assert sum(" exec -T cucp-net nft -f -" in c for c in cmds) == 2
+    up = next(i for i, c in enumerate(cmds) if "--start-created" in c)
+    assert up < cmds.index(views[0])
