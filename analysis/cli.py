@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:           # imported where used: `attach-times` must not pay for them
     import numpy as np
+    import pandas as pd
 
 log = logging.getLogger("analysis")
 
@@ -55,23 +56,50 @@ def cmd_attach_times(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_procedure_times(args: argparse.Namespace) -> int:
-    import os
-    from concurrent.futures import ThreadPoolExecutor
+def cmd_ran_procedures(args: argparse.Namespace) -> int:
+    from analysis.parse import ran_procedures as rp
+    paths = [Path(p) for p in args.paths]
+    interfaces = args.interface or list(rp.INTERFACES)
+    if any(p.is_dir() for p in paths):
+        if len(paths) != 1:
+            raise ValueError("give one results directory, or capture files (not both)")
+        from analysis import ran_tables
+        from analysis.results import discover
+        rows = ran_tables.procedure_rows(discover(paths[0]))
+        table = ran_tables.procedure_summary(rows)
+        table = table[table["interface"].isin(interfaces)]
+        return _two_tables(args.format, "RAN procedure times (ms)", table, "Registrations by status",
+                           ran_tables.status_counts(rows))
+    frame = (rp.procedure_times(paths, interfaces) if args.combine else rp.per_file(paths, interfaces))
+    if args.combine:
+        frame.insert(0, "capture", "+".join(map(str, paths)))
+    sys.stdout.write(frame.to_csv(index=False, lineterminator="\n", float_format="%.6f"))
+    return 0
 
-    import pandas as pd
 
-    from analysis.parse.ran_procedures import procedure_times
-    # one tshark per capture, as many at once as there are cores (tshark's start-up, not its
-    # dissection, dominates small captures: 40 RWTH pcaps were 9.4 s serially)
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-        frames = list(pool.map(lambda cap: procedure_times(cap, args.interface), args.captures))
-    parts = []
-    for cap, frame in zip(args.captures, frames):
-        frame.insert(0, "capture", str(cap))
-        parts.append(frame)
-    out = pd.concat(parts, ignore_index=True)
-    sys.stdout.write(out.to_csv(index=False, lineterminator="\n", float_format="%.6f"))
+def cmd_f1u(args: argparse.Namespace) -> int:
+    from analysis import ran_tables
+    from analysis.datasets import Datasets
+    from analysis.results import discover
+    ds = Datasets.load(discover(args.results))
+    return _two_tables(args.format, "F1-U and end-to-end RTT (ms)", ran_tables.f1u_summary(ds),
+                       "iperf3 over F1-U (Mbit/s)", ran_tables.f1u_throughput(ds))
+
+
+def _two_tables(fmt: str, title: str, table: pd.DataFrame, title2: str, table2: pd.DataFrame) -> int:
+    """A table and a second one as Markdown sections, or the first alone as CSV."""
+    from analysis import markdown
+    if fmt == "csv":
+        sys.stdout.write(table.to_csv(index=False, lineterminator="\n"))
+    else:
+        sys.stdout.write(f"## {title}\n\n{markdown.table(table)}\n## {title2}\n\n{markdown.table(table2)}")
+    return 0
+
+
+def cmd_rwth(args: argparse.Namespace) -> int:
+    from analysis.ran_report import write_authors_report
+    out = Path(args.out) if args.out else Path("build") / "analysis" / "rwth"
+    print(write_authors_report(Path(args.folder), out, check_captures=not args.no_captures))
     return 0
 
 
@@ -141,7 +169,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
 # Report sections of their own: command -> (module, what to run first when there is no data).
 SECTIONS = {"crypto": ("crypto", "make bench-crypto"),
             "wire-bytes": ("wire_bytes", "an experiment with captures"),
-            "secfn": ("secfn", "make run-secfn-lab")}
+            "secfn": ("secfn", "make run-secfn-lab"),
+            "ran": ("ran_report", "make run-ran-procedures or make run-f1u")}
 
 
 def cmd_section(args: argparse.Namespace) -> int:
@@ -168,10 +197,33 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--ngap-only", action="store_true", help="same as --mode ngap")
     s.set_defaults(run=cmd_attach_times)
 
-    s = sub.add_parser("procedure-times", help="E1/F1-C procedure times (RWTH rule), CSV on stdout")
-    s.add_argument("captures", nargs="+")
-    s.add_argument("--interface", required=True, choices=["e1", "f1c"])
-    s.set_defaults(run=cmd_procedure_times)
+    for name in ("ran-procedures", "procedure-times"):
+        s = sub.add_parser(name, help="F1-C/E1 procedure times, both start points: per registration (CSV) from "
+                           "captures, or per profile from a results tree" if name == "ran-procedures"
+                           else "the old name of ran-procedures")
+        s.add_argument("paths", nargs="+", metavar="RESULTS|CAPTURE",
+                       help="one results directory (experiment ran-procedures), or capture files")
+        s.add_argument("--interface", action="append", choices=["f1c", "e1"],
+                       help="only this interface (repeatable; default both)")
+        s.add_argument("--combine", action="store_true",
+                       help="the captures are one stack boot's (e.g. its n2, f1c and e1 files): pair messages "
+                            "across them (default: each capture on its own)")
+        s.add_argument("--format", choices=["md", "csv"], default="md", help="results-tree summary format")
+        s.set_defaults(run=cmd_ran_procedures)
+
+    s = sub.add_parser("f1u", help="F1-U and end-to-end RTT (and iperf3 over F1-U) of a results tree")
+    s.add_argument("results")
+    s.add_argument("--format", choices=["md", "csv"], default="md")
+    s.set_defaults(run=cmd_f1u)
+
+    s = sub.add_parser("rwth", help="the RAN study's published data analysed: printed summaries recomputed, "
+                       "the paper's numbers from their files, their captures re-read (page + figures)")
+    s.add_argument("folder", nargs="?", default=str(Path(__file__).resolve().parent.parent / "tests" / "data"
+                                                    / "rwth-internal-ran-security"),
+                   help="their results/ folder or a copy like tests/data/rwth-internal-ran-security (default)")
+    s.add_argument("--out", help="output folder (default build/analysis/rwth)")
+    s.add_argument("--no-captures", action="store_true", help="skip re-reading their relay-only captures")
+    s.set_defaults(run=cmd_rwth)
 
     s = sub.add_parser("ping-stats", help="n, mean, sd, 99%% CI of ping RTTs (JSON on stdout)")
     s.add_argument("files", nargs="+", help="ping -D output files (or RWTH result texts)")
@@ -191,7 +243,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     for name, help_ in (("crypto", "table, figure and report section of the cipher benchmark"),
                         ("wire-bytes", "handshake bytes and per-packet overhead from the runs' captures"),
-                        ("secfn", "figure, knees and report section of the UPF security functions")):
+                        ("secfn", "figure, knees and report section of the UPF security functions"),
+                        ("ran", "RAN section (F1-C, F1-U, E1, end-to-end) beside the paper and the authors' data")):
         s = sub.add_parser(name, help=help_)
         s.add_argument("results", help="results root, campaign or run directory")
         s.add_argument("--out", help="output folder (default build/analysis/<results name>)")

@@ -32,8 +32,10 @@ PARAM_COLUMNS = ["mode", "auth", "version", "cipher", "cert"]
 # measurement parameters that change what a number means: runs that differ in one are never
 # pooled (and a profile is only compared with a baseline measured the same way)
 MEASUREMENT_COLUMNS = ["host", "cpu", "interval", "count", "sets"]
+# the RAN variant (manifest parameters ``ran``: ueransim, oai, split; ``uu``: the radio's AS
+# security, e.g. nea2-nia2; empty for older runs): never pooled either
 RUN_COLUMNS = (["campaign", "experiment", "profile", "protocol", "plane", "datapath", "run"] + PARAM_COLUMNS
-               + MEASUREMENT_COLUMNS)
+               + MEASUREMENT_COLUMNS + ["ran", "uu"])
 
 
 def run_columns(run: Run) -> dict[str, object]:
@@ -44,7 +46,8 @@ def run_columns(run: Run) -> dict[str, object]:
             "protocol": run.protocol, "plane": run.get("plane"), "datapath": run.datapath,
             "run": run.run_id, **{c: params.get(c) for c in PARAM_COLUMNS},
             "host": host.get("hostname"), "cpu": host.get("cpu_model"), "interval": measured.get("interval"),
-            "count": measured.get("pings"), "sets": measured.get("sets")}
+            "count": measured.get("pings"), "sets": measured.get("sets"), "ran": measured.get("ran"),
+            "uu": measured.get("uu")}
 
 
 def _with_run(frame: pd.DataFrame, run: Run, **extra: object) -> pd.DataFrame:
@@ -71,7 +74,8 @@ def _parse(f: RawFile, parser: Callable[[Path], T], errors: list[str] | None) ->
 
 
 def ping(runs: list[Run], errors: list[str] | None = None) -> pd.DataFrame:
-    """One row per ICMP sequence number: size (payload bytes), set, seq, rtt_ms, lost, dup."""
+    """One row per ICMP sequence number: size (payload bytes), set, path (the f1u experiment's
+    f1u | e2e; empty elsewhere), seq, rtt_ms, lost, dup."""
     parts = []
     for run in runs:
         if not run.usable:
@@ -84,9 +88,9 @@ def ping(runs: list[Run], errors: list[str] | None = None) -> pd.DataFrame:
             if frame is None:
                 continue
             parts.append(_with_run(frame, run, size=f.attrs.get("size"), set=f.attrs.get("set"),
-                                   file=f.path.name))
+                                   path=f.attrs.get("path"), file=f.path.name))
     if not parts:
-        return _empty(["size", "set", "file", "seq", "rtt_ms", "lost", "dup"])
+        return _empty(["size", "set", "path", "file", "seq", "rtt_ms", "lost", "dup"])
     return pd.concat(parts, ignore_index=True)
 
 

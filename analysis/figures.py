@@ -159,6 +159,8 @@ def _protocol_legend(ax: plt.Axes, protocols: set[str], modes: list[str] | None 
 
 def fig2_n3_rtt(tables: Tables, out: Path) -> list[Path]:
     t = tables["rtt"]
+    # N3 pings, else the namespace twin's; the f1u experiment's have their own figures (analysis/ran_figures.py)
+    t = t[t["experiment"].isin(["n3", "overlay"])] if not t.empty else t
     if t.empty:
         log.info("fig2-n3-rtt: no ping data")
         return []
@@ -181,7 +183,7 @@ def fig2_n3_rtt(tables: Tables, out: Path) -> list[Path]:
         ax2.text(0.5, 0.5, "no baseline or no secured profile:\noverhead not available",
                  ha="center", va="center", transform=ax2.transAxes)
         ax2.set_axis_off()
-    exps = sorted(tables["rtt"]["experiment"].astype(str).unique())
+    exps = sorted(t["experiment"].astype(str).unique())
     where = ("N3 (UE -> UPF side)" if exp else
              "N3 between two network namespaces (experiment overlay)" if exps == ["overlay"] else
              "experiments " + ", ".join(exps))

@@ -9,6 +9,7 @@ Output folder layout::
 """
 from __future__ import annotations
 
+import importlib
 import logging
 import math
 from dataclasses import dataclass
@@ -182,6 +183,7 @@ def build(results: Path, out: Path, figure_names: list[str] | None = None,
     write_tables({**tables, "headline": head, "runs": prov, "dropped": dropped_frame(runs),
                   "counterparts": counterpart_frame()}, out / "tables")
     text = render(results, runs, ds, tables, head, prov, drawn)
+    text += importlib.import_module("analysis.ran_report").section(out, ds)  # RAN (issue 13); late: it imports report
     path = out / "report.md"
     path.write_text(text, encoding="utf-8")
     log.info("wrote %s", path)

@@ -18,7 +18,7 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 MANIFEST = "manifest.json"
-EXPERIMENTS = ("n3", "sbi", "cpu", "throughput", "overlay")
+EXPERIMENTS = ("n3", "sbi", "cpu", "throughput", "overlay", "ran-procedures", "f1u")
 
 
 @dataclass(frozen=True)

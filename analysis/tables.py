@@ -43,17 +43,29 @@ def add_permutation_p(table: pd.DataFrame, samples: pd.DataFrame, by: list[str],
     s = _keyed(samples[np.isfinite(samples[value].astype(float))], by)
     groups = {k: g[value].to_numpy(dtype=float) for k, g in s.groupby(by, sort=False)}
     base = {tuple(r[m] for m in match): k for k, r in
-            ((k, dict(zip(by, k))) for k in groups) if r["protocol"] == "none"}
+            ((k, dict(zip(by, k))) for k in groups)
+            if r["protocol"] == "none" and str(r.get("uu", "")) in NO_UU_SECURITY}
     for i, row in out.iterrows():
         key = tuple(row[c] for c in by)
         bkey = base.get(tuple(row[m] for m in match))
-        if row["protocol"] == "none" or bkey is None or key not in groups:
+        if bkey is None or key == bkey or key not in groups:
             continue
         out.at[i, "p_perm"] = permutation_test(groups[key], groups[bkey], n_permutations, seed)
     return out
 
 
 BOOT = "boot"
+# the radio's AS security (manifest parameter ``uu``) that still counts as no security
+NO_UU_SECURITY = ("", "none", "nea0-nia0")
+
+
+def is_baseline(table: pd.DataFrame) -> pd.Series:
+    """Rows without any security: protocol ``none`` and, where recorded, no Uu security (a
+    baseline profile with ciphered radio bearers is a security configuration, not the baseline)."""
+    base = table["protocol"] == "none"
+    if "uu" in table.columns:
+        base &= table["uu"].astype(object).where(table["uu"].notna(), "").isin(NO_UU_SECURITY)
+    return base
 
 
 def _with_boot(frame: pd.DataFrame, per_file: bool) -> pd.DataFrame:
@@ -67,8 +79,8 @@ def _with_boot(frame: pd.DataFrame, per_file: bool) -> pd.DataFrame:
     return frame
 
 
-def _summary(frame: pd.DataFrame, by: list[str], value: str, match: list[str],
-             confidence: float, per_file: bool = False) -> pd.DataFrame:
+def boot_summary(frame: pd.DataFrame, by: list[str], value: str, match: list[str],
+                 confidence: float, per_file: bool = False) -> pd.DataFrame:
     """Intervals over boots (analysis/stats.py summarize_boots); the overhead is the Welch
     difference of the profile's and the baseline's boot means, so both sides' boot-to-boot
     uncertainty enters it."""
@@ -79,12 +91,12 @@ def _summary(frame: pd.DataFrame, by: list[str], value: str, match: list[str],
     frame = _with_boot(_keyed(frame, by), per_file)
     table = summarize_boots(frame, by, value, BOOT, confidence)
     # the baseline's n here is its number of boots: named so beside the profile's n_boots
-    return add_overhead(table, table["protocol"] == "none", match, confidence).rename(
+    return add_overhead(table, is_baseline(table), match, confidence).rename(
         columns={"baseline_n": "baseline_n_boots"})
 
 
-RTT_MATCH = ["campaign", "experiment", "host", "cpu", "interval", "count", "sets", "size"]
-RTT_BY = ["campaign", "experiment", "profile", "protocol", "datapath"] + RTT_MATCH[2:]
+RTT_MATCH = ["campaign", "experiment", "host", "cpu", "interval", "count", "sets", "size", "ran", "path"]
+RTT_BY = ["campaign", "experiment", "profile", "protocol", "datapath"] + RTT_MATCH[2:] + ["uu"]
 
 
 def rtt(ds: Datasets, confidence: float = CONFIDENCE, permutations: int = 0) -> pd.DataFrame:
@@ -92,10 +104,10 @@ def rtt(ds: Datasets, confidence: float = CONFIDENCE, permutations: int = 0) -> 
     interval, pings and sets per size) and payload size; losses counted."""
     p = _fill(ds.ping, RTT_BY)
     if p.empty:
-        return _summary(p, RTT_BY, "rtt_ms", RTT_MATCH, confidence)
+        return boot_summary(p, RTT_BY, "rtt_ms", RTT_MATCH, confidence)
     samples = p[~p["dup"].astype(bool)]
     by = RTT_BY
-    table = _summary(samples, by, "rtt_ms", RTT_MATCH, confidence)
+    table = boot_summary(samples, by, "rtt_ms", RTT_MATCH, confidence)
     key = samples[by].astype(object).where(samples[by].notna(), "")
     lost = (samples.assign(**{c: key[c] for c in by}).groupby(by)["lost"]
             .agg(lost="sum", sent="count").reset_index())
@@ -136,7 +148,7 @@ def attach(ds: Datasets, confidence: float = CONFIDENCE, permutations: int = 0) 
           "host", "cpu", "role"]
     match = ["campaign", "experiment", "host", "cpu", "role"]
     a = with_plane_labels(_fill(ds.attach, by))
-    table = _summary(complete_attach(a) if not a.empty else a, by, "attach_ms", match, confidence, per_file=True)
+    table = boot_summary(complete_attach(a) if not a.empty else a, by, "attach_ms", match, confidence, per_file=True)
     if not a.empty and not table.empty:
         key = a[by].astype(object).where(a[by].notna(), "")
         bad = a.assign(**{c: key[c] for c in by}).assign(incomplete=a["status"] != "complete")
@@ -150,7 +162,7 @@ def cpu(ds: Datasets, confidence: float = CONFIDENCE) -> pd.DataFrame:
     """CPU seconds (all services) per profile, datapath and number of UEs."""
     totals = cpu_totals(ds.cpu)
     by = ["campaign", "experiment", "profile", "protocol", "datapath", "host", "cpu", "ues"]
-    return _summary(_fill(totals, by), by, "cpu_s", ["campaign", "experiment", "host", "cpu", "ues"], confidence,
+    return boot_summary(_fill(totals, by), by, "cpu_s", ["campaign", "experiment", "host", "cpu", "ues"], confidence,
                     per_file=True)
 
 
@@ -159,7 +171,7 @@ def cpu_host_table(ds: Datasets, confidence: float = CONFIDENCE) -> pd.DataFrame
     per profile, datapath and number of UEs: the cost the paper compares (the cgroup table
     misses the kernel's share of ESP and WireGuard)."""
     by = ["campaign", "experiment", "profile", "protocol", "datapath", "host", "cpu", "ues"]
-    return _summary(_fill(cpu_host(ds.cpu), by), by, "cpu_s", ["campaign", "experiment", "host", "cpu", "ues"], confidence,
+    return boot_summary(_fill(cpu_host(ds.cpu), by), by, "cpu_s", ["campaign", "experiment", "host", "cpu", "ues"], confidence,
                     per_file=True)
 
 
@@ -185,7 +197,7 @@ def cpu_slopes(ds: Datasets) -> pd.DataFrame:
 def throughput(ds: Datasets, confidence: float = CONFIDENCE) -> pd.DataFrame:
     """Receiver-side throughput (Mbit/s) per profile, datapath and transport."""
     by = ["campaign", "experiment", "profile", "protocol", "datapath", "host", "cpu", "transport"]
-    return _summary(_fill(ds.throughput, by), by, "receiver_mbps", ["campaign", "experiment", "host", "cpu", "transport"],
+    return boot_summary(_fill(ds.throughput, by), by, "receiver_mbps", ["campaign", "experiment", "host", "cpu", "transport"],
                     confidence)
 
 

@@ -99,18 +99,21 @@ def _last(*values: str) -> str:
     return ""
 
 
-def _align_ids(codes: list[int], ids: list[str], frame: str) -> list[str]:
-    """One RAN-UE-NGAP-ID per PDU ('' where the PDU has none)."""
+def align_ids(codes: list[int], ids: list[str], frame: str,
+              always: frozenset[int] = ALWAYS_RAN_ID) -> list[str]:
+    """One UE id per PDU ('' where the PDU has none); ``always``: the procedure codes whose
+    every message carries the id (RAN-UE-NGAP-ID by default; analysis/parse/ran_procedures.py
+    passes the F1AP and E1AP ones)."""
     if len(ids) == len(codes):
         return ids
-    slots = [i for i, c in enumerate(codes) if c in ALWAYS_RAN_ID]
+    slots = [i for i, c in enumerate(codes) if c in always]
     out = [""] * len(codes)
     if len(set(ids)) == 1:
         for i in slots or range(len(codes)):
             out[i] = ids[0]
         return out
     if len(slots) != len(ids):
-        log.warning("frame %s: %d NGAP PDUs but %d RAN-UE-NGAP-IDs; ids assigned in order",
+        log.warning("frame %s: %d PDUs but %d UE ids; ids assigned in order",
                     frame, len(codes), len(ids))
         slots = list(range(len(codes)))
     for i, v in zip(slots, ids):
@@ -125,7 +128,7 @@ def _events(records: Iterable[Sequence[str]], mode: str) -> list[_Event]:
         t = epoch_ns_text(rec["frame.time_epoch"])
         frame = rec["frame.number"]
         codes = [int(c) for c in _split(rec["ngap.procedureCode"])]
-        rans = _align_ids(codes, _split(rec["ngap.RAN_UE_NGAP_ID"]), frame)
+        rans = align_ids(codes, _split(rec["ngap.RAN_UE_NGAP_ID"]), frame)
         amfs = _split(rec["ngap.AMF_UE_NGAP_ID"])
         mm = _split(rec["nas_5gs.mm.message_type"])
         sm = _split(rec["nas_5gs.sm.message_type"])

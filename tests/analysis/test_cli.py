@@ -56,3 +56,30 @@ def test_errors_exit_1_with_a_message_and_usage_errors_exit_2(tmp_path):
     assert proc.returncode == 1 and "does not exist" in proc.stderr
     assert _run("no-such-command").returncode == 2
     assert _run("procedure-times", "--interface", "f1u", "x").returncode == 2
+    proc = _run("ran-procedures", str(tmp_path), str(bad))
+    assert proc.returncode == 1 and "one results directory, or capture files" in proc.stderr
+    proc = _run("rwth", str(tmp_path / "nope"))
+    assert proc.returncode == 1 and "does not exist" in proc.stderr
+
+
+def test_ran_procedures_on_captures_and_on_a_results_tree(shared, ran_fixture_tree):
+    require_tools("tshark")
+    d = shared / "rwth-internal-ran-security" / "e1-socat-overhead"
+    proc = _run("ran-procedures", "--interface", "e1", str(d / "0.pcap"), str(d / "1.pcap"))
+    assert proc.returncode == 0, proc.stderr
+    rows = list(csv.DictReader(io.StringIO(proc.stdout)))
+    assert [(r["status"], r["request_ms"], r["ngap_ms"], r["ngap_ms_us"]) for r in rows] == [
+        ("complete", "1.275662", "3.175151", "3.175000"), ("complete", "1.291446", "3.234796", "3.235000")]
+    proc = _run("ran-procedures", str(ran_fixture_tree.root), "--format", "csv")
+    assert proc.returncode == 0, proc.stderr
+    table = list(csv.DictReader(io.StringIO(proc.stdout)))
+    assert {(r["interface"], r["definition"]) for r in table} == {("e1", "ngap"), ("e1", "request"),
+                                                                   ("f1c", "ngap"), ("f1c", "request")}
+    proc = _run("f1u", str(ran_fixture_tree.root))
+    assert proc.returncode == 0 and "## F1-U and end-to-end RTT (ms)" in proc.stdout
+
+
+def test_rwth_page(shared, tmp_path):
+    proc = _run("rwth", str(shared / "rwth-internal-ran-security"), "--out", str(tmp_path), "--no-captures")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == str(tmp_path / "rwth.md") and "51 of 52" in (tmp_path / "rwth.md").read_text()

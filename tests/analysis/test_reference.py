@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from analysis.reference import REFERENCES, by_key
+from analysis.reference import RAN_REFERENCES, REFERENCES, by_key
 from analysis.tables import TABLES
 from tests.conftest import ROOT
 
@@ -31,3 +31,14 @@ def test_values_appear_in_reference_md():
                 continue
             assert f"{v:g}" in numbers or f"{v:.2f}" in numbers, (r.key, v)
         assert r.source and r.section and r.text
+
+
+def test_ran_values_appear_in_the_2026_section_of_reference_md():
+    text = REFERENCE_MD.read_text()
+    section = text[text.index("## Michaelides et al., WiSec 2026"):text.index("## IPsec throughput")]
+    numbers = set(re.findall(r"\d+(?:\.\d+)?", section.replace(",", "")))
+    keys = [r.key for r in RAN_REFERENCES]
+    assert len(set(keys)) == len(keys) and not set(keys) & {r.key for r in REFERENCES}
+    for r in RAN_REFERENCES:
+        assert f"{r.value:g}" in numbers, (r.key, r.value)
+        assert r.table == "ran" and r.source == "Michaelides et al., WiSec 2026" and by_key(r.key) is r
