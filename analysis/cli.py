@@ -10,8 +10,9 @@ import json
 import logging
 import sys
 from pathlib import Path
-
 from typing import TYPE_CHECKING
+
+from testbed.cli import OneLineParser
 
 if TYPE_CHECKING:           # imported where used: `attach-times` must not pay for them
     import numpy as np
@@ -185,7 +186,7 @@ def cmd_section(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m analysis", description=__doc__.splitlines()[0])
+    p = OneLineParser(prog="python -m analysis", description=__doc__.splitlines()[0])
     p.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -290,3 +291,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except BrokenPipeError:
         return 0
+    except OSError as exc:            # a read-only or full output directory: one line, no traceback
+        print(f"error: cannot write {exc.filename or 'the output'}: {exc.strerror or exc}; "
+              "choose another ANALYSIS_OUT=<writable dir>", file=sys.stderr)
+        return 1

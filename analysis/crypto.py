@@ -194,8 +194,9 @@ def seed_comparison(tab: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def markdown_section(results: Path, out: Path) -> str:
-    """The report section: figure, tables, the seed's numbers; '' when no crypto run exists."""
+def markdown_section(results: Path, out: Path, link_dir: str = "") -> str:
+    """The report section: figure, tables, the seed's numbers; '' when no crypto run exists.
+    `link_dir`: the figure's folder as seen from the page that includes the section."""
     from analysis.markdown import table as md_table
     dirs = run_dirs(results)
     if not dirs:
@@ -214,7 +215,7 @@ def markdown_section(results: Path, out: Path) -> str:
              f"{len(dirs)} run(s); throughput in GB/s (10^9 B/s) with 99 % t intervals over the "
              "repeats of one process. Masked = OpenSSL's AES-NI/PCLMULQDQ capability bits cleared.", ""]
     if figs:
-        lines += [f"![cipher throughput]({figs[0].name})", ""]
+        lines += [f"![cipher throughput]({link_dir}{figs[0].name})", ""]
     lines += ["### At the largest size", "", md_table(big.round(4)), ""]
     if not cmp_.empty:
         lines += ["### Beside the seed study", "", f"Source: {SEED_SOURCE}. Their \"1 GB\" is 1 GiB; our aes128gmac is RFC 4543 "

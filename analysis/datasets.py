@@ -35,7 +35,15 @@ MEASUREMENT_COLUMNS = ["host", "cpu", "interval", "count", "sets"]
 # the RAN variant (manifest parameters ``ran``: ueransim, oai, split; ``uu``: the radio's AS
 # security, e.g. nea2-nia2; empty for older runs): never pooled either
 RUN_COLUMNS = (["campaign", "experiment", "profile", "protocol", "plane", "datapath", "run"] + PARAM_COLUMNS
-               + MEASUREMENT_COLUMNS + ["ran", "uu"])
+               + MEASUREMENT_COLUMNS + ["ran", "uu", "nas"])
+
+
+def nas_of(run: Run) -> str:
+    """The run's NAS algorithms (nea<i>-nia<j>): the choice its N2 captures proved (manifest
+    `nas.proven`, testbed/validity.py), else the one it asked for; "" when neither is known.
+    Attach times are grouped by it, never pooled across algorithms."""
+    rec = run.get("nas") or {}
+    return str(rec.get("proven") or (run.get("parameters") or {}).get("nas") or "")
 
 
 def run_columns(run: Run) -> dict[str, object]:
@@ -47,7 +55,7 @@ def run_columns(run: Run) -> dict[str, object]:
             "run": run.run_id, **{c: params.get(c) for c in PARAM_COLUMNS},
             "host": host.get("hostname"), "cpu": host.get("cpu_model"), "interval": measured.get("interval"),
             "count": measured.get("pings"), "sets": measured.get("sets"), "ran": measured.get("ran"),
-            "uu": measured.get("uu")}
+            "uu": measured.get("uu"), "nas": nas_of(run)}
 
 
 def _with_run(frame: pd.DataFrame, run: Run, **extra: object) -> pd.DataFrame:

@@ -9,7 +9,6 @@ Output folder layout::
 """
 from __future__ import annotations
 
-import importlib
 import logging
 import math
 from dataclasses import dataclass
@@ -182,8 +181,8 @@ def build(results: Path, out: Path, figure_names: list[str] | None = None,
     prov = provenance_frame(runs)
     write_tables({**tables, "headline": head, "runs": prov, "dropped": dropped_frame(runs),
                   "counterparts": counterpart_frame()}, out / "tables")
-    text = render(results, runs, ds, tables, head, prov, drawn)
-    text += importlib.import_module("analysis.ran_report").section(out, ds)  # RAN (issue 13); late: it imports report
+    from analysis.report_sections import extra_sections
+    text = render(results, runs, ds, tables, head, prov, drawn, extra_sections(results, out, tables["attach"], ds))
     path = out / "report.md"
     path.write_text(text, encoding="utf-8")
     log.info("wrote %s", path)
@@ -191,7 +190,8 @@ def build(results: Path, out: Path, figure_names: list[str] | None = None,
 
 
 def render(results: Path, runs: list[Run], ds: Datasets, tables: dict[str, pd.DataFrame],
-           head: pd.DataFrame, prov: pd.DataFrame, drawn: dict[str, list[Path]]) -> str:
+           head: pd.DataFrame, prov: pd.DataFrame, drawn: dict[str, list[Path]],
+           extra: list[str] | None = None) -> str:
     used = [r for r in runs if r.usable]
     excluded = [r for r in runs if not r.usable]
     out = [f"# Results report: `{results}`\n",
@@ -266,6 +266,7 @@ def render(results: Path, runs: list[Run], ds: Datasets, tables: dict[str, pd.Da
     out.append("\n## Tables\n")
     for name, frame in tables.items():
         out.append(f"### {TABLE_TITLES.get(name, name)}\n\nCSV: `tables/{name}.csv`\n\n{md.table(frame)}")
+    out += [f"\n{s}" for s in extra or []]
     out.append("\n## Runs (provenance from the manifests)\n")
     cols = ["campaign", "experiment", "profile", "run", "state", "valid", "datapath", "started",
             "commit", "dirty", "host", "kernel", "used", "problems", "notes"]

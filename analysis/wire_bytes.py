@@ -55,6 +55,68 @@ def tls_record_overhead(version: str, cipher: str) -> int:
     return 5 + explicit + tag
 
 
+DTLS12_HEADER = 13                      # type, version, epoch, sequence number (48 bit), length
+DTLS13_HEADER = 5                       # unified header with a 16-bit sequence number and a length
+SCTP_COMMON, SCTP_DATA = 12, 16         # SCTP common header; DATA chunk header (RFC 9260)
+
+
+def dtls_record_overhead(version: str, cipher: str) -> int:
+    """Bytes one DTLS record adds to its payload: DTLS 1.2 13 B header + (AES-GCM/CCM: 8 B
+    explicit nonce + tag; ChaCha20-Poly1305: tag); DTLS 1.3 (RFC 9147 unified header, 16-bit
+    sequence number and length, as OpenSSL and wolfSSL send): 5 B + 1 B inner type + tag."""
+    tag = 8 if "CCM_8" in cipher.upper() else 16
+    if version == "1.3":
+        return DTLS13_HEADER + 1 + tag
+    return DTLS12_HEADER + (0 if "CHACHA20" in cipher.upper() else 8) + tag
+
+
+def sctp_data_overhead(payload: int) -> int:
+    """Bytes SCTP adds around one message of `payload` bytes carried alone in a packet: common
+    header + DATA chunk header + padding to 4 B."""
+    return SCTP_COMMON + SCTP_DATA + (-payload) % 4
+
+
+def relay_overhead(payload: int, version: str | None = None, cipher: str | None = None) -> int:
+    """Bytes the relay adds to one link message on the wire, against the same message in SCTP:
+    UDP + (DTLS record, or nothing for the plain relay) - SCTP's own headers (both over IPv4)."""
+    record = dtls_record_overhead(version, cipher) if version and cipher else 0
+    return UDP + record - sctp_data_overhead(payload)
+
+
+def analytic_table(sizes: tuple[int, ...] = (64, 1024)) -> "pd.DataFrame":
+    """The theoretical per-packet overhead of every ESP proposal of the catalogue (IPv4; and with
+    UDP encapsulation, as kernel-libipsec sends it), WireGuard, the TLS and DTLS records of the
+    catalogue's suites, per inner packet / payload size."""
+    import pandas as pd
+
+    from testbed import profiles
+    rows: list[dict[str, object]] = []
+    for p in profiles.load().values():
+        if p.refused:
+            continue
+        kw = p.params.get("esp_proposal")
+        if p.protocol == "ipsec" and p.params.get("auth") == "cert" and p.params.get("mode") == "start":
+            for size in sizes:
+                rows.append({"protocol": "ipsec", "profile": p.id, "what": f"ESP tunnel {kw}", "size": size,
+                             "added_bytes": esp_overhead(kw, size),
+                             "added_bytes_udp_encap": esp_overhead(kw, size, udp_encap=True)})
+        elif p.protocol == "tls" and p.params.get("paper") == "wisec2025":
+            for size in sizes:
+                rows.append({"protocol": "tls", "profile": p.id, "what": f"TLS {p.params['version']} record",
+                             "size": size, "added_bytes": tls_record_overhead(p.params["version"], p.params["cipher"])})
+        elif p.protocol == "dtls":
+            version, cipher = p.params.get("version"), p.params.get("cipher")
+            for size in sizes:
+                rows.append({"protocol": "dtls", "profile": p.id,
+                             "what": f"DTLS {version} record" if version else "plain UDP relay", "size": size,
+                             "added_bytes": dtls_record_overhead(version, cipher) if version else 0,
+                             "relay_vs_sctp": relay_overhead(size, version, cipher)})
+    for size in sizes:
+        rows.append({"protocol": "wireguard", "profile": "wireguard", "what": "WireGuard transport data",
+                     "size": size, "added_bytes": wireguard_overhead(size)})
+    return pd.DataFrame(rows)
+
+
 @dataclass(frozen=True)
 class Handshakes:
     """Handshake frames of one capture: per message kind, packets and bytes."""
@@ -185,6 +247,30 @@ def tls_handshake(pcap: Path) -> Handshakes:
     return Handshakes("tls", {kind: packets}, {kind: frames}, {kind: ips}, {})
 
 
+def dtls_handshake(pcap: Path, relay_port: int) -> Handshakes:
+    """DTLS handshake frames on the relay port: every frame carrying handshake (22) or
+    ChangeCipherSpec (20) records (ClientHello, HelloVerifyRequest, the flights, Finished,
+    NewSessionTicket; fragments counted as the frames they are)."""
+    names = ["frame.len", "ip.len", "ipv6.plen", "dtls.record.content_type"]
+    rows = [dict(zip(names, r + [""] * (len(names) - len(r)))) for r in tshark.fields(
+        pcap, f"dtls && udp.port == {relay_port}", names, extra=["-d", f"udp.port=={relay_port},dtls"])]
+    hs = [r for r in rows if {"20", "22"} & set(r["dtls.record.content_type"].split(","))]
+    kind = "DTLS handshake"
+    return Handshakes("dtls", {kind: len(hs)}, {kind: sum(int(r["frame.len"]) for r in hs)},
+                      {kind: sum(_ip_len(r) for r in hs)}, {})
+
+
+def dtls_application_payloads(pcap: Path, relay_port: int, src: str | None = None) -> list[int]:
+    """UDP payload lengths of the frames that carry only DTLS application data (one record each,
+    as the relay sends them), optionally only those sent by `src`."""
+    flt = f"dtls.record.content_type == 23 && udp.port == {relay_port}"
+    if src:
+        flt += f" && ip.src == {src}"
+    rows = tshark.fields(pcap, flt, ["udp.length", "dtls.record.content_type"],
+                         extra=["-d", f"udp.port=={relay_port},dtls"])
+    return [int(r[0]) - UDP for r in rows if set(r[1].split(",")) == {"23"}]
+
+
 def _classes(lengths: list[int]) -> list[int]:
     return sorted(set(lengths))
 
@@ -216,6 +302,9 @@ def results_table(results: Path) -> "pd.DataFrame":
                     hs = handshakes(f.path, proto)
                 elif proto == "tls":
                     hs = tls_handshake(f.path)
+                elif proto == "dtls" and f.attrs.get("iface") == r.get("plane") and not f.attrs.get("tap"):
+                    from testbed.overlays import dtls
+                    hs = dtls_handshake(f.path, dtls.link(str(r.get("plane"))).relay_port)
                 else:
                     hs = None
                 if hs is not None:
@@ -242,17 +331,6 @@ def results_table(results: Path) -> "pd.DataFrame":
 
 
 def write_report(results: Path, out: Path) -> Path | None:
-    """wire-bytes.csv and wire-bytes.md in out; None when no run has a capture."""
-    from analysis.markdown import table as md_table
-    from analysis.markdown import write_page
-    t = results_table(results)
-    if t.empty:
-        return None
-    out.mkdir(parents=True, exist_ok=True)
-    t.to_csv(out / "wire-bytes.csv", index=False)
-    return write_page(out, "wire-bytes", "Bytes on the wire",
-                      "Per run and capture: handshake packets and frame bytes (IKE_SA_INIT + IKE_AUTH, "
-                      "WireGuard initiation/response/cookie, TLS records from ClientHello to the client's "
-                      "first application record), and on N3 the protected packet lengths with the overhead "
-                      "measured against the baseline's GTP-U packets beside the analytic one "
-                      "(docs/wire-bytes.md).\n\n" + md_table(t))
+    """wire-bytes.csv, wire-bytes.md (+ the per-attach table and figure); None without captures."""
+    from analysis.wire_bytes_report import write_report as write
+    return write(results, out)

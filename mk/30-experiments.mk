@@ -9,13 +9,17 @@ EXPERIMENT_VARS := CAMPAIGN SLOT UP_TIMEOUT BOOTS CPUSET_STACK CPUSET_TOOLS SIZE
                    ITERATIONS ATTACH_TIMEOUT RETRIES WARM_GAP UES REPS TRANSPORTS DURATION \
                    UDP_BITRATE STREAMS SEED PROFILES DRY_RUN PLANE
 EXPERIMENT_ENV = $(foreach v,$(EXPERIMENT_VARS),$(v)="$($(v))")
-# the checks before any Docker driver (images engineer's doctor; skipped with DOCTOR=0)
+# the checks before any Docker driver (images engineer's doctor; skipped with DOCTOR=0, and for
+# DRY_RUN=1, which needs none of the host's prerequisites)
 DOCTOR ?= 1
-DOCTOR_FIRST = $(if $(filter 1,$(DOCTOR)),$(if $(wildcard scripts/doctor.sh),bash scripts/doctor.sh &&,),)
-# $(call CHECKS_FIRST,EXPERIMENT[,profile]): parameters (and PROFILE for its plane) are checked
-# before the doctor, so a typo is a usage error (exit 2) and not reported as a host problem.
-CHECKS_FIRST = $(EXPERIMENT_ENV) $(PYTHON) -m testbed params $(1) --from-env $(if $(2),--profile "$(PROFILE)") \
-               >/dev/null && $(DOCTOR_FIRST)
+DOCTOR_FIRST = $(if $(filter 1,$(DOCTOR)),$(if $(filter 1,$(DRY_RUN)),,$(if $(wildcard scripts/doctor.sh),bash scripts/doctor.sh &&,)),)
+# $(call PARAMS_FIRST,EXPERIMENT[,profile]): parameters (PROFILE for its plane, a campaign's
+# PROFILES) checked before anything else, so a typo is a usage error (exit 2), one line.
+# $(call CHECKS_FIRST,...): the same, then the doctor (never reported as a host problem first).
+PARAMS_FIRST = $(EXPERIMENT_ENV) $(PYTHON) -m testbed params $(1) --from-env $(if $(2),--profile "$(PROFILE)") \
+               $(if $(PROFILES),--profiles "$(PROFILES)") >/dev/null &&
+CHECKS_FIRST = $(PARAMS_FIRST) $(DOCTOR_FIRST)
+EXPERIMENTS := n3 sbi cpu throughput overlay
 
 run-n3: ## N3 ping RTT: BOOTS stack boots with PROFILE's N3 overlay, SETS x PINGS pings per size in SIZES from UE 1 to the host
 	@$(call CHECKS_FIRST,n3,profile) $(EXPERIMENT_ENV) bash scripts/boots.sh n3 scripts/run-n3.sh
@@ -36,11 +40,12 @@ run-throughput: ## iperf3 TCP and UDP from UE 1 through N3 to the host (throughp
 	@$(call CHECKS_FIRST,throughput,profile) $(EXPERIMENT_ENV) bash scripts/boots.sh throughput scripts/run-throughput.sh
 
 run-overlay: ## the N3 ping measurement through PROFILE's overlay between two namespaces: no Docker, seconds (root)
-	@$(EXPERIMENT_ENV) bash scripts/boots.sh overlay scripts/run-overlay.sh
+	@$(call PARAMS_FIRST,overlay,profile) $(EXPERIMENT_ENV) bash scripts/boots.sh overlay scripts/run-overlay.sh
 
 campaign: ## a campaign of EXPERIMENT=<n3|sbi|cpu|throughput|overlay> over every profile of its plane (resumable)
-	@test -n "$(EXPERIMENT)" || { echo "error: set EXPERIMENT=n3|sbi|cpu|throughput|overlay" >&2; exit 2; }
-	@$(if $(filter overlay,$(EXPERIMENT)),,$(DOCTOR_FIRST)) $(EXPERIMENT_ENV) bash scripts/campaign.sh $(EXPERIMENT)
+	@$(if $(filter $(EXPERIMENTS),$(EXPERIMENT)),,echo "error: EXPERIMENT='$(EXPERIMENT)': set one of $(EXPERIMENTS)" >&2; exit 2;)
+	@$(call PARAMS_FIRST,$(EXPERIMENT)) $(if $(filter overlay,$(EXPERIMENT)),,$(DOCTOR_FIRST)) \
+	  $(EXPERIMENT_ENV) bash scripts/campaign.sh $(EXPERIMENT)
 
 campaign-n3: ## run-n3 for every N3 profile (baseline included), shuffled, resumable; DRY_RUN=1 prints the plan
 	@$(call CHECKS_FIRST,n3) $(EXPERIMENT_ENV) bash scripts/campaign.sh n3
@@ -49,7 +54,8 @@ campaign-sbi: ## run-sbi (cold + warm) for every SBI profile (baseline included)
 	@$(call CHECKS_FIRST,sbi) $(EXPERIMENT_ENV) MODE="$(or $(MODE),both)" bash scripts/campaign.sh sbi
 
 campaign-overlay: ## run-overlay for every N3 profile in namespaces (no Docker), shuffled, resumable
-	@$(EXPERIMENT_ENV) bash scripts/campaign.sh overlay
+	@$(call PARAMS_FIRST,overlay) $(EXPERIMENT_ENV) bash scripts/campaign.sh overlay
 
 experiment-params: ## list every experiment parameter with its default (EXPERIMENT=n3|sbi|cpu|throughput|overlay)
-	@for e in $(or $(EXPERIMENT),n3 sbi cpu throughput overlay); do echo "$$e:"; $(PYTHON) -m testbed params $$e --format help; done
+	@$(if $(filter-out $(EXPERIMENTS),$(EXPERIMENT)),echo "error: EXPERIMENT='$(EXPERIMENT)': one of $(EXPERIMENTS)" >&2; exit 2;)
+	@for e in $(or $(EXPERIMENT),$(EXPERIMENTS)); do echo "$$e:"; $(PYTHON) -m testbed params $$e --format help; done

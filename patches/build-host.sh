@@ -44,7 +44,7 @@ check_source() {
     || die "$SRC lacks subprojects/freeDiameter or subprojects/prometheus-client-c (the offline build needs both; docs/patches.md)"
   local tool
   for tool in meson ninja patch; do
-    command -v "$tool" >/dev/null || die "$tool not found: install the build dependencies (FACTS.md 1.6)"
+    command -v "$tool" >/dev/null || die "$tool not found: install the build dependencies (the open5gs-build stage of images/open5gs/Dockerfile lists them)"
   done
 }
 

@@ -7,9 +7,9 @@ set -euo pipefail
 main() {
   local experiment="${1:?usage: boots.sh EXPERIMENT DRIVER [ARGS...]}" driver="${2:?usage: boots.sh EXPERIMENT DRIVER [ARGS...]}"
   shift 2
-  local boots i rc
-  boots="$("${PYTHON:-python3}" -m testbed params "$experiment" --from-env --format json \
-    | "${PYTHON:-python3}" -c 'import json, sys; print(json.load(sys.stdin)["boots"])')"
+  local boots i rc params
+  params="$("${PYTHON:-python3}" -m testbed params "$experiment" --from-env --format json)" || exit 2
+  boots="$("${PYTHON:-python3}" -c 'import json, sys; print(json.load(sys.stdin)["boots"])' <<<"$params")"
   for ((i = 1; i <= boots; i++)); do
     ((boots == 1)) || echo "boots.sh: $experiment boot $i of $boots" >&2
     rc=0

@@ -9,7 +9,10 @@
 #   OPEN5GS_INSTALL UERANSIM_INSTALL FERRETDB_INSTALL  a prebuilt install tree: no compile at all
 #   OAI_SRC OAI_INSTALL ASN1C_SRC SIMDE_SRC OAI_MARCH  the OpenAirInterface image (docs/ran.md)
 #   APPLY_PATCHES=0                 do not apply patches/open5gs/*.patch (tree already has them)
+#   DEBIAN_IMAGE=ref                another base image than the Dockerfiles' digest-pinned one
 #   BUILD_JOBS=N                    compile jobs inside the build (default: all cores)
+# Default tags carry the content hash of each image's build inputs (testbed/images.py); every
+# image gets the labels testbed.inputs (that hash) and testbed.base (its base image).
 #   DOCKER=docker                   the Docker CLI
 # Exit: 0 ok, 1 a build failed, 2 usage error, 130 interrupted.
 set -euo pipefail
@@ -51,7 +54,11 @@ Local trees (BuildKit named build contexts replace the stage of the same name):
   ASN1C_SRC=/path SIMDE_SRC=/path  the asn1c fork and the simde headers OAI builds with (local trees)
   OAI_MARCH=x86-64-v3     the CPU the OAI binaries are compiled for (native: the build host's)
   APPLY_PATCHES=0         the Open5GS tree already carries patches/open5gs/*.patch
+  DEBIAN_IMAGE=ref        another base image (default: the Dockerfiles' debian:bookworm-slim@sha256:...;
+                          a host with only an imported debian:bookworm-slim sets DEBIAN_IMAGE=debian:bookworm-slim)
   BUILD_JOBS=N            compile jobs (default: all cores)
+
+Default tags are <name>:<version>-<hash of the build inputs> (python3 -m testbed.cli.images inputs NAME).
 
   --dry-run   print the docker commands instead of running them
   -h, --help  this text
@@ -86,6 +93,17 @@ require_dir() {
   [[ -e "$dir/$marker" ]] || die "$var=$dir does not look right: $dir/$marker is missing (docs/images.md)" 2
 }
 
+# common_args NAME: what every image build gets: its version, its inputs hash and base as labels,
+# and the base image override if any.
+common_args() {
+  local name="$1" image_var="${1^^}_IMAGE" labels=()
+  mapfile -t labels < <(cd "$TESTBED_ROOT" && "$PYTHON" -m testbed.cli.images labels "$name") \
+    || die "cannot compute the build inputs hash of $name (see above)" 1
+  ((${#labels[@]})) || die "cannot compute the build inputs hash of $name" 1
+  printf '%s\n' --build-arg "IMAGE_VERSION=$(image_version "${!image_var}")" "${labels[@]}"
+  [[ -z "${DEBIAN_IMAGE:-}" ]] || printf '%s\n' --build-arg "DEBIAN_IMAGE=$DEBIAN_IMAGE"
+}
+
 run_build() {
   if [[ "$DRY_RUN" == 1 ]]; then
     printf '+'
@@ -105,7 +123,9 @@ build_compiled() {
   shift 4
   local upper="${name^^}"
   local install_var="${upper}_INSTALL" src_var="${upper}_SRC"
-  local args=(--build-arg "IMAGE_VERSION=$(image_version "$image")")
+  local args=()
+  mapfile -t args < <(common_args "$name")
+  ((${#args[@]})) || exit 1
   if [[ -n "${!install_var:-}" ]]; then
     require_dir "$install_var" "${!install_var}" "$install_marker"
     args+=(--build-context "$name-install=${!install_var}"
@@ -140,12 +160,16 @@ build_oai() {
 }
 
 build_tools() {
-  run_build "$DOCKER" buildx build --load -f images/tools/Dockerfile \
-    --build-arg "IMAGE_VERSION=$(image_version "$TOOLS_IMAGE")" -t "$TOOLS_IMAGE" .
+  local args=()
+  mapfile -t args < <(common_args tools)
+  ((${#args[@]})) || exit 1
+  run_build "$DOCKER" buildx build --load -f images/tools/Dockerfile "${args[@]}" -t "$TOOLS_IMAGE" .
 }
 
 build_ferretdb() {
-  local args=(--build-arg "IMAGE_VERSION=$(image_version "$FERRETDB_IMAGE")")
+  local args=()
+  mapfile -t args < <(common_args ferretdb)
+  ((${#args[@]})) || exit 1
   if [[ -n "${FERRETDB_INSTALL:-}" ]]; then
     require_dir FERRETDB_INSTALL "$FERRETDB_INSTALL" bin/ferretdb
     args+=(--build-context "ferretdb-install=$FERRETDB_INSTALL")
@@ -153,8 +177,12 @@ build_ferretdb() {
   run_build "$DOCKER" buildx build --load -f images/ferretdb/Dockerfile "${args[@]}" -t "$FERRETDB_IMAGE" .
 }
 
-# MongoDB is not built: pull MONGO_IMAGE when it is not there yet.
+# MongoDB is not built: pull MONGO_IMAGE when it is not there yet (MONGO_IMAGE=ferretdb: build that).
 ensure_mongo() {
+  if [[ "$MONGO_IMAGE" == "$FERRETDB_IMAGE" ]]; then
+    build_ferretdb || die "building $FERRETDB_IMAGE failed (see the build output above)" 1
+    return 0
+  fi
   if [[ "$DRY_RUN" != 1 ]] && "$DOCKER" image inspect "$MONGO_IMAGE" >/dev/null 2>&1; then
     log "$MONGO_IMAGE is present"
     return 0

@@ -77,6 +77,7 @@ main() {
   [[ "$SEED" =~ ^[0-9]+$ ]] || die "SEED='$SEED': must be a whole number" 2
   local driver="$TESTBED_ROOT/scripts/run-$EXPERIMENT.sh"
   [[ -x "$driver" ]] || die "no driver for $EXPERIMENT ($driver)" 1
+  PROFILE="(campaign $CAMPAIGN $EXPERIMENT)" driver_lock      # its drivers inherit the lock
 
   # the experiment's own parameters, from the environment, checked once for the whole campaign
   local names=() name params=()

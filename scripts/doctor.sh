@@ -127,40 +127,42 @@ check_kernel() {
   done <<<"$facts"
   report info "kernel" "${has[kernel]} (probed by testbed/datapath.py)"
 
-  if [[ "${has[sctp]}" == yes ]]; then
-    report ok "kernel SCTP" "available"
+  kernel_required sctp "kernel SCTP" "available" \
+    "NGAP between gNB and AMF (N2 is SCTP): the gNB cannot connect and no UE attaches: $EVERY_EXPERIMENT" \
+    "\`sudo modprobe sctp\` (Ubuntu cloud kernels: install linux-modules-extra-\$(uname -r)); Docker Desktop and WSL2 kernels lack SCTP: use a Linux host or VM"
+  kernel_required tun "TUN" "/dev/net/tun works" \
+    "the UE's uesimtun and the UPF's ogstun (no PDU session, no user-plane experiment) and the userspace fallbacks kernel-libipsec and wireguard-go" \
+    "\`sudo modprobe tun\`; inside a VM or container make /dev/net/tun available"
+  kernel_or_userspace xfrm_esp "xfrm ESP (kernel IPsec)" "ESP with AES-GCM works" \
+    "kernel-datapath IPsec: IPsec profiles fall back to strongSwan's kernel-libipsec (userspace ESP, in the tools image); they run, but their latencies are not comparable with the paper's (manifests record datapath.userspace=true)" \
+    "\`sudo modprobe esp4 xfrm_user xfrm_interface\` and the AEAD modules (\`modprobe gcm aesni_intel\`); kernels without CONFIG_INET_ESP need another kernel" \
+    "the kernel-libipsec fallback" "every IPsec profile (make run-n3 PROFILE=aes128gcm ..., the IPsec SBI profiles)" \
+    "\`sudo modprobe esp4 xfrm_user\` (kernel datapath) or \`sudo modprobe tun\` (userspace fallback)"
+  kernel_or_userspace wireguard_kernel "WireGuard (kernel)" "available" \
+    "kernel-datapath WireGuard: the WireGuard profiles fall back to wireguard-go (userspace, in the tools image); manifests record datapath.userspace=true" \
+    "\`sudo modprobe wireguard\` (in mainline since Linux 5.6; older kernels: wireguard-dkms)" \
+    "wireguard-go" "every WireGuard profile" "\`sudo modprobe wireguard\` or \`sudo modprobe tun\`"
+}
+
+# kernel_required KEY NAME OK BREAKS DO: a kernel feature without a fallback: ok or FAIL.
+kernel_required() {
+  if [[ "${has[$1]}" == yes ]]; then
+    report ok "$2" "$3"
   else
-    report fail "kernel SCTP" "not available (${why[sctp]})" \
-      "NGAP between gNB and AMF (N2 is SCTP): the gNB cannot connect and no UE attaches: $EVERY_EXPERIMENT" \
-      "\`sudo modprobe sctp\` (Ubuntu cloud kernels: install linux-modules-extra-\$(uname -r)); Docker Desktop and WSL2 kernels lack SCTP: use a Linux host or VM"
+    report fail "$2" "not available (${why[$1]})" "$4" "$5"
   fi
-  if [[ "${has[tun]}" == yes ]]; then
-    report ok "TUN" "/dev/net/tun works"
-  else
-    report fail "TUN" "not available (${why[tun]})" \
-      "the UE's uesimtun and the UPF's ogstun (no PDU session, no user-plane experiment) and the userspace fallbacks kernel-libipsec and wireguard-go" \
-      "\`sudo modprobe tun\`; inside a VM or container make /dev/net/tun available"
-  fi
-  if [[ "${has[xfrm_esp]}" == yes ]]; then
-    report ok "xfrm ESP (kernel IPsec)" "ESP with AES-GCM works"
+}
+
+# kernel_or_userspace KEY NAME OK WARN_BREAKS WARN_DO FALLBACK FAIL_BREAKS FAIL_DO: a kernel
+# datapath: ok; missing with TUN: a warning (the userspace fallback runs); missing without: FAIL.
+kernel_or_userspace() {
+  local key="$1" name="$2"
+  if [[ "${has[$key]}" == yes ]]; then
+    report ok "$name" "$3"
   elif [[ "${has[tun]}" == yes ]]; then
-    report warn "xfrm ESP (kernel IPsec)" "not available (${why[xfrm_esp]})" \
-      "kernel-datapath IPsec: IPsec profiles fall back to strongSwan's kernel-libipsec (userspace ESP, in the tools image); they run, but their latencies are not comparable with the paper's (manifests record datapath.userspace=true)" \
-      "\`sudo modprobe esp4 xfrm_user xfrm_interface\` and the AEAD modules (\`modprobe gcm aesni_intel\`); kernels without CONFIG_INET_ESP need another kernel"
+    report warn "$name" "not available (${why[$key]})" "$4" "$5"
   else
-    report fail "xfrm ESP (kernel IPsec)" "not available (${why[xfrm_esp]}), and no TUN for the kernel-libipsec fallback" \
-      "every IPsec profile (make run-n3 PROFILE=aes128gcm ..., the IPsec SBI profiles)" \
-      "\`sudo modprobe esp4 xfrm_user\` (kernel datapath) or \`sudo modprobe tun\` (userspace fallback)"
-  fi
-  if [[ "${has[wireguard_kernel]}" == yes ]]; then
-    report ok "WireGuard (kernel)" "available"
-  elif [[ "${has[tun]}" == yes ]]; then
-    report warn "WireGuard (kernel)" "not available (${why[wireguard_kernel]})" \
-      "kernel-datapath WireGuard: the WireGuard profiles fall back to wireguard-go (userspace, in the tools image); manifests record datapath.userspace=true" \
-      "\`sudo modprobe wireguard\` (in mainline since Linux 5.6; older kernels: wireguard-dkms)"
-  else
-    report fail "WireGuard (kernel)" "not available (${why[wireguard_kernel]}), and no TUN for wireguard-go" \
-      "every WireGuard profile" "\`sudo modprobe wireguard\` or \`sudo modprobe tun\`"
+    report fail "$name" "not available (${why[$key]}), and no TUN for $6" "$7" "$8"
   fi
 }
 
@@ -181,7 +183,7 @@ check_avx() {
   elif mongo_needs_avx; then
     report fail "AVX (MongoDB 5+)" "the CPU has no AVX and MONGO_IMAGE=$MONGO_IMAGE needs it" \
       "the database: mongod dies with 'Illegal instruction' (exit 132), UDR and PCF exit, no UE attaches: $EVERY_EXPERIMENT" \
-      "use MONGO_IMAGE=mongo:4.4, or the MongoDB-compatible FerretDB image: \`make build IMAGES=ferretdb\` then MONGO_IMAGE=$FERRETDB_IMAGE"
+      "use MONGO_IMAGE=mongo:4.4, or the MongoDB-compatible FerretDB image built here: MONGO_IMAGE=ferretdb (\`make up\` builds it)"
   else
     report ok "AVX (MongoDB 5+)" "the CPU has no AVX; MONGO_IMAGE=$MONGO_IMAGE does not need it"
   fi
@@ -259,6 +261,10 @@ main() {
       *) die "unknown argument '$1' (see --help)" 2 ;;
     esac
     shift
+  done
+  local v
+  for v in DISK_FAIL_GIB DISK_WARN_GIB; do
+    [[ "${!v}" =~ ^[0-9]+$ ]] || die "$v='${!v}': must be a whole number of GiB" 2
   done
   trap 'exit 130' INT TERM
   cd "$TESTBED_ROOT"

@@ -26,6 +26,9 @@ main() {
     esac
   done
   trap 'exit 130' INT TERM
+  # the user's input first (an unknown profile lists the valid ones), the host after it
+  (cd "$STACK_REPO" && "$PYTHON" -m testbed check-profile "$profile" ${plane:+--plane "$plane"} >/dev/null) || exit 2
+  state_lock "scripts/down.sh" "$@"
   stack_require_compose
   local cur dir=""
   cur="$(stack_current_file)"

@@ -26,6 +26,16 @@ main() {
     esac
   done
   trap 'exit 130' INT TERM
+  # the user's input first: services are those of the compose files (no Docker needed to know)
+  local known s
+  known="$(cd "$STACK_REPO" && "$PYTHON" -c 'import sys, yaml
+names = set()
+for f in sys.argv[1:]:
+    names |= set((yaml.safe_load(open(f)) or {}).get("services") or {})
+print(" ".join(sorted(names)))' compose/*.yaml)" || stack_die "cannot read the service names of compose/*.yaml"
+  for s in "${services[@]}"; do
+    [[ " $known " == *" $s "* ]] || { printf 'error: no service %s; services: %s\n' "$s" "$known" >&2; exit 2; }
+  done
   stack_require_compose
   local cur
   cur="$(stack_current_file)"

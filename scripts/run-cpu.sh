@@ -17,12 +17,7 @@ usage() {
 Usage: $(basename "$0") [--profile P] [--ues "1 5 10 20"] [--reps N] [--attach-timeout S]
        make run-cpu PROFILE=<p> UES="1 5 10 20" [REPS=...]
 
-Needs root, Docker Engine + Compose v2 and the images (make build; make doctor checks).
-Parameters (flags --name, or the Make/environment variable NAME):
-$(tb params "$EXPERIMENT" --format help)
-  PROFILE         an SBI profile (make profiles PLANE=sbi) [default: baseline]
-  RESULTS         results root [default: results]
-  DRY_RUN=1       print the commands, start nothing
+$(usage_parameters "$EXPERIMENT" sbi)
 
 Writes \$RESULTS/<campaign>/cpu/<profile>/<run>/: manifest.json, cpu-uNN-rNN.csv
 (service,cpu_usec), sbi-uNN-rNN.pcap (validation), logs.

@@ -15,12 +15,7 @@ usage() {
 Usage: $(basename "$0") [--profile P] [--sizes "64 1024"] [--sets N] [--pings N] [--interval S] ...
        make run-n3 PROFILE=<p> [SIZES=...] [SETS=...] [PINGS=...] [INTERVAL=...]
 
-Needs root, Docker Engine + Compose v2 and the images (make build; make doctor checks).
-Parameters (flags --name, or the Make/environment variable NAME):
-$(tb params "$EXPERIMENT" --format help)
-  PROFILE         an n3 profile (make profiles PLANE=n3) [default: baseline]
-  RESULTS         results root [default: results]
-  DRY_RUN=1       print the commands, start nothing
+$(usage_parameters "$EXPERIMENT" n3)
 
 Writes \$RESULTS/<campaign>/n3/<profile>/<run>/: manifest.json, warmup-*.txt and
 ping-s<size>-set<NN>.txt (raw \`LC_ALL=C ping -D -n\`), n3.pcap (validation), logs.

@@ -161,6 +161,7 @@ main() {
   parse_params "$EXPERIMENT" "$@"
   load_params "$EXPERIMENT"
   preflight
+  driver_lock
   TARGET="$(stack_address upf n3)"
   install_traps
   run_begin "$EXPERIMENT"

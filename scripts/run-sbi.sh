@@ -6,7 +6,7 @@
 # so the timing capture is the gNB's own plaintext view (nflog in its namespace, see
 # plaintext_view_start in scripts/lib/common.sh). UE 1 attaches
 # (cold: no SBI security associations yet), then - mode warm/both - UE 2 (warm: well within the
-# 118 s after which Open5GS's HTTP/2 client drops idle connections, FACTS.md 1.4); stack down.
+# 118 s after which Open5GS's HTTP/2 client drops idle connections: curl's default connection age); stack down.
 # A UE without a PDU session within ATTACH_TIMEOUT is a failed sample (recorded with the reason)
 # and is retried up to RETRIES attempts; nothing is dropped silently. The attach times are
 # computed by the analysis from the N2 captures. Docs: docs/experiments.md.
@@ -98,6 +98,8 @@ iteration() {
 
 main() {
   docker_driver_begin "$EXPERIMENT" "$@"
+  # NAS (--nas or NAS=) reaches the render of every iteration's stack (scripts/up.sh -> render)
+  export NAS
   local images=() it
   mapfile -t images < <(docker_image_args)
   run_begin "$EXPERIMENT" "${images[@]}"

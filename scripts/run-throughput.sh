@@ -15,12 +15,7 @@ usage() {
 Usage: $(basename "$0") [--profile P] [--transports "tcp udp"] [--duration S] [--reps N] [--udp-bitrate 100M]
        make run-throughput PROFILE=<p> [DURATION=...] [REPS=...]
 
-Needs root, Docker Engine + Compose v2, the images (iperf3 in the UERANSIM image) and iperf3
-on the host. Parameters (flags --name, or the Make/environment variable NAME):
-$(tb params "$EXPERIMENT" --format help)
-  PROFILE         an n3 profile (make profiles PLANE=n3) [default: baseline]
-  RESULTS         results root [default: results]
-  DRY_RUN=1       print the commands, start nothing
+$(usage_parameters "$EXPERIMENT" n3 " (iperf3 in the UERANSIM image), iperf3 on the host")
 
 Writes \$RESULTS/<campaign>/throughput/<profile>/<run>/: manifest.json,
 iperf3-<tcp|udp>-rNN.json (raw iperf3 -J), n3.pcap (validation), logs.

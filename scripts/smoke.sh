@@ -48,6 +48,13 @@ main() {
       *) echo "smoke.sh: unknown argument $1" >&2; usage >&2; exit 2 ;;
     esac
   done
+  # the user's input first (an unknown profile lists the valid ones), the host after it
+  local profile="${PROFILE:-baseline}" plane="${PLANE:-}" i
+  for ((i = 0; i < ${#UP_ARGS[@]}; i += 2)); do
+    case "${UP_ARGS[i]}" in --profile) profile="${UP_ARGS[i + 1]}" ;; --plane) plane="${UP_ARGS[i + 1]}" ;; esac
+  done
+  (cd "$STACK_REPO" && "$PYTHON" -m testbed check-profile "$profile" ${plane:+--plane "$plane"} >/dev/null) || exit 2
+  state_lock "scripts/smoke.sh" "${UP_ARGS[@]}"
   trap finish EXIT
   trap 'exit 130' INT TERM
   "$(dirname "${BASH_SOURCE[0]}")/up.sh" "${UP_ARGS[@]}" || stack_die "bring-up failed"
@@ -57,9 +64,11 @@ main() {
   cid="$(stack_container "$RENDER" ue1)"
   [[ -n "$cid" ]] || stack_die "no ue1 container after bring-up"
   stack_log "pinging $target from UE 1 (uesimtun0) through the UPF, $PINGS times"
-  # ping from a tools container inside UE 1's network namespace (the UERANSIM image need not have ping)
+  # ping from a tools container inside UE 1's network namespace (the UERANSIM image need not have ping),
+  # holding only NET_RAW for ping's raw socket (least privilege, as the stack: docs/stack.md)
   local out
-  out="$(docker run --rm --network "container:$cid" --label testbed.role=smoke "$TOOLS_IMAGE" \
+  out="$(docker run --rm --network "container:$cid" --label testbed.role=smoke \
+    --cap-drop ALL --cap-add NET_RAW --security-opt no-new-privileges:true --read-only "$TOOLS_IMAGE" \
     ping -n -c "$PINGS" -W 2 -I uesimtun0 "$target" 2>&1)" || true
   printf '%s\n' "$out"
   grep -q " $PINGS received" <<<"$out" \

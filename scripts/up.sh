@@ -24,6 +24,9 @@ usage: up.sh [--profile ID] [--plane PLANE] [--scp] [--ran V] [--ues N] [--timeo
                  captures on the bridges, so they hold every packet from the first NF's start)
   --start-created  start a stack made by --create-only (the same arguments otherwise)
 Environment: OPEN5GS_IMAGE UERANSIM_IMAGE OAI_IMAGE TOOLS_IMAGE MONGO_IMAGE MONGO_URI RUN_ID STATE RAN UU
+  DRY_RUN=1      check the input, render and check the configs, print what would run: no Docker
+One run at a time per STATE directory (its lock names the holder); another STATE runs its own
+stack beside this one (own project, bridges and addresses: \`python -m testbed instance\`).
 Exit: 0 up, 1 failure (stack torn down), 2 usage error, 130 interrupted (stack torn down).
 USAGE
 }
@@ -89,21 +92,18 @@ check_sctp() {
   fi
 }
 
-# ensure_images: build the testbed's own images (names from images/defaults.env or the
-# environment) when they are missing, so the first `make up` or run-* on a fresh host needs no
-# separate `make build`: the core's, the tools and the RAN variant's (ueransim or oai).
-# AUTO_BUILD=0 turns this off.
+# ensure_images: build the testbed's own images when there is none for their current build inputs
+# (a fresh host, or a changed Dockerfile or patch: the tag carries the inputs' hash), so `make up`
+# and run-* never run old binaries; an image named explicitly and built from other inputs only
+# gets a warning. The RAN variant's image: ueransim, or oai (RAN=oai|split). AUTO_BUILD=0 turns this off.
 ensure_images() {
-  local missing=() name var ran_image
+  local missing=() names=(open5gs ueransim tools)
   [[ "${AUTO_BUILD:-1}" == 1 ]] || return 0
-  ran_image="$(stack_env "$RENDER" RAN)"
-  [[ "$ran_image" == ueransim ]] || ran_image=oai
-  for name in open5gs "$ran_image" tools; do
-    var="${name^^}_IMAGE"
-    docker image inspect "${!var}" >/dev/null 2>&1 || missing+=("$name")
-  done
+  [[ "$(stack_env "$RENDER" RAN)" == ueransim ]] || names=(open5gs oai tools)
+  [[ "$MONGO_IMAGE" != "$FERRETDB_IMAGE" ]] || names+=(ferretdb)
+  mapfile -t missing < <(images_to_build "$STACK_REPO" "${names[@]}")
   ((${#missing[@]})) || return 0
-  stack_log "images missing: ${missing[*]}; building them now (once; AUTO_BUILD=0 to skip; docs/images.md)"
+  stack_log "no image for the current build inputs of: ${missing[*]}; building them now (AUTO_BUILD=0 to skip; docs/images.md)"
   bash "$STACK_REPO/scripts/build.sh" "${missing[@]}" \
     || stack_die "building ${missing[*]} failed (see above); fix it, or run \`make build\` by hand"
 }
@@ -125,19 +125,26 @@ main() {
   # the user's input first (an unknown profile lists the valid ones), the host after it
   (cd "$STACK_REPO" && "$PYTHON" -m testbed check-profile "$PROFILE_ID" ${PLANE_ID:+--plane "$PLANE_ID"} >/dev/null) \
     || exit 2
-  stack_require_compose
-  check_sctp
+  state_lock "scripts/up.sh" "$@" "(profile $PROFILE_ID${DRY_RUN:+, DRY_RUN=$DRY_RUN})"
+  if [[ "${DRY_RUN:-0}" != 1 ]]; then
+    stack_require_compose
+    check_sctp
+  fi
   RENDER="$(stack_render "$PROFILE_ID" "$PLANE_ID" "${SCP_FLAG[@]}")" || exit $?
   (cd "$STACK_REPO" && "$PYTHON" -m testbed check-config --render-dir "$RENDER" --no-render) \
     || stack_die "configuration check failed for $RENDER (see above); fix nf-configs/stack.yaml or compose/ and retry"
   cat "$RENDER/plan.txt" >&2
-  ensure_images
   local scale_max
   scale_max="$(stack_env "$RENDER" SCALE_MAX)"
   ((UES_N <= scale_max)) \
     || stack_die "--ues $UES_N exceeds the $scale_max provisioned scaling subscribers (nf-configs/stack.yaml subscribers.scale.count)"
   ((UES_N == 0)) || [[ "$(stack_env "$RENDER" RAN_SCALE)" == 1 ]] \
     || stack_die "--ues $UES_N: RAN=$(stack_env "$RENDER" RAN) has no scaling UEs (only RAN=ueransim does; docs/ran.md)"
+  if [[ "${DRY_RUN:-0}" == 1 ]]; then
+    dry_run_plan
+    return 0
+  fi
+  ensure_images
   # a stack created by --create-only (captures were started on its bridges since) is kept
   [[ "$PHASE" == start ]] || down_previous
   export UES="$UES_N"
@@ -184,6 +191,16 @@ main() {
     stack_log "UE 1 has its PDU session: $tun $addr"
   fi
   stack_log "stack up: profile $PROFILE_ID, render dir $RENDER (\`make down\` stops it)"
+}
+
+# dry_run_plan: what a real `make up` would run next (images first, then Compose), without Docker.
+dry_run_plan() {
+  stack_compose_argv "$RENDER"
+  stack_log "DRY_RUN: nothing started; project $COMPOSE_PROJECT, bridges $BRIDGE_PREFIX-<network>, state $STATE_DIR"
+  printf '+ %s\n' "images: build those without an image for their current inputs (python3 -m testbed.cli.images plan): $OPEN5GS_IMAGE $UERANSIM_IMAGE $TOOLS_IMAGE"
+  printf '+'
+  printf ' %q' "${STACK_CMD[@]}" up -d --remove-orphans
+  printf '\n'
 }
 
 main "$@"

@@ -125,18 +125,39 @@ def git_commit() -> tuple[str | None, bool | None]:
     return commit, dirty
 
 
-def image_facts(images: list[str]) -> dict[str, Any]:
-    """Image name -> {id, version label} from the local Docker engine (None when absent)."""
-    out: dict[str, Any] = {}
-    for name in images:
-        line = _out(["docker", "image", "inspect", "--format",
-                     '{{.Id}} {{index .Config.Labels "org.opencontainers.image.version"}}', name])
-        if line and line.startswith("sha256:"):
-            ident, _, label = line.partition(" ")
-            out[name] = {"id": ident, "version": label.strip() or None}
-        else:
-            out[name] = None
-    return out
+def image_facts(refs: list[str]) -> dict[str, Any]:
+    """Image reference -> what the local Docker engine says of it (testbed/images.py facts: id,
+    digests, version/inputs/base/source labels, the contents file read from inside), None when
+    absent. The contents are cached per image id under $STATE/images/."""
+    from testbed import images, keys
+    cache = keys.default_state_dir() / "images"
+    return {ref: images.facts(ref, cache_dir=cache) for ref in refs}
+
+
+# What the stack's programs are, read from inside the images that ran them (the contents file of
+# images/*/Dockerfile): manifest key -> (image, key in its /etc/testbed-image.txt).
+IMAGE_VERSIONS = {
+    "open5gs": ("open5gs", "open5gs_version"),
+    "open5gs_commit": ("open5gs", "open5gs_commit"),
+    "openssl": ("open5gs", "libssl3"),                    # the NFs' TLS server library
+    "libcurl": ("open5gs", "libcurl3-gnutls"),            # the NFs' SBI client library
+    "ueransim": ("ueransim", "ueransim_version"),
+    "ueransim_commit": ("ueransim", "ueransim_commit"),
+    "iperf3": ("ueransim", "iperf3"),                     # run-throughput runs it in the UE
+    "ping": ("ueransim", "iputils-ping"),                 # run-n3 pings from the UE
+    "strongswan": ("tools", "strongswan-charon"),         # the overlay endpoints (holders)
+    "wireguard_tools": ("tools", "wireguard-tools"),
+    "wireguard_go": ("tools", "wireguard-go"),
+    "image_tshark": ("tools", "tshark"),
+}
+# An OpenAirInterface RAN (parameter `ran` oai|split) runs OAI's image instead of UERANSIM's: its
+# programs, and the UE's ping and iperf3, are read from that image.
+OAI_VERSIONS = {
+    "oai": ("oai", "oai_version"),
+    "oai_commit": ("oai", "oai_commit"),
+    "iperf3": ("oai", "iperf3"),
+    "ping": ("oai", "iputils-ping"),
+}
 
 
 # Debian 13's tshark ends its first line with a dot ("TShark (Wireshark) 4.4.19."); bookworm's
@@ -155,6 +176,7 @@ def tool_versions() -> dict[str, str | None]:
         "tshark": _version(TSHARK_VERSION, _out(["tshark", "--version"])),
         "iperf3": _version(r"iperf ([\d.]+)", _out(["iperf3", "--version"])),
         "ping": _version(r"iputils (\S+)", _out(["ping", "-V"])),
+        "openssl": _version(r"OpenSSL (\S+)", _out(["openssl", "version"])),
     }
 
 
@@ -162,24 +184,40 @@ def tool_versions() -> dict[str, str | None]:
 NO_STACK = ("overlay",)
 
 
-def versions(images: list[str] | None = None, stack_run: bool = True) -> dict[str, Any]:
+def versions(images: list[str] | None = None, stack_run: bool = True, ran: str | None = None) -> dict[str, Any]:
+    """The versions that ran. A stack run's programs are read from inside its images (their
+    contents files; null where an image could not be read), beside the versions stack.yaml pins;
+    the host's programs otherwise (`programs_from` says which). `tshark` is always the host's:
+    it takes the captures and judges validity."""
     values = stack.load()
     commit, dirty = git_commit()
-    return {
-        "testbed_commit": commit,
-        "testbed_dirty": dirty,
-        "open5gs": values.get("open5gs_version") if stack_run else None,
-        "ueransim": values.get("ueransim_version") if stack_run else None,
-        **tool_versions(),
-        "images": image_facts(images or []),
-    }
+    facts = image_facts(images or [])
+    host = tool_versions()
+    out: dict[str, Any] = {"testbed_commit": commit, "testbed_dirty": dirty}
+    if stack_run:
+        inside = {str(c.get("image")): c for f in facts.values()
+                  if f and isinstance(c := f.get("contents"), dict)}
+        table = dict(IMAGE_VERSIONS)
+        oai_ran = bool(ran) and ran != "ueransim"
+        if oai_ran:
+            table.update(OAI_VERSIONS)
+        out.update({key: inside.get(img, {}).get(field) for key, (img, field) in table.items()})
+        out.update({"open5gs_pinned": values.get("open5gs_version"), "ueransim_pinned": values.get("ueransim_version"),
+                    "tshark": host["tshark"], "programs_from": "images"})
+        if oai_ran:
+            out.update({"ueransim": None, "ueransim_commit": None, "ueransim_pinned": None,
+                        "oai_pinned": values.get("oai_version")})
+    else:
+        out.update({"open5gs": None, "ueransim": None, **host, "programs_from": "host"})
+    out["images"] = facts
+    return out
 
 
-def _ran_versions(v: dict[str, Any], ran: str | None) -> dict[str, Any]:
-    """An OpenAirInterface RAN (parameter `ran` oai|split) runs OAI, not UERANSIM: say which."""
-    if ran and ran != "ueransim" and v.get("ueransim") is not None:
-        return {**v, "ueransim": None, "oai": stack.load().get("oai_version")}
-    return v
+def _instance() -> dict[str, Any]:
+    """Which stack of the host this run used (STATE's project and address slot, testbed/instance.py)."""
+    from testbed import instance
+    inst = instance.of()
+    return {"state": str(inst.state), "project": inst.project, "slot": inst.slot}
 
 
 def datapath_for(protocol: str, facts: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -189,6 +227,9 @@ def datapath_for(protocol: str, facts: dict[str, Any] | None = None) -> dict[str
     overlay entrypoint actually reported (`datapath: ipsec=...` lines) via set_datapath().
     """
     dp: dict[str, Any] = {"ipsec": None, "wireguard": None, "userspace": False}
+    if protocol == "dtls":
+        # the DTLS relay is socat in userspace, always (testbed/overlays/dtls.py)
+        return {**dp, "dtls": "socat", "userspace": True}
     if protocol not in ("ipsec", "wireguard"):
         return dp                    # baseline and TLS: no kernel/userspace choice to record
     if facts is None:
@@ -296,7 +337,8 @@ def create(results: Path, experiment: str, profile_id: str, raw_params: dict[str
         "parameters": {k: v for k, v in params.items() if k not in ("profile", "campaign", "slot")},
         "profile_params": dict(prof.params),
         "host": host_facts(),
-        "versions": _ran_versions(versions(images, stack_run=experiment not in NO_STACK), params.get("ran")),
+        "versions": versions(images, stack_run=experiment not in NO_STACK, ran=params.get("ran")),
+        "instance": _instance(),
         "started": utcnow(),
         "finished": None,
         "driver": {"pid": driver_pid or os.getppid(), "hostname": socket.gethostname()},
@@ -389,7 +431,8 @@ def add_event(run_dir: Path, level: str, message: str) -> None:
     write(run_dir, m)
 
 
-def set_datapath(run_dir: Path, ipsec: str | None = None, wireguard: str | None = None) -> dict[str, Any]:
+def set_datapath(run_dir: Path, ipsec: str | None = None, wireguard: str | None = None,
+                 dtls: str | None = None) -> dict[str, Any]:
     """Record the datapath the overlay reported; returns the new datapath object."""
     m = _running(run_dir)
     dp = dict(m["datapath"])
@@ -397,7 +440,10 @@ def set_datapath(run_dir: Path, ipsec: str | None = None, wireguard: str | None 
         dp["ipsec"] = ipsec
     if wireguard is not None:
         dp["wireguard"] = wireguard
-    dp["userspace"] = dp["ipsec"] == "libipsec" or dp["wireguard"] == "wireguard-go"
+    if dtls is not None:
+        dp["dtls"] = dtls
+    dp["userspace"] = (dp["ipsec"] == "libipsec" or dp["wireguard"] == "wireguard-go"
+                       or dp.get("dtls") is not None)
     m["datapath"] = dp
     write(run_dir, m)
     return dp
@@ -408,7 +454,7 @@ def set_path_waits(run_dir: Path, waits: dict[str, Any]) -> None:
     set_field(run_dir, "path_waits", waits)
 
 
-SET_FIELDS = ("path_waits", "wireguard_sessions")
+SET_FIELDS = ("path_waits", "wireguard_sessions", "nas")
 
 
 def set_field(run_dir: Path, key: str, value: Any) -> None:

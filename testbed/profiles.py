@@ -20,7 +20,7 @@ from testbed import planes as planes_mod
 
 CATALOGUE = ROOT / "profiles.yaml"
 PLANES = planes_mod.names()          # every plane of nf-configs/channels.yaml, catalogue order
-PROTOCOLS = ("none", "ipsec", "wireguard", "tls")
+PROTOCOLS = ("none", "ipsec", "wireguard", "tls", "dtls")
 
 
 class ProfileError(ValueError):
@@ -34,10 +34,11 @@ class Profile:
     planes: tuple[str, ...]
     label: str
     params: dict[str, Any]
+    refused: str | None = None         # why this profile cannot run here (listed, never run)
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "protocol": self.protocol, "planes": list(self.planes),
-                "label": self.label, "params": dict(self.params)}
+                "label": self.label, "params": dict(self.params), "refused": self.refused}
 
 
 def _ipsec_profiles(cat: dict[str, Any]) -> list[Profile]:
@@ -69,7 +70,20 @@ def _ipsec_profiles(cat: dict[str, Any]) -> list[Profile]:
     return out
 
 
+def _dtls_profiles(cat: dict[str, Any]) -> list[Profile]:
+    out: list[Profile] = []
+    for pid, d in cat["profiles"].items():
+        params = {k: v for k, v in d.items() if k != "refused"}
+        params.setdefault("relay", "dtls")
+        label = (f"DTLS {d['version']} {d['cipher']} relay ({str(d['cert']).upper()})"
+                 if params["relay"] == "dtls" else "relay without DTLS (plain UDP): the relay's own cost")
+        refused = " ".join(str(d["refused"]).split()) if d.get("refused") else None
+        out.append(Profile(pid, "dtls", tuple(cat["planes"]), label, params, refused))
+    return out
+
+
 def _expand(raw: dict[str, Any]) -> dict[str, Profile]:
+    # the baseline runs on every plane
     profiles: list[Profile] = [Profile("baseline", "none", PLANES, "no overlay", {})]
     profiles += _ipsec_profiles(raw["ipsec"])
     for pid, wg in raw["wireguard"].items():
@@ -78,6 +92,7 @@ def _expand(raw: dict[str, Any]) -> dict[str, Profile]:
         params = dict(tls)
         label = f"TLS {tls['version']} {tls['cipher']} ({tls['cert'].upper()})"
         profiles.append(Profile(pid, "tls", ("sbi",), label, params))
+    profiles += _dtls_profiles(raw.get("dtls") or {"planes": [], "profiles": {}})
     by_id: dict[str, Profile] = {}
     for p in profiles:
         if p.id in by_id:
@@ -104,9 +119,15 @@ def _plane_words(plane: str | None) -> tuple[str, ...] | None:
 
 
 def names(plane: str | None = None) -> list[str]:
-    """Profile ids that support every plane of the PLANE expression (all ids without one)."""
+    """Ids of the profiles that can run on every plane of the PLANE expression (all ids without
+    one); profiles listed as refused are left out."""
+    return [p.id for p in _matching(plane) if not p.refused]
+
+
+def _matching(plane: str | None) -> list[Profile]:
+    """Every catalogue profile (refused ones too) supporting every plane of the expression."""
     want = _plane_words(plane)
-    return [p.id for p in load().values() if want is None or set(want) <= set(p.planes)]
+    return [p for p in load().values() if want is None or set(want) <= set(p.planes)]
 
 
 def get(profile_id: str, plane: str | None = None) -> Profile:
@@ -119,7 +140,9 @@ def get(profile_id: str, plane: str | None = None) -> Profile:
     if prof is None:
         raise ProfileError(
             f"unknown PROFILE {profile_id!r}. Valid profiles{where} ({len(valid)}): "
-            + " ".join(valid) + "\nRun `make profiles` for details.")
+            + " ".join(valid) + " (`make profiles` for details)")
+    if prof.refused:
+        raise ProfileError(f"PROFILE {profile_id!r} ({prof.protocol}) is refused on this testbed: {prof.refused}")
     missing = [p for p in want or () if p not in prof.planes]
     if missing:
         raise ProfileError(
@@ -141,17 +164,21 @@ def planes_for(profile: Profile, plane: str | None) -> tuple[str, ...]:
 
 
 def format_table(plane: str | None = None) -> str:
-    rows = [load()[i] for i in names(plane)]
+    rows = _matching(plane)
     width = max(len(p.id) for p in rows)
     pw = max(len(",".join(p.planes)) for p in rows)
     lines = [f"{'PROFILE'.ljust(width)}  {'PLANES'.ljust(pw)}  {'PROTOCOL':9}  PARAMETERS"]
     for p in rows:
-        lines.append(f"{p.id.ljust(width)}  {','.join(p.planes).ljust(pw)}  {p.protocol:9}  {p.label}")
+        label = f"REFUSED ({p.refused})" if p.refused else p.label
+        lines.append(f"{p.id.ljust(width)}  {','.join(p.planes).ljust(pw)}  {p.protocol:9}  {label}")
     counts: dict[str, int] = {}
     for p in rows:
-        counts[p.protocol] = counts.get(p.protocol, 0) + 1
+        if not p.refused:
+            counts[p.protocol] = counts.get(p.protocol, 0) + 1
     lines.append("")
-    lines.append(f"{len(rows)} profiles: " + ", ".join(f"{n} {k}" for k, n in counts.items()))
+    refused = sum(1 for p in rows if p.refused)
+    lines.append(f"{len(rows) - refused} profiles: " + ", ".join(f"{n} {k}" for k, n in counts.items())
+                 + (f" ({refused} more listed as refused)" if refused else ""))
     return "\n".join(lines)
 
 

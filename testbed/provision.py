@@ -8,7 +8,7 @@ tools from the MongoDB image), against any MongoDB-compatible server at MONGO_UR
 The input is rendered by testbed.render (provision/subscribers.json, 0600). Idempotent: each
 subscriber is upserted by IMSI with `$set` of the fields below, so a second run changes
 nothing, a changed K/OPc is updated, and the SQN the UDR keeps is left alone.
-Document layout: Open5GS misc/db/open5gs-dbctl (v2.7.7), FACTS.md 1.7.
+Document layout: Open5GS misc/db/open5gs-dbctl (v2.7.7).
 
 This file is mounted into the container on its own: it imports only the standard library
 and pymongo.

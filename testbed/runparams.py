@@ -13,7 +13,8 @@ from typing import Any
 
 from testbed import planes, profiles, ran, stack
 
-# Open5GS's HTTP/2 client (libcurl) drops a connection idle for more than 118 s (FACTS.md 1.4):
+# Open5GS's HTTP/2 client (libcurl) drops a connection idle for more than 118 s (curl's default
+# CURLOPT_MAXAGE_CONN; Open5GS lib/sbi/client.c sets none):
 # the warm UE must attach well within it.
 CURL_IDLE_LIMIT_S = 118
 
@@ -114,6 +115,8 @@ SPECS: dict[str, tuple[Param, ...]] = {
         Param("ATTACH_TIMEOUT", "int", "30", "seconds a UE may take to get its PDU session", 1, 600),
         Param("RETRIES", "int", "3", "attempts per UE and iteration before the sample is failed", 1, 100),
         Param("WARM_GAP", "float", "2", "seconds between UE 1's PDU session and starting UE 2", 0.0, 100.0),
+        Param("NAS", "word", "", "NAS security algorithms nea<i>-nia<j> (docs/nas.md; empty: the stack's "
+              "orders, NEA0/NIA2); proven from every iteration's N2 Security Mode Commands"),
     ),
     # every repetition boots a fresh core: REPS are the boots (BOOTS = campaign blocks)
     "cpu": _COMMON + (_boots("1"),) + (
@@ -275,11 +278,17 @@ def validate(experiment: str, raw: dict[str, str], profile: str | None = None) -
         if both:
             errors.append(f"CPUSET_STACK={out['cpuset_stack']} and CPUSET_TOOLS={out['cpuset_tools']} share "
                           f"CPU(s) {', '.join(map(str, sorted(both)))}: the instrument would load the CPUs it measures")
+    if out.get("nas"):
+        from testbed import nas
+        try:
+            nas.get(out["nas"])
+        except nas.NasError as exc:
+            errors.append(f"NAS={out['nas']!r}: {exc}")
     if experiment == "sbi" and not errors:
         if out["attach_timeout"] + out["warm_gap"] >= CURL_IDLE_LIMIT_S:
             errors.append(f"ATTACH_TIMEOUT + WARM_GAP = {out['attach_timeout'] + out['warm_gap']:g} s: "
                           f"the warm UE must attach well within the {CURL_IDLE_LIMIT_S} s after which "
-                          "Open5GS's HTTP/2 client drops idle connections (FACTS.md 1.4); lower them")
+                          "Open5GS's HTTP/2 client drops idle connections after 118 s; lower them")
     if experiment == "f1u" and not errors:
         if out["scope"] == "f1u" and out["ran"] != "split":
             errors.append(f"SCOPE=f1u needs RAN=split (RAN={out['ran']} has no F1-U); "

@@ -8,15 +8,24 @@ from typing import Any
 
 import yaml
 
-from testbed import ROOT
+from testbed import ROOT, instance
 
 STACK_FILE = ROOT / "nf-configs" / "stack.yaml"
+# Every SBI NF Open5GS has in the 5GC (stack.yaml nodes of kind open5gs, minus the UPF): the one
+# home of this list (the NF renderer and the TLS overlay read it).
+SBI_NFS = ("nrf", "scp", "ausf", "udm", "udr", "pcf", "bsf", "nssf", "amf", "smf")
+
+
+def load(path: Path = STACK_FILE) -> dict[str, Any]:
+    """The stack values; for a stack beside another (STACK_SLOT, testbed/instance.py) with its
+    addresses moved to that stack's own block."""
+    return _load(Path(path), instance.env_slot())
 
 
 @lru_cache(maxsize=8)
-def load(path: Path = STACK_FILE) -> dict[str, Any]:
+def _load(path: Path, slot: int) -> dict[str, Any]:
     with open(path, encoding="utf-8") as fh:
-        return yaml.safe_load(fh)
+        return instance.shift(yaml.safe_load(fh), slot)
 
 
 def address(node: str, network: str, values: dict[str, Any] | None = None) -> str:

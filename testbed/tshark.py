@@ -1,39 +1,67 @@
-"""One way to ask tshark about a capture: field export and counts, never per-packet Python.
+"""The one way to ask tshark about a capture: field export and counts, never per-packet Python.
 
-Every capture check (overlay verdicts, run validity, channels seen) goes through here, so a
-missing tshark or an unreadable capture gives the same clear error everywhere.
+Every capture reader goes through `run`/`export` here: the capture checks (overlay verdicts, run
+validity, channels seen, NAS) through `fields`/`count`, and the analysis (analysis/parse/tshark.py
+builds its tables on `export`), so a missing tshark or an unreadable capture gives the same clear
+error everywhere and every field export is read the same way.
 """
 from __future__ import annotations
 
+import logging
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+
+log = logging.getLogger(__name__)
 
 
 class TsharkError(RuntimeError):
     """tshark is missing or could not read a capture."""
 
 
-def run(pcap: Path, args: Sequence[str], *, timeout: float = 600) -> str:
-    """stdout of `tshark -n -r PCAP ARGS...`."""
-    cmd = ["tshark", "-n", "-r", str(pcap), *args]
+def run(pcap: Path | str, args: Sequence[str], *, timeout: float | None = 600) -> str:
+    """stdout of `tshark -n -r PCAP ARGS...` (timeout None: as long as a large capture takes)."""
+    path = Path(pcap)
+    if not path.is_file():
+        raise TsharkError(f"capture {path} does not exist")
+    cmd = ["tshark", "-n", "-r", str(path), *args]
+    log.debug("running %s", " ".join(cmd))
     try:
-        res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
+        res = subprocess.run(cmd, capture_output=True, timeout=timeout, check=False)
     except FileNotFoundError:
-        raise TsharkError("tshark not found (needed to read captures): run `make setup`") from None
+        raise TsharkError(f"tshark not found (needed to read {path}): run `make setup`") from None
+    except subprocess.TimeoutExpired:
+        raise TsharkError(f"tshark did not finish reading {path} within {timeout} s") from None
     if res.returncode != 0:
-        raise TsharkError(f"tshark could not read {pcap} ({' '.join(cmd[4:])}): {res.stderr.strip()}")
-    return res.stdout
+        err = res.stderr.decode("utf-8", "replace").strip().splitlines()
+        detail = "; ".join(line for line in err if "Running as user" not in line)[-600:]
+        raise TsharkError(f"tshark could not read {path} (exit {res.returncode}, {' '.join(cmd[4:])[:200]}): {detail}")
+    return res.stdout.decode("utf-8", "replace")
+
+
+def export(pcap: Path | str, names: Sequence[str], display_filter: str = "", *,
+           prefs: Mapping[str, str] | None = None, decode_as: Sequence[str] = (), extra: Sequence[str] = (),
+           timeout: float | None = 600) -> str:
+    """The `-T fields` table as text: one line per matching packet, the fields tab-separated,
+    multi-valued fields with every occurrence comma-joined (several NGAP PDUs in one packet)."""
+    args = [*extra, "-T", "fields", "-E", "header=n", "-E", "separator=/t", "-E", "occurrence=a",
+            "-E", "aggregator=,", "-E", "quote=n"]
+    for key, value in (prefs or {}).items():
+        args += ["-o", f"{key}:{value}"]
+    for rule in decode_as:
+        args += ["-d", rule]
+    if display_filter:
+        args += ["-Y", display_filter]
+    for name in names:
+        args += ["-e", name]
+    return run(pcap, args, timeout=timeout)
 
 
 def fields(pcap: Path, display_filter: str, names: Sequence[str], *, extra: Sequence[str] = (),
-           timeout: float = 600) -> list[list[str]]:
+           timeout: float | None = 600) -> list[list[str]]:
     """One row per matching packet, one cell per field (multi-valued fields comma-joined)."""
-    args = [*extra, "-Y", display_filter, "-T", "fields", "-E", "separator=\t",
-            "-E", "occurrence=a", "-E", "aggregator=,"]
-    for name in names:
-        args += ["-e", name]
-    return [line.split("\t") for line in run(pcap, args, timeout=timeout).splitlines() if line.strip()]
+    return [line.split("\t") for line in export(pcap, names, display_filter, extra=extra, timeout=timeout).splitlines()
+            if line.strip()]
 
 
 TRUE = frozenset({"1", "true", "True", "TRUE"})

@@ -23,7 +23,7 @@ from testbed.overlays.verdict import Verdict
 log = logging.getLogger(__name__)
 
 # overlay traffic of any kind the testbed can put on the wire
-OVERLAY_FILTER = "esp || isakmp || udpencap || wg"
+OVERLAY_FILTER = "esp || isakmp || udpencap || wg || dtls"
 
 
 CaptureError = tshark.TsharkError      # tshark could not read a capture
@@ -293,6 +293,54 @@ def negotiated_sas_verdict(run_dir: Path, m: dict[str, Any]) -> Verdict | None:
                    f"ESP {ipsec.expected_esp(prof)}, every link of {plane} at both ends")
 
 
+def _n2_timing_captures(m: dict[str, Any]) -> list[str]:
+    """The run's N2 captures the attach times come from (run-sbi: one per iteration)."""
+    return [f["path"] for f in m["files"] if f["kind"] == "pcap" and f.get("iface") == "n2"
+            and f.get("purpose", "timing") == "timing"]
+
+
+def nas_record(run_dir: Path, m: dict[str, Any]) -> tuple[dict[str, Any], Verdict | None] | None:
+    """NAS algorithms of a run with N2 timing captures: what was asked (parameters.nas) and what
+    every Security Mode Command in those captures selected (testbed/nas.py). The verdict: with a
+    requested choice, every capture must hold at least one SMC and all must carry exactly it
+    (another choice, or none readable, makes the run invalid); without one, the observed choice
+    is only recorded (the analysis groups attach times by it). None for runs without N2 captures."""
+    from testbed import nas
+    captures = _n2_timing_captures(m)
+    if not captures:
+        return None
+    requested = (m.get("parameters") or {}).get("nas") or None
+    per_capture: dict[str, list[str]] = {}
+    problems: list[str] = []
+    for rel in captures:
+        pcap = run_dir / rel
+        if not pcap.is_file():
+            problems.append(f"{rel}: missing")
+            continue
+        try:
+            smcs = nas.security_mode_commands(pcap)
+        except tshark.TsharkError as exc:
+            problems.append(f"{rel}: unreadable ({exc})")
+            continue
+        per_capture[rel] = [f"nea{e}-nia{i}" for _, e, i in smcs]
+        if not smcs:
+            problems.append(f"{rel}: no Security Mode Command readable (an N2 capture behind an overlay "
+                            "must be taken at its plaintext tap)")
+    seen = sorted({c for cs in per_capture.values() for c in cs})
+    proven = seen[0] if len(seen) == 1 and not problems else None
+    record = {"requested": requested, "proven": proven, "seen": seen,
+              "smc": sum(len(cs) for cs in per_capture.values()), "per_capture": per_capture}
+    if requested is None:
+        return record, None
+    wrong = [c for c in seen if c != requested]
+    if wrong:
+        problems.append(f"Security Mode Commands select {', '.join(wrong)}, not the requested {requested}")
+    if problems:
+        return record, Verdict(False, 0, 0, f"NAS {requested}: " + "; ".join(problems[:4]) + " -> INVALID")
+    return record, Verdict(True, 0, 0, f"NAS {requested}: proven by {record['smc']} Security Mode Command(s) "
+                           f"in {len(per_capture)} N2 capture(s)")
+
+
 def check_run(run_dir: Path, record: bool = True) -> Verdict:
     """Check every validation capture of a run; write the verdict into its manifest."""
     run_dir = Path(run_dir)
@@ -326,6 +374,12 @@ def check_run(run_dir: Path, record: bool = True) -> Verdict:
         verdicts.append(sessions[1])
         if record:
             manifest.set_field(run_dir, "wireguard_sessions", sessions[0])
+    nas_rec = nas_record(run_dir, m)
+    if nas_rec is not None:
+        if nas_rec[1] is not None:
+            verdicts.append(nas_rec[1])
+        if record:
+            manifest.set_field(run_dir, "nas", nas_rec[0])
     waits = path_waits(run_dir, m)
     if waits is not None:
         verdicts.append(trap_verdict(waits))

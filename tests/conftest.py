@@ -6,8 +6,11 @@ test runs for real where that thing exists.
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
+import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,6 +29,19 @@ def require_tools(*tools: str) -> None:
     missing = [t for t in tools if shutil.which(t) is None]
     if missing:
         pytest.skip(f"missing {', '.join(missing)}: run `make setup`")
+
+
+@pytest.fixture
+def fresh_netns() -> Iterator[str]:
+    """A new, empty network namespace (random name: parallel runs never meet), removed after."""
+    require_root()
+    require_tools("ip")
+    name = f"tb-{secrets.token_hex(4)}"
+    subprocess.run(["ip", "netns", "add", name], check=True)
+    try:
+        yield name
+    finally:
+        subprocess.run(["ip", "netns", "del", name], check=False)
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Run tshark once per capture and read its field export (`tshark -T fields`) into a frame.
+"""Read tshark's field export of a capture (one pass, testbed/tshark.py) into a frame or rows.
 
 Every field is read as text, multi-valued fields (several NGAP PDUs bundled in one SCTP
 packet) keep all occurrences joined by ``,`` (``-E occurrence=a -E aggregator=,``). No
@@ -7,24 +7,18 @@ per-packet Python dissection: tshark does the dissection, pandas reads the table
 from __future__ import annotations
 
 import io
-import logging
-import shutil
-import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-
 from typing import TYPE_CHECKING
+
+from testbed import tshark
 
 if TYPE_CHECKING:                       # pandas is imported where a frame is built (lazy: the
     import pandas as pd                 # attach-times CLI path runs without it)
 
-log = logging.getLogger(__name__)
-
-TSHARK = "tshark"
-
-
-class TsharkError(RuntimeError):
-    """tshark is missing or failed on a capture."""
+# The runner is testbed/tshark.py (one for the whole repository); this module turns its field
+# export into the analysis' tables.
+TsharkError = tshark.TsharkError
 
 
 def tshark_fields(capture: Path | str, fields: Sequence[str], display_filter: str = "",
@@ -35,7 +29,7 @@ def tshark_fields(capture: Path | str, fields: Sequence[str], display_filter: st
     Columns are ``fields`` (all ``str``; empty string where a frame lacks the field).
     """
     import pandas as pd
-    text = _run_fields(capture, fields, display_filter, prefs, decode_as)
+    text = tshark.export(capture, fields, display_filter, prefs=prefs, decode_as=decode_as, timeout=None)
     if not text.strip():
         return pd.DataFrame({f: pd.Series(dtype=str) for f in fields})
     return pd.read_csv(io.StringIO(text), sep="\t", header=None, names=list(fields), dtype=str,
@@ -47,34 +41,8 @@ def tshark_records(capture: Path | str, fields: Sequence[str], display_filter: s
     """The same table as ``tshark_fields`` as plain rows of strings (no pandas: for the
     command-line paths whose cost must stay near one tshark pass)."""
     n = len(fields)
-    return [(line.split("\t") + [""] * n)[:n]
-            for line in _run_fields(capture, fields, display_filter, prefs, decode_as).splitlines() if line]
-
-
-def _run_fields(capture: Path | str, fields: Sequence[str], display_filter: str,
-                prefs: Mapping[str, str] | None, decode_as: Sequence[str]) -> str:
-    path = Path(capture)
-    if shutil.which(TSHARK) is None:
-        raise TsharkError(f"tshark not found (needed to read {path}): run `make setup` or install tshark")
-    if not path.is_file():
-        raise TsharkError(f"capture {path} does not exist")
-    cmd = [TSHARK, "-r", str(path), "-n", "-T", "fields", "-E", "header=n", "-E", "separator=/t",
-           "-E", "occurrence=a", "-E", "aggregator=,", "-E", "quote=n"]
-    for key, value in (prefs or {}).items():
-        cmd += ["-o", f"{key}:{value}"]
-    for rule in decode_as:
-        cmd += ["-d", rule]
-    if display_filter:
-        cmd += ["-Y", display_filter]
-    for f in fields:
-        cmd += ["-e", f]
-    log.debug("running %s", " ".join(cmd))
-    proc = subprocess.run(cmd, capture_output=True, check=False)
-    if proc.returncode != 0:
-        err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-        detail = "; ".join(line for line in err if "Running as user" not in line)[-600:]
-        raise TsharkError(f"tshark failed on {path} (exit {proc.returncode}): {detail}")
-    return proc.stdout.decode("utf-8", "replace")
+    text = tshark.export(capture, fields, display_filter, prefs=prefs, decode_as=decode_as, timeout=None)
+    return [(line.split("\t") + [""] * n)[:n] for line in text.splitlines() if line]
 
 
 def epoch_ns_text(text: str) -> int:

@@ -158,6 +158,19 @@ wait_for() {
 
 # ----------------------------------------------------------------- parameters
 
+# usage_parameters EXPERIMENT PLANE [NEEDS]: the part of a Docker driver's --help every driver shares:
+# what it needs, its parameters (python -m testbed params), PROFILE of PLANE, RESULTS, DRY_RUN.
+usage_parameters() {
+  cat <<EOF
+Needs root, Docker Engine + Compose v2 and the images${3:-} (make build; make doctor checks).
+Parameters (flags --name, or the Make/environment variable NAME):
+$(tb params "$1" --format help)
+  PROFILE         a profile of the $2 plane (make profiles PLANE=$2) [default: baseline]
+  RESULTS         results root [default: results]
+  DRY_RUN=1       print the commands, start nothing
+EOF
+}
+
 # parse_params EXPERIMENT ARGS...: flags named after the Make variables (--sizes = SIZES,
 # --ping-deadline = PING_DEADLINE); unknown names are rejected later by load_params with the list.
 # --results, --state and --dry-run are common to all drivers. Sets PARAM_NAMES.
@@ -288,10 +301,10 @@ run_begin() {
     printf '\n'
     return 0
   fi
-  mkdir -p "$RESULTS" || die "cannot create the results root $RESULTS; set RESULTS=<writable dir>" 1
+  mkdir -p "$RESULTS" 2>/dev/null || die "cannot create the results root $RESULTS; set RESULTS=<writable dir>" 1
+  # on failure `manifest create` said why in one line (a read-only RESULTS, a bad parameter)
   RUN_DIR="$(tbm create "$RESULTS" --experiment "$exp" --profile "$PROFILE" \
-    --driver-pid "$$" "$@" "${PARAM_ARGS[@]/#/--param=}")" \
-    || die "could not create a run directory under $RESULTS (see above)" 1
+    --driver-pid "$$" "$@" "${PARAM_ARGS[@]/#/--param=}")" || exit 1
   log "run directory: $RUN_DIR"
 }
 
@@ -322,7 +335,7 @@ _record_command() {
 run_cmd() {
   _record_command "$@"
   [[ "$DRY_RUN" == 1 ]] && return 0
-  "$@" 3>&- 4>&-
+  "$@" 3>&- 4>&- 9>&-
 }
 
 # run_bg_wait CMD...: like run_cmd, but the driver's Ctrl-C/TERM trap fires at once (the child
@@ -331,7 +344,7 @@ run_bg_wait() {
   _record_command "$@"
   [[ "$DRY_RUN" == 1 ]] && return 0
   local rc=0
-  "$@" 3>&- 4>&- &
+  "$@" 3>&- 4>&- 9>&- &
   CHILD_PID=$!
   wait "$CHILD_PID" || rc=$?
   CHILD_PID=""
@@ -398,7 +411,7 @@ datapath_from_log() {
   [[ "$DRY_RUN" == 1 || -z "$RUN_DIR" ]] && return 0
   while read -r line; do
     kv+=("${line#datapath: }")
-  done < <(grep -ohE 'datapath: (ipsec=(kernel|libipsec)|wireguard=(kernel|wireguard-go))' "$file" 2>/dev/null | sort -u)
+  done < <(grep -ohE 'datapath: (ipsec=(kernel|libipsec)|wireguard=(kernel|wireguard-go)|dtls=socat)' "$file" 2>/dev/null | sort -u)
   ((${#kv[@]})) && tbm set-datapath "$RUN_DIR" "${kv[@]}" >/dev/null
   dp="$(tbm get "$RUN_DIR" datapath)"
   if [[ "$(tbm get "$RUN_DIR" datapath.userspace)" == true ]]; then
@@ -446,7 +459,7 @@ capture_start() {
   [[ -z "${CPUSET_TOOLS:-}" ]] || set -- taskset -c "$CPUSET_TOOLS" "$@"
   _record_command "$@"
   [[ "$DRY_RUN" == 1 ]] && return 0
-  setsid "$@" >>"$RUN_DIR/${rel%.*}.capture.log" 2>&1 3>&- 4>&- &
+  setsid "$@" >>"$RUN_DIR/${rel%.*}.capture.log" 2>&1 3>&- 4>&- 9>&- &
   _CAPTURE_PID[$name]=$!
   _CAPTURE_FILE[$name]="$rel"
   _CAPTURE_ATTRS[$name]="${attrs[*]}"
@@ -658,27 +671,55 @@ docker_watch_start() {
 }
 
 _docker_watch() {
-  local svc="$1" name action stop=() rc=1
+  local svc="$1" stop=()
   mapfile -d '' -t stop < <(dc_exec "$svc" pkill -INT -x ping)
-  coproc ENGINE_EVENTS { exec docker events --filter "label=com.docker.compose.project=$COMPOSE_PROJECT" \
-    --filter type=container --filter event=die --filter event=kill --filter event=oom \
-    --filter event=health_status --format '{{.Actor.Attributes.name}}|{{.Action}}' 2>/dev/null; }
-  local pid="$ENGINE_EVENTS_PID"
   # the stream is ended on every way out (a TERM from watch_stop included)
-  trap 'kill "$pid" 2>/dev/null; exit 0' TERM
-  while IFS='|' read -r name action <&"${ENGINE_EVENTS[0]}"; do
-    case "$action" in
-      die | kill | oom | "health_status: unhealthy") ;;
-      *) continue ;;
-    esac
-    printf '%s container %s: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$name" "$action" >"$OVERLAY_DIED"
-    "${stop[@]}" >/dev/null 2>&1 || true
-    rc=0
-    break
+  trap 'kill "${_STREAM_PID:-}" 2>/dev/null; exit 0' TERM
+  stream_until _overlay_lost docker events --filter "label=com.docker.compose.project=$COMPOSE_PROJECT" \
+    --filter type=container --filter event=die --filter event=kill --filter event=oom \
+    --filter event=health_status --format '{{.Actor.Attributes.name}}|{{.Action}}' || return 1
+  "${stop[@]}" >/dev/null 2>&1 || true
+}
+
+# _overlay_lost "NAME|ACTION": an engine event that ends an overlay; writes OVERLAY_DIED.
+_overlay_lost() {
+  local name="${1%%|*}" action="${1#*|}"
+  case "$action" in
+    die | kill | oom | "health_status: unhealthy") ;;
+    *) return 1 ;;
+  esac
+  printf '%s container %s: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$name" "$action" >"$OVERLAY_DIED"
+}
+
+# stream_until MATCH CMD...: run CMD, hand each line it prints to the function MATCH until MATCH
+# succeeds (0) or the stream ends (1); CMD is stopped either way. Reads a stream the engine or a
+# log pushes (no polling); _STREAM_PID is CMD's pid for a caller's TERM trap.
+stream_until() {
+  local match="$1" line rc=1
+  shift
+  coproc STREAM { exec "$@" 2>&1; }
+  # shellcheck disable=SC2153  # STREAM_PID is set by coproc
+  _STREAM_PID="$STREAM_PID"
+  while IFS= read -r -u "${STREAM[0]}" line; do
+    if "$match" "$line"; then
+      rc=0
+      break
+    fi
   done
-  kill "$pid" 2>/dev/null || true
-  wait "$pid" 2>/dev/null || true
+  kill "$_STREAM_PID" 2>/dev/null || true
+  wait "$_STREAM_PID" 2>/dev/null || true
   return "$rc"
+}
+
+# driver_lock: this STATE directory's stack and lock (scripts/lib/state.sh) for the rest of the
+# driver: one run at a time per STATE; a campaign's or boots' drivers inherit their parent's lock.
+driver_lock() {
+  # shellcheck source=scripts/lib/state.sh
+  source "$TESTBED_ROOT/scripts/lib/state.sh"
+  state_instance || die "cannot work out the stack of STATE=$STATE (see above)" 1
+  local dry=""
+  [[ "$DRY_RUN" != 1 ]] || dry=" DRY_RUN=1"
+  state_lock "$SCRIPT_NAME PROFILE=$PROFILE${BOOT:+ boot $BOOT/${BOOTS:-?}}$dry"
 }
 
 # docker_driver_begin EXPERIMENT ARGS... [-- TOOLS...]: the common start of every Docker driver:
@@ -694,6 +735,7 @@ docker_driver_begin() {
   PROFILE="${PROFILE:-baseline}"
   parse_params "$experiment" "${args[@]}"
   load_params "$experiment"
+  driver_lock
   if [[ "$DRY_RUN" != 1 ]]; then
     require_root
     require_tools "${tools[@]}"
@@ -840,17 +882,21 @@ print(next(c.client for c in channels.channels(sys.argv[1]) if c.client in v["no
 }
 
 # plaintext_view_start NAME REL NODE PLANE GROUP [A=V...]: a timing capture of PLANE's traffic as NODE
-# itself sees it, for a plane whose wire is protected (the bridge shows ESP/WireGuard only): an
-# nftables log rule in NODE's namespace sends every packet of the plane's protocol port to and from
-# it (each packet once, whichever end has the port) (output before encryption, input after decryption, whatever the datapath) to nflog GROUP, and
+# itself sees it, for a plane whose wire is protected (the bridge shows ESP/WireGuard only, or a
+# relay's DTLS): an nftables log rule in NODE's namespace sends every packet of the plane's protocol
+# port to and from it (each packet once: by NODE's role on the plane, client or server, also on a
+# relay's loopback leg) (output before encryption, input after decryption, whatever the datapath) to nflog GROUP, and
 # dumpcap in NODE's holder (tools image; an overlay endpoint, so it has NET_ADMIN) writes them
 # whole into RUN_DIR/REL. Its timestamps are NODE's, so the times include NODE's own crypto.
 plaintext_view_start() {
-  local name="$1" rel="$2" node="$3" plane="$4" group="$5" port proto
+  local name="$1" rel="$2" node="$3" plane="$4" group="$5" port proto role=server rules
   shift 5
   port="$(plane_value "$plane" port)"
   proto="$(plane_value "$plane" transport)"
-  plaintext_view_rules "$proto" "$port" "$group" | run_cmd "${DC[@]}" exec -T "$node-net" nft -f - \
+  [[ "$(plane_client "$plane")" != "$node" ]] || role=client
+  rules="$(plaintext_view_rules "$proto" "$port" "$group" "$role")"
+  # a here-string, not a pipe: a reader that never reads (DRY_RUN) cannot fail the writer
+  run_cmd "${DC[@]}" exec -T "$node-net" nft -f - <<<"$rules" \
     || die "could not add the $plane log rule in $node-net" 1
   # shellcheck disable=SC2016  # the inner script expands its own arguments
   capture_start "$name" "$rel" "$@" -- \
@@ -858,15 +904,23 @@ plaintext_view_start() {
     "${DC[@]}" exec -T "$node-net" dumpcap -q -i "nflog:$group" -w -
 }
 
-# plaintext_view_rules PROTO PORT GROUP: the nftables ruleset of plaintext_view_start. queue-threshold 1:
-# each packet goes to the listener at once (without it nfnetlink_log delivered only the first packet
-# of a connection to dumpcap on this kernel, 6.18; tests/integration/test_ran_planes_netns.py).
+# plaintext_view_rules PROTO PORT GROUP ROLE: the nftables ruleset of plaintext_view_start. A client
+# (it connects to PORT) logs what it sends to PORT and receives from PORT, a server what it sends
+# from PORT and receives on PORT: each packet once, on the wire or on a loopback relay leg (where a
+# packet passes output and input in the same namespace). queue-threshold 1: each packet goes to the
+# listener at once (without it nfnetlink_log handed dumpcap only a connection's first packet on this
+# kernel, 6.18; tests/integration/test_ran_planes_netns.py).
 plaintext_view_rules() {
-  local proto="$1" port="$2" group="$3"
+  local proto="$1" port="$2" group="$3" role="$4" out in
+  case "$role" in
+    client) out=dport in=sport ;;
+    server) out=sport in=dport ;;
+    *) die "plaintext_view_rules: role $role is not client or server" 1 ;;
+  esac
   cat <<NFT
 table inet testbed_timing_$group {
-  chain out { type filter hook output priority 0; policy accept; $proto dport $port log group $group queue-threshold 1; $proto sport $port $proto dport != $port log group $group queue-threshold 1; }
-  chain in { type filter hook input priority 0; policy accept; $proto dport $port log group $group queue-threshold 1; $proto sport $port $proto dport != $port log group $group queue-threshold 1; }
+  chain out { type filter hook output priority 0; policy accept; $proto $out $port log group $group queue-threshold 1; }
+  chain in { type filter hook input priority 0; policy accept; $proto $in $port log group $group queue-threshold 1; }
 }
 NFT
 }
@@ -983,23 +1037,19 @@ stack_run_end() {
 # configured": the render's RAN_UE_SESSION_LOG), reading one `docker compose logs --follow`
 # stream: no exec, no polling while the attach is being measured. 1 on the deadline.
 wait_ue_session() {
-  local svc="$1" deadline_s="$2" line rc=1 marker
-  marker="$(ran_value RAN_UE_SESSION_LOG)"
+  local svc="$1" deadline_s="$2"
+  UE_SESSION_MARKER="$(ran_value RAN_UE_SESSION_LOG)"
   if [[ "$DRY_RUN" == 1 ]]; then
     _record_command timeout "$deadline_s" "${DC[@]}" "${STACK_ALL_PROFILES[@]}" logs --follow --no-color "$svc"
     return 0
   fi
-  coproc UE_LOGS { exec timeout "$deadline_s" "${DC[@]}" "${STACK_ALL_PROFILES[@]}" logs --follow --no-color "$svc" 2>&1; }
-  local pid="$UE_LOGS_PID"
-  while IFS= read -r -u "${UE_LOGS[0]}" line; do
-    if [[ "$line" == *"$marker"* && ("$line" != *"TUN interface["* || "$line" == *"] is up"*) ]]; then
-      rc=0
-      break
-    fi
-  done
-  kill "$pid" 2>/dev/null || true
-  wait "$pid" 2>/dev/null || true
-  return "$rc"
+  stream_until _ue_tun_up timeout "$deadline_s" "${DC[@]}" "${STACK_ALL_PROFILES[@]}" logs --follow --no-color "$svc"
+}
+
+# _ue_tun_up LINE: the UE's log line of its PDU session (UERANSIM "TUN interface[uesimtun0, ...] is
+# up", OAI "Interface oaitun_ue1 successfully configured": the render's RAN_UE_SESSION_LOG)
+_ue_tun_up() {
+  [[ "$1" == *"$UE_SESSION_MARKER"* && ("$1" != *"TUN interface["* || "$1" == *"] is up"*) ]]
 }
 
 # attach_ue IT UE ROLE LOG: start the UE (one registration), wait for its PDU session; failed

@@ -12,14 +12,18 @@ STACK_REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 readonly STACK_REPO
 
 # Image names: images/defaults.env is their one home; a variable already set in the
-# environment wins (e.g. MONGO_IMAGE=g5tb/ferretdb:1.24.0-1).
+# environment wins (e.g. MONGO_IMAGE=mongo:4.4; MONGO_IMAGE=ferretdb names the FerretDB image built here).
 # shellcheck source=scripts/lib/images.sh
 source "$STACK_REPO/scripts/lib/images.sh"
 load_image_defaults "$STACK_REPO" || return 1
 
-: "${COMPOSE_PROJECT:=g5tb}"
 : "${PYTHON:=python3}"
 : "${STATE:=.state}"
+# The stack of this STATE directory: Compose project, bridges, address slot (.state: g5tb and
+# stack.yaml's addresses; another STATE runs its own stack beside it), and its lock (state_lock).
+# shellcheck source=scripts/lib/state.sh
+source "$STACK_REPO/scripts/lib/state.sh"
+state_instance || return 1
 # Services of the two optional Compose profiles (UE 2, scaling UEs).
 readonly STACK_ALL_PROFILES=(--profile ue2 --profile scale)
 
@@ -34,10 +38,7 @@ stack_die() {
 
 # The state dir as an absolute path (STATE may be relative to the repository).
 stack_state_dir() {
-  case "$STATE" in
-    /*) printf '%s\n' "$STATE" ;;
-    *) printf '%s\n' "$STACK_REPO/$STATE" ;;
-  esac
+  printf '%s\n' "$STATE_DIR"
 }
 
 # File recording the render dir of the stack that is (or was being) brought up.

@@ -5,7 +5,8 @@ the render's compose.env, every Open5GS/gNB/UE config mounted into a container, 
 provisioning input and nf-configs/stack.yaml, and reports every mismatch with file and key:
 addresses an NF config names that are not the right service's address on the right network,
 duplicate or out-of-subnet addresses, mounted files that do not exist, PLMN/TAC/S-NSSAI/DNN
-disagreements, UE credentials that differ from the provisioned subscribers, dependency cycles.
+disagreements, UE credentials that differ from the provisioned subscribers, dependency cycles,
+and services holding more privilege than their role (nf-configs/privileges.yaml).
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ class Finding:
     file: Path
     key: str
     message: str
-    kind: str            # address | duplicate | subnet | mount | plmn | credentials | cycle | reference | syntax | role
+    kind: str            # address | duplicate | subnet | mount | plmn | credentials | cycle | reference | syntax | privilege | role
 
     def format(self, root: Path = ROOT) -> str:
         try:

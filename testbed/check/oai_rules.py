@@ -6,7 +6,9 @@ Checked against the merged Compose model and nf-configs/stack.yaml, every findin
   "up" run by nr-cuup, DU `MACRLCs.tr_n_preference "f1"`, monolithic gNB "local_RRC";
 - addresses: N2 (AMF, the CU-CP's/gNB's own), N3 (the CU-UP's/gNB's own), F1-C (DU -> CU-CP),
   F1-U (DU <-> CU-UP, each on its own f1u address), E1 (CU-UP -> CU-CP), the nrUE's RF simulator
-  server (the DU or gNB on `ran`): each must be that service's address on that network;
+  server (the DU or gNB on `ran`): each must be that service's address on that network; with a
+  DTLS relay on N2, F1-C or E1 the client's side uses the relay's local listener instead, and
+  the server side's relay connects to the server NF's address (Checker.relay);
 - ports: E1 SCTP (e1ap_port), F1-U GTP-U (gtpu_port), the RF simulator's (oai.rfsim_port), as stack.yaml;
 - identities: one gNB_ID across CU-CP, CU-UP, DU; the same NR cell id on CU-CP and DU;
 - PLMN, TAC, S-NSSAI of every gNB-side file and the nrUE's DNN / slice against stack.yaml; the
@@ -96,8 +98,9 @@ def check(c: Checker) -> None:
     for svc, path, d in c.configs.get("oai:cuup", []):
         g = d["gNBs"][0]
         e1 = g["E1_INTERFACE"][0]
-        c.expect(path, "gNBs[0].E1_INTERFACE[0].ipv4_cucp", e1.get("ipv4_cucp"), cucp, "e1", "CU-CP E1 address")
-        c.expect(path, "gNBs[0].E1_INTERFACE[0].ipv4_cuup", e1.get("ipv4_cuup"), svc, "e1", "CU-UP E1 address")
+        relay = c.relay("e1")
+        _peer(c, path, "gNBs[0].E1_INTERFACE[0].ipv4_cucp", e1.get("ipv4_cucp"), relay, cucp, "e1", "CU-CP E1 address")
+        _peer(c, path, "gNBs[0].E1_INTERFACE[0].ipv4_cuup", e1.get("ipv4_cuup"), relay, svc, "e1", "CU-UP E1 address")
         c.expect(path, "gNBs[0].local_s_address", g.get("local_s_address"), svc, "f1u", "CU-UP F1-U address")
         c.expect(path, "gNBs[0].remote_s_address", g.get("remote_s_address"), du, "f1u", "DU F1-U address")
         _port(c, path, "gNBs[0].local_s_portd", g.get("local_s_portd"), c.values.get("gtpu_port"), "F1-U GTP-U port")
@@ -108,9 +111,10 @@ def check(c: Checker) -> None:
         _program_is(c, svc, path, "nr-cuup")
     for svc, path, d in c.configs.get("oai:du", []):
         m = d["MACRLCs"][0]
-        c.expect(path, "MACRLCs[0].local_n_address", m.get("local_n_address"), svc, "f1c", "DU F1-C address")
+        relay = c.relay("f1c")
+        _peer(c, path, "MACRLCs[0].local_n_address", m.get("local_n_address"), relay, svc, "f1c", "DU F1-C address")
         c.expect(path, "MACRLCs[0].local_n_address_f1u", m.get("local_n_address_f1u"), svc, "f1u", "DU F1-U address")
-        c.expect(path, "MACRLCs[0].remote_n_address", m.get("remote_n_address"), cucp, "f1c", "CU-CP F1-C address")
+        _peer(c, path, "MACRLCs[0].remote_n_address", m.get("remote_n_address"), relay, cucp, "f1c", "CU-CP F1-C address")
         _port(c, path, "MACRLCs[0].local_n_portd", m.get("local_n_portd"), c.values.get("gtpu_port"), "F1-U GTP-U port")
         _port(c, path, "MACRLCs[0].remote_n_portd", m.get("remote_n_portd"), c.values.get("gtpu_port"), "F1-U GTP-U port")
         _radio(c, path, d, oai)
@@ -135,11 +139,22 @@ def _program_is(c: Checker, svc: str, path: Path, program: str) -> None:
 
 
 def _ng(c: Checker, svc: str, path: Path, g: dict[str, Any], amf: str | None) -> None:
+    relay = c.relay("n2")
     for i, a in enumerate(g.get("amf_ip_address") or []):
-        c.expect(path, f"gNBs[0].amf_ip_address[{i}].ipv4", a.get("ipv4"), amf, "n2", "AMF address")
+        _peer(c, path, f"gNBs[0].amf_ip_address[{i}].ipv4", a.get("ipv4"), relay, amf, "n2", "AMF address")
     ni = g.get("NETWORK_INTERFACES") or {}
-    c.expect(path, "gNBs[0].NETWORK_INTERFACES.GNB_IPV4_ADDRESS_FOR_NG_AMF",
-             ni.get("GNB_IPV4_ADDRESS_FOR_NG_AMF"), svc, "n2", "own N2 address")
+    _peer(c, path, "gNBs[0].NETWORK_INTERFACES.GNB_IPV4_ADDRESS_FOR_NG_AMF",
+          ni.get("GNB_IPV4_ADDRESS_FOR_NG_AMF"), relay, svc, "n2", "own N2 address")
+
+
+def _peer(c: Checker, path: Path, key: str, value: Any, relay: Any, svc: str | None, net: str, what: str) -> None:
+    """An address of the client's side of a link: `svc`'s on `net`, or, with a relay overlay (dtls)
+    on the plane, the relay's local listener (both the NF's own and its peer's address)."""
+    if relay is None:
+        c.expect(path, key, value, svc, net, what)
+    elif str(value) != relay.listen:
+        c.add(path, key, f"{value}: with the {net.upper()} relay ({what}) the NF must use the relay's listener "
+              f"{relay.listen} (nf-configs/stack.yaml relay_links.{net})", "address")
 
 
 def _radio(c: Checker, path: Path, d: dict[str, Any], oai: dict[str, Any]) -> None:

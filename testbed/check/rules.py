@@ -12,22 +12,24 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from testbed import ROOT
+from testbed import images, instance, planes
 from testbed.check import Finding
 from testbed.check import compose_model as cm
 from testbed.check import oai_rules
+from testbed.check import privilege_rules
 from testbed.render import compose_env as cenv
 from testbed.render import layout
 
-IMAGE_DEFAULTS = ROOT / "images" / "defaults.env"
 OPEN5GS_SECTIONS = ("nrf", "scp", "ausf", "udm", "udr", "pcf", "bsf", "nssf", "amf", "smf", "upf")
 
 
-def image_defaults(path: Path = IMAGE_DEFAULTS) -> dict[str, str]:
-    """The default image names (images/defaults.env, which scripts/lib/compose.sh exports)."""
-    if not path.exists():
+def image_defaults() -> dict[str, str]:
+    """The image names scripts/lib/compose.sh exports (testbed/images.py: images/defaults.env with
+    each built image's content hash; the environment's values win)."""
+    try:
+        return images.resolve()
+    except images.ImageError:
         return {}
-    return {k: v for k, v in cenv.parse_env(path.read_text(encoding="utf-8")).items() if k.endswith("_IMAGE")}
 
 
 class Checker:
@@ -42,7 +44,9 @@ class Checker:
                       (render_dir / layout.COMPOSE_FILES).read_text(encoding="utf-8").split("\n") if line.strip()]
         self.project_dir = self.files[0].parent if self.files else render_dir
         self.model = cm.load(self.files, self.env)
-        self.values: dict[str, Any] = yaml.safe_load(stack_file.read_text(encoding="utf-8")) or {}
+        # the values of this stack: moved to its own address block beside another (testbed/instance.py)
+        self.values: dict[str, Any] = instance.shift(yaml.safe_load(stack_file.read_text(encoding="utf-8")) or {},
+                                                     instance.env_slot())
         self.configs: dict[str, list[tuple[str, Path, Any]]] = {}   # kind -> [(service, file, data)]
 
     # --- helpers --------------------------------------------------------------------------
@@ -162,6 +166,9 @@ class Checker:
             if mode.startswith("service:") and mode.split(":", 1)[1] not in self.model.services:
                 self.add(self.svc_file(svc_name, "network_mode"), f"services.{svc_name}.network_mode",
                          f"{mode}: no such service", "reference")
+
+    def check_privileges(self) -> None:
+        privilege_rules.check(self.model, self.env.get("PROTOCOL", "none"), self.add)
 
     def check_compose_vs_stack(self) -> None:
         services = self.model.services
@@ -364,18 +371,69 @@ class Checker:
     def check_ran(self) -> None:
         amf, gnb = self.runner("open5gs:amf"), self.runner("gnb")
         ngap_port = self.values.get("ngap_port")
+        relay = self._relay_to_amf()
         for svc, path, d in self.configs.get("gnb", []):
             self.expect(path, "linkIp", d.get("linkIp"), svc, "ran", "gNB radio link address")
-            self.expect(path, "ngapIp", d.get("ngapIp"), svc, "n2", "gNB NGAP address")
             self.expect(path, "gtpIp", d.get("gtpIp"), svc, "n3", "gNB GTP-U address")
+            if relay is not None:
+                # a relay overlay (dtls) on N2: the gNB connects to the relay's local listener
+                for key, value in [("ngapIp", d.get("ngapIp"))] + [
+                        (f"amfConfigs[{i}].address", a.get("address")) for i, a in enumerate(d.get("amfConfigs") or [])]:
+                    if str(value) != relay.listen:
+                        self.add(path, key, f"{value}: with the N2 relay the gNB must use the relay's listener "
+                                 f"{relay.listen} (nf-configs/stack.yaml relay_links.n2)", "address")
+            else:
+                self.expect(path, "ngapIp", d.get("ngapIp"), svc, "n2", "gNB NGAP address")
             for i, a in enumerate(d.get("amfConfigs") or []):
-                self.expect(path, f"amfConfigs[{i}].address", a.get("address"), amf, "n2", "AMF address")
+                if relay is None:
+                    self.expect(path, f"amfConfigs[{i}].address", a.get("address"), amf, "n2", "AMF address")
                 if ngap_port is not None and a.get("port") is not None and int(a["port"]) != int(ngap_port):
                     self.add(path, f"amfConfigs[{i}].port", f"{a['port']} differs from stack.yaml ngap_port {ngap_port}",
                              "address")
         for svc, path, d in self.configs.get("ue", []):
             for i, a in enumerate(d.get("gnbSearchList") or []):
                 self.expect(path, f"gnbSearchList[{i}]", a, gnb, "ran", "gNB address")
+
+    def _relay_to_amf(self) -> Any:
+        return self.relay("n2")
+
+    @property
+    def ran_values(self) -> dict[str, Any]:
+        """The stack values as the render's RAN variant (compose.env RAN) runs them: only its nodes
+        (testbed/ran restrict), so a plane's links are those of the nodes that run."""
+        from testbed import ran
+        try:
+            return ran.restrict(self.values, ran.check(self.env.get("RAN") or None, self.values))
+        except ran.RanError:
+            return self.values
+
+    def relay(self, plane: str) -> Any:
+        """The plane's relay link when the render runs a relay overlay (dtls) on it, else None; the
+        server side's relay must connect to the server NF's real address on the plane (checked here
+        from the rendered relay: the AMF's on N2, the CU-CP's on F1-C and E1)."""
+        if self.env.get("PROTOCOL") != "dtls" or plane not in planes.split(self.env.get("PLANE") or "n3"):
+            return None
+        from testbed.overlays import dtls
+        lk = dtls.links(self.ran_values).get(plane)
+        if lk is None:
+            return None
+        env_file = self.render_dir / layout.OVERLAY_DIR / lk.server / "overlay.env"
+        relays = cenv.parse_env(env_file.read_text(encoding="utf-8")).get("DTLS_RELAYS", "") if env_file.is_file() else ""
+        lines = [f for f in (r.split() for r in relays.strip("'\"").split(";")) if len(f) >= 6]
+        fields = next((f for f in lines if f[0] == "server" and f[1] == plane), None)
+        server = self.runner("open5gs:amf") if lk.server == "amf" else self.node_service(lk.server)
+        what = "AMF" if lk.server == "amf" else lk.server.upper()
+        if fields is None:
+            self.add(env_file, "DTLS_RELAYS", f"no relay rendered for the {what}'s side of {plane.upper()}", "reference")
+        else:
+            key = "DTLS_RELAYS (NF side)" if plane == "n2" else f"DTLS_RELAYS ({plane}, NF side)"
+            self.expect(env_file, key, fields[4], server, plane, f"{what} address behind the relay")
+        return lk
+
+    def node_service(self, node: str) -> str | None:
+        """The compose service of a stack node: <node>-net (its holder) or <node>."""
+        services = self.model.services
+        return next((s for s in (f"{node}-net", node) if s in services), None)
 
     # --- PLMN, TAC, slices, DNN -----------------------------------------------------------
     def check_plmn(self) -> None:
@@ -524,6 +582,7 @@ def run(render_dir: Path, stack_file: Path | None = None, keys_root: Path | None
     c = Checker(render_dir, Path(stack_file or stack.STACK_FILE), keys_root)
     c.check_stack()
     c.check_compose()
+    c.check_privileges()
     c.check_compose_vs_stack()
     c.check_mounts()
     c.check_dependencies()

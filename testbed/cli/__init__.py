@@ -9,6 +9,7 @@ import argparse
 import importlib
 import logging
 import sys
+from typing import NoReturn
 
 # command name -> module (testbed.cli.<module>)
 COMMANDS: dict[str, str] = {
@@ -27,13 +28,23 @@ COMMANDS: dict[str, str] = {
     "lab": "lab",
     "bench-crypto": "bench_crypto",
     "secfn": "secfn",
+    "check-capture": "check_capture",
+    "images": "images",
+    "instance": "instance",
 }
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """A usage error is one line on stderr (what is wrong and where the help is), exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {self.prog}: {message} (see `{self.prog} --help`)\n")
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
-    parser = argparse.ArgumentParser(prog="python -m testbed")
+    parser = OneLineParser(prog="python -m testbed")
     sub = parser.add_subparsers(dest="command", required=True)
     for name, module in COMMANDS.items():
         mod = importlib.import_module(f"testbed.cli.{module}")

@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
                                    args.campaign, schemes, args.sizes, args.repeats, args.min_time,
                                    args.aesni, args.speed_seconds)
     except (crypto_bench.BenchError, ValueError) as exc:
-        print(f"bench-crypto: {exc}", file=sys.stderr)
+        print(f"error: bench-crypto: {exc}", file=sys.stderr)
         return 2 if not isinstance(exc, crypto_bench.BenchError) or "worker" not in str(exc) else 1
     print(run_dir)
     return 0

@@ -5,7 +5,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from testbed import keys
+from testbed import instance, keys, statelock
 
 
 def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
@@ -17,9 +17,15 @@ def run(args: argparse.Namespace) -> int:
     state = args.state if args.state is not None else keys.default_state_dir()
     before = keys.files(keys.keys_root(state)) if keys.keys_root(state).exists() else {}
     try:
-        root = keys.ensure(state)
-    except keys.KeysError as exc:
+        # certificates name that directory's stack addresses
+        with statelock.hold(state), instance.addresses_of(state):
+            root = keys.ensure(state)
+    except (keys.KeysError, statelock.Busy) as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"error: cannot write the keys under {state} ({exc.strerror or exc}); "
+              "set STATE=<a writable directory>", file=sys.stderr)
         return 1
     after = keys.files(root)
     changed = [p for p in after if before.get(p) != after[p]]

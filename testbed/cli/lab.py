@@ -65,6 +65,9 @@ def run(args: argparse.Namespace) -> int:
         if not args.name:
             print("error: --name is required", file=sys.stderr)
             return 2
+        if len(args.name) > 20 or not all(c.isalnum() or c == "-" for c in args.name):
+            print(f"error: lab name {args.name!r}: use 1-20 letters, digits or '-'", file=sys.stderr)
+            return 2
         if args.action != "exec" and words:
             print(f"error: unexpected arguments {' '.join(words)}", file=sys.stderr)
             return 2

@@ -18,7 +18,7 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument("target", nargs="?", help="run directory (create: the results root)")
     parser.add_argument("values", nargs="*", metavar="VALUE",
                         help="create: KEY=VALUE parameters; add-file: ATTR=VALUE attributes; "
-                        "set-datapath: ipsec=... wireguard=...; get: a key path such as datapath.userspace")
+                        "set-datapath: ipsec=... wireguard=... dtls=...; get: a key path such as datapath.userspace")
     parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                         help="create: a parameter (repeat; same as the positional KEY=VALUE)")
     parser.add_argument("--attr", action="append", default=[], metavar="ATTR=VALUE",
@@ -92,7 +92,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         manifest.add_event(target, args.level, _need(args.message, "--message", a))
     elif a == "set-datapath":
         kv = _pairs(args.values)
-        dp = manifest.set_datapath(target, kv.get("ipsec"), kv.get("wireguard"))
+        dp = manifest.set_datapath(target, kv.get("ipsec"), kv.get("wireguard"), kv.get("dtls"))
         print(json.dumps(dp))
     elif a == "finish":
         manifest.finish(target, _need(args.state, "--state", a), args.reason)
@@ -125,6 +125,10 @@ def run(args: argparse.Namespace) -> int:
         return 2
     except (manifest.ManifestError, KeyError, IndexError, json.JSONDecodeError) as exc:
         print(f"error: manifest {args.action}: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:            # a read-only or full results root: one line, no traceback
+        print(f"error: cannot write {exc.filename or args.target}: {exc.strerror or exc}; "
+              "set RESULTS=<a writable directory>", file=sys.stderr)
         return 1
 
 

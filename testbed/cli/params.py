@@ -14,6 +14,7 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument("assignments", nargs="*", metavar="KEY=VALUE",
                         help="Make variables (SIZES='64 1024' ...); empty = default")
     parser.add_argument("--profile", help="also check that PROFILE exists for the experiment's plane")
+    parser.add_argument("--profiles", default="", help="also check these space-separated ids (a campaign's PROFILES)")
     parser.add_argument("--from-env", action="store_true",
                         help="take the experiment's own parameters from the environment (as Make exports them)")
     parser.add_argument("--format", choices=("shell", "json", "help"), default="shell",
@@ -35,6 +36,8 @@ def run(args: argparse.Namespace) -> int:
         raw[key] = value
     try:
         params = runparams.validate(args.experiment, raw, args.profile)
+        for p in args.profiles.split():
+            runparams.validate(args.experiment, {}, p)
     except runparams.ParamError as exc:
         for line in str(exc).splitlines():
             print(f"error: {line}", file=sys.stderr)

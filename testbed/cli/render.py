@@ -6,27 +6,32 @@ import os
 import sys
 from pathlib import Path
 
-from testbed import keys, nas, planes, profiles, ran, render, stack
+from testbed import instance, keys, nas, planes, profiles, ran, render, stack, statelock
 from testbed.render import layout, oai
 
 
-def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
+def add_render_arguments(parser: argparse.ArgumentParser, plane_default: str) -> None:
+    """--profile, --plane, --state, --scp, --ran, --uu: what picks a render (render and check-config)."""
     parser.add_argument("--profile", default=os.environ.get("PROFILE") or "baseline",
                         help="profile id (default: $PROFILE or baseline; `make profiles` lists them)")
     parser.add_argument("--plane", default=os.environ.get("PLANE") or None,
                         help="plane(s) the overlay covers: one, several (n2,n4,n3,sbi) or `all` of the "
-                             "profile's (default: $PLANE or the profile's first plane)")
+                             f"profile's (default: $PLANE or {plane_default})")
     parser.add_argument("--state", type=Path, default=None, help="state dir (default: $STATE or .state)")
     parser.add_argument("--scp", action="store_true", default=os.environ.get("SCP", "") in ("1", "yes", "true"),
                         help="indirect communication through the SCP (default: $SCP, off)")
-    parser.add_argument("--nas", default=os.environ.get("NAS") or "",
-                        help="NAS security algorithms, e.g. nea2-nia2 (default: $NAS, or the stack's "
-                             "orders; docs/nas.md)")
     parser.add_argument("--ran", default=os.environ.get("RAN") or "",
                         help="RAN variant: ueransim (default), oai, split (default: $RAN; docs/ran.md)")
     parser.add_argument("--uu", default=os.environ.get("UU") or "",
                         help="AS security of an OAI RAN, e.g. nea2-nia2 (default: $UU, or OAI's "
                              "preference lists; docs/ran.md)")
+
+
+def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
+    add_render_arguments(parser, "the profile's first plane")
+    parser.add_argument("--nas", default=os.environ.get("NAS") or "",
+                        help="NAS security algorithms, e.g. nea2-nia2 (default: $NAS, or the stack's "
+                             "orders; docs/nas.md)")
     parser.add_argument("--quiet", action="store_true", help="print only the render dir")
 
 
@@ -59,23 +64,39 @@ def render_profile(profile_id: str, plane: str | None, state: Path | None, scp: 
     ran_name, uu = check_ran(ran_choice, uu)
     prof, pl = resolve(profile_id, plane, ran_name)
     nas_choice = os.environ.get("NAS", "") if nas_choice is None else nas_choice
-    values = nas.apply(stack.load(), nas_choice)        # NasError before anything is written
     state_dir = Path(state) if state is not None else keys.default_state_dir()
-    root = keys.ensure(state_dir)
-    out = layout.render_dir(state_dir, pl, prof.id, ran_name)
-    return render.render(prof, pl, out, subscribers=keys.subscribers(root), keys_dir=root,
-                         values=values, use_scp=scp or None, ran_variant=ran_name, uu=uu)
+    with instance.addresses_of(state_dir):              # that directory's stack addresses
+        values = nas.apply(stack.load(), nas_choice)    # NasError before anything is written
+    with statelock.hold(state_dir), instance.addresses_of(state_dir):   # never under a running stack
+        root = keys.ensure(state_dir)
+        out = layout.render_dir(state_dir, pl, prof.id, ran_name)
+        return render.render(prof, pl, out, subscribers=keys.subscribers(root), keys_dir=root,
+                             values=values, use_scp=scp or None, ran_variant=ran_name, uu=uu)
+
+
+# What rendering can fail with, and how each is told (one line; 2 = the user's input).
+RENDER_ERRORS = (profiles.ProfileError, nas.NasError, ran.RanError, oai.OaiConfigError, statelock.Busy,
+                 OSError, render.RenderError, keys.KeysError, ValueError, KeyError)
+
+
+def report_error(exc: BaseException, what: str) -> int:
+    """Print one error line for a failed render of `what`; the exit status."""
+    if isinstance(exc, (profiles.ProfileError, nas.NasError, ran.RanError, oai.OaiConfigError, statelock.Busy)):
+        print(f"error: {exc}", file=sys.stderr)
+        return 2 if not isinstance(exc, statelock.Busy) else 1
+    if isinstance(exc, OSError):
+        print(f"error: {what}: cannot write {exc.filename or 'the state directory'} "
+              f"({exc.strerror or exc}); set STATE=<a writable directory>", file=sys.stderr)
+        return 1
+    print(f"error: {what}: {exc}", file=sys.stderr)
+    return 1
 
 
 def run(args: argparse.Namespace) -> int:
     try:
         r = render_profile(args.profile, args.plane, args.state, args.scp, args.nas, args.ran, args.uu)
-    except (profiles.ProfileError, nas.NasError, ran.RanError, oai.OaiConfigError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except (render.RenderError, keys.KeysError, ValueError, KeyError) as exc:
-        print(f"error: render {args.profile}: {exc}", file=sys.stderr)
-        return 1
+    except RENDER_ERRORS as exc:
+        return report_error(exc, f"render {args.profile}")
     if args.quiet:
         print(r.dir)
         return 0

@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
-from testbed import manifest, profiles, validity
+from testbed import instance, manifest, profiles, validity
 
 
 def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
@@ -15,6 +16,10 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
+        # a stack beside another ran on its own addresses (testbed/instance.py): judge with those
+        slot = (manifest.load(args.run_dir).get("instance") or {}).get("slot")
+        if slot is not None:
+            os.environ[instance.SLOT_ENV] = str(slot)
         verdict = validity.check_run(args.run_dir, record=not args.no_record)
     except (manifest.ManifestError, profiles.ProfileError, validity.CaptureError) as exc:
         print(f"error: validity {args.run_dir}: {exc}", file=sys.stderr)

@@ -27,6 +27,7 @@ MODULES: dict[str, str] = {
     "ipsec": "ipsec",
     "wireguard": "wireguard",
     "tls": "tls",
+    "dtls": "dtls",
 }
 
 Values = dict[str, Any]

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from testbed import channels, keys, planes, stack, tshark
+from testbed.files import write_atomic as _write
 from testbed.overlays.verdict import Verdict
 from testbed.profiles import Profile
 
@@ -306,16 +307,6 @@ def overlay_env(node: str, plane: str, profile: Profile, values: dict[str, Any],
     }
     return ("# rendered by testbed/overlays/ipsec.py; sourced by ipsec/entrypoint.sh\n"
             + "".join(f"{k}={shlex.quote(v)}\n" for k, v in env.items()))
-
-
-def _write(path: Path, text: str, mode: int = 0o644) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    os.chmod(tmp, mode)
-    tmp.replace(path)
 
 
 def _copy(src: Path, dst: Path, mode: int) -> None:

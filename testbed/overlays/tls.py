@@ -25,14 +25,13 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from testbed import keys, stack, tshark
+from testbed import keys, privileges, stack, tshark
 from testbed.overlays.verdict import Verdict
 
 log = logging.getLogger(__name__)
 
 PLANE = "sbi"
-# Every SBI NF of Open5GS (the UPF and the RAN take no part in the SBI).
-SBI_NFS = ("nrf", "scp", "ausf", "udm", "udr", "pcf", "bsf", "nssf", "amf", "smf")
+SBI_NFS = stack.SBI_NFS                            # the UPF and the RAN take no part in the SBI
 GROUPS = "P-256"                                   # both papers: ECDHE over P-256
 KEYS_IN_CONTAINER = Path("/etc/testbed/keys")      # docs/contracts.md, "Paths inside containers"
 NODE_KEYS = KEYS_IN_CONTAINER / "node"
@@ -201,7 +200,10 @@ def compose_services(profile: Any, plane: str, values: dict[str, Any]) -> dict[s
     holders keep the baseline command: there is no tunnel."""
     _check_plane(plane)
     kdir = "${KEYS_DIR:?run through scripts/lib/compose.sh (make up)}"
-    return {node: {"volumes": [f"{kdir}/nodes/{node}:{NODE_KEYS}:ro",
+    # role nf-tls (nf-configs/privileges.yaml): reading the 0600 node key takes DAC_READ_SEARCH
+    role = privileges.role("nf-tls").compose_fields()
+    return {node: {"labels": role["labels"], "cap_add": role["cap_add"],
+                   "volumes": [f"{kdir}/nodes/{node}:{NODE_KEYS}:ro",
                                f"{kdir}/ca/ca.crt:{CA_CERTS}/ca.crt:ro",
                                f"{kdir}/ca/ca-rsa.crt:{CA_CERTS}/ca-rsa.crt:ro"]}
             for node in endpoints(plane, values)}

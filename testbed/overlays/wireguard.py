@@ -12,7 +12,7 @@ interface by fwmark policy routing:
 WireGuard marks its own UDP packets with FWMARK, so they skip that table and leave through
 the main table's route over the bridge; every other packet to a partner enters the tunnel.
 AllowedIPs = the partner's real /32, which is also its endpoint: the fwmark is what stops
-the encapsulated packets from looping (FACTS.md 6.6). Renumbering the NFs onto tunnel
+the encapsulated packets from looping (as wg-quick does for a full tunnel). Renumbering the NFs onto tunnel
 addresses was the alternative; it would change every NF config and the capture filters.
 
 `plane` is a PLANE expression (testbed/planes.py): a node on several of the planes (the AMF
@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from testbed import channels, keys, planes, stack, tshark
+from testbed.files import write_atomic as _write
 from testbed.overlays.verdict import Verdict
 
 log = logging.getLogger(__name__)
@@ -134,15 +135,6 @@ def overlay_env(node: str, profile_id: str, plane: str, values: dict[str, Any],
         "WG_MTU": str(MTU),
         "WG_READY_TIMEOUT": str(READY_TIMEOUT_S),
     }
-
-
-def _write(path: Path, text: str, mode: int) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    os.chmod(tmp, mode)
-    os.replace(tmp, path)
 
 
 def render(profile: Any, plane: str, values: dict[str, Any], keys_dir: Path,

@@ -16,9 +16,9 @@ from typing import Any
 
 import yaml
 
-from testbed import ROOT
+from testbed import ROOT, privileges
 from testbed.render import compose_env as cenv
-from testbed.render.files import comment, dump_yaml
+from testbed.files import comment, dump_yaml
 
 BASE_FILE = ROOT / "compose" / "base.yaml"
 # the core NFs a RAN waits for (healthy), so a UE's attach never waits for an NF
@@ -35,6 +35,16 @@ def templates(path: Path = BASE_FILE) -> dict[str, Any]:
 
 def labels() -> dict[str, Any]:
     return copy.deepcopy(templates()["x-labels"])
+
+
+def least(role: str, **extra: Any) -> dict[str, Any]:
+    """A service's privilege fields from its role in nf-configs/privileges.yaml (cap_drop ALL,
+    no-new-privileges, only the role's capabilities, devices, read-only root and tmpfs), its
+    labels those of compose/base.yaml plus the role; then `extra`."""
+    fields = privileges.role(role).compose_fields()
+    fields["labels"] = {**labels(), **fields["labels"]}
+    fields.update(extra)
+    return fields
 
 
 def health(test: list[str], **extra: Any) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from testbed.ran import compose as rc
 from testbed.render import layout, libconfig
 from testbed.render import oai as cfg
 from testbed.render import ueransim
-from testbed.render.files import write_text
+from testbed.files import write_atomic as write_text
 
 IMAGE = "${OAI_IMAGE:?set by scripts/lib/compose.sh}"
 CONF_DIR = layout.OAI_DIR                 # under the render dir; mounted at /etc/oai/
@@ -98,12 +98,11 @@ def render(variant: str, ctx: RenderContext) -> list[Path]:
 def _program(node: str, depends: list[str]) -> dict[str, Any]:
     conf = f"/etc/oai/{node}.conf"
     return {
-        "image": IMAGE, "labels": rc.labels(),
+        **rc.least("oai-ran", image=IMAGE),
         "command": [WRAPPER, PROGRAM[node], "-O", conf],
         "network_mode": f"service:{node}-net",
         "volumes": [ENTRYPOINTS, f"${{RENDER_DIR}}/{CONF_DIR}/{node}.conf:{conf}:ro"],
         "env_file": [f"${{RENDER_DIR}}/env/{node}.env"],
-        "tmpfs": ["/run/oai"],
         "stop_grace_period": "5s", "restart": "no",
         "depends_on": rc.healthy(f"{node}-net", *depends),
         "healthcheck": rc.health(["CMD", "grep", "-q", READY_LOG[node], LOG]),
@@ -114,12 +113,10 @@ def _ue(ue: str, variant: str, values: dict[str, Any], **extra: Any) -> dict[str
     tun = str(values["oai"]["tun"])
     conf = "/etc/oai/ue.conf"
     svc: dict[str, Any] = {
-        "image": IMAGE, "labels": rc.labels(),
+        **rc.least("oai-ue", image=IMAGE),          # NET_ADMIN and the TUN: the UE makes oaitun_ue1
         "command": [WRAPPER, "nr-uesoftmodem", "-O", conf, *cfg.ue_args(radio_node(variant), values)],
         "networks": {"ran": {"ipv4_address": "${" + f"{ue.upper()}_RAN_IP" + "}"}},
         "volumes": [ENTRYPOINTS, f"${{RENDER_DIR}}/{CONF_DIR}/{ue}.conf:{conf}:ro"],
-        "cap_add": ["NET_ADMIN"], "devices": ["/dev/net/tun:/dev/net/tun"],   # the UE makes its TUN
-        "tmpfs": ["/run/oai"],
         "stop_grace_period": "5s", "restart": "no",
         "depends_on": rc.healthy(radio_node(variant)),
         # as for UERANSIM: run-sbi moves the probes past the measured attach (UE_HEALTH_START_INTERVAL)

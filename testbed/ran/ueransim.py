@@ -12,7 +12,8 @@ from testbed.ran import RenderContext
 from testbed.ran import compose as rc
 from testbed.render import layout
 from testbed.render import ueransim as cfg
-from testbed.render.files import comment, dump_yaml, write_text
+from testbed.files import comment, dump_yaml
+from testbed.files import write_atomic as write_text
 from testbed.render.merge import deep_merge
 
 IMAGE = "${UERANSIM_IMAGE:?set by scripts/lib/compose.sh}"
@@ -41,8 +42,7 @@ def render(variant: str, ctx: RenderContext) -> list[Path]:
 
 def _ue(command: list[str], ue: str, **extra: Any) -> dict[str, Any]:
     svc: dict[str, Any] = {
-        "image": IMAGE, "labels": rc.labels(), "cap_add": ["NET_ADMIN"],
-        "devices": ["/dev/net/tun:/dev/net/tun"], "stop_grace_period": "5s", "restart": "no",
+        **rc.least("ue", image=IMAGE), "stop_grace_period": "5s", "restart": "no",
         # run-sbi sets UE_HEALTH_START_INTERVAL far beyond the attach so that no probe (a docker
         # exec every second) loads the host inside the measured window; it waits on the UE's log
         "healthcheck": rc.health(["CMD-SHELL", "ip -4 -o addr show dev uesimtun0 | grep -q ' inet '"],
@@ -62,7 +62,7 @@ def compose(variant: str, values: dict[str, Any]) -> dict[str, Any]:
         "gnb-net": rc.holder("gnb", values),
         # The gNB starts once the whole core is healthy, so UE 1's attach never waits for an NF.
         "gnb": {
-            "image": IMAGE, "labels": rc.labels(),
+            **rc.least("gnb", image=IMAGE),
             "command": ["nr-gnb", "-c", "/etc/ueransim/gnb.yaml"],
             "network_mode": "service:gnb-net",
             "volumes": ["${RENDER_DIR}/ueransim/gnb.yaml:/etc/ueransim/gnb.yaml:ro"],

@@ -21,11 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from testbed import ROOT, overlays, planes, profiles, ran, stack
+from testbed.files import dump_yaml as _dump_yaml
+from testbed.files import write_atomic as _write
 from testbed.profiles import Profile
 from testbed.render import compose_env as cenv
 from testbed.render import compose_overlay, layout, open5gs, ueransim
-from testbed.render.files import dump_yaml as _dump_yaml
-from testbed.render.files import write_text as _write   # one home; overlay modules import this name
 from testbed.render.merge import deep_merge
 
 log = logging.getLogger(__name__)

@@ -5,7 +5,8 @@ overrides it needs ({service: {...}}, merged by Compose over compose/base.yaml);
 them into `<render dir>/overlay.compose.yaml` and lists that file after base.yaml (and
 scp.yaml). For the tunnel overlays every endpoint of the plane(s) gets the same holder
 override from `holder_service()`: the overlay entrypoint as the command of `<node>-net`,
-least privilege (CAP_NET_ADMIN only, `no-new-privileges`, /dev/net/tun only where the
+least privilege from the role `holder-<protocol>` of nf-configs/privileges.yaml (its
+capabilities, `no-new-privileges`, read-only root with tmpfs; /dev/net/tun only where the
 datapath may be userspace), the overlay folder and the node's rendered dir read-only.
 """
 from __future__ import annotations
@@ -17,11 +18,9 @@ from typing import Any
 
 import yaml
 
-from testbed import datapath
+from testbed import datapath, privileges
 
 FRAGMENT = "overlay.compose.yaml"
-TUN = "/dev/net/tun:/dev/net/tun"
-NO_NEW_PRIVILEGES = "no-new-privileges:true"
 # per protocol: the environment variable that forces a datapath, its kernel value, the host probe
 _DATAPATH = {
     "ipsec": ("IPSEC_DATAPATH", "kernel", datapath.probe_xfrm_esp),
@@ -54,15 +53,14 @@ def holder_service(protocol: str, node: str, *, userspace: bool, environment: di
     only with the overlay in force."""
     svc: dict[str, Any] = {
         "command": [f"/opt/testbed/{protocol}/entrypoint.sh", "/etc/testbed/overlay"],
-        "cap_add": ["NET_ADMIN"],                 # xfrm / links, routes, rules, nftables
-        "security_opt": [NO_NEW_PRIVILEGES],
+        # the role's label, cap_add, read_only, tmpfs, and the TUN only when kernel-libipsec /
+        # wireguard-go may run (cap_drop ALL and no-new-privileges come with base.yaml's holder)
+        **privileges.role(f"holder-{protocol}").compose_fields(devices=userspace, over_base=True),
         "environment": dict(environment),
         "sysctls": dict(sysctls),
         "volumes": [f"${{REPO_DIR{_REQUIRED}}}/{protocol}:/opt/testbed/{protocol}:ro",
                     f"${{OVERLAY_DIR{_REQUIRED}}}/{node}:/etc/testbed/overlay:ro"],
     }
-    if userspace:
-        svc["devices"] = [TUN]                    # kernel-libipsec / wireguard-go make a TUN device
     return svc
 
 

@@ -1,6 +1,6 @@
 """Open5GS v2.7.7 NF configurations (one YAML per NF) from the stack values.
 
-Schema (FACTS.md 1.1/1.2): `<nf>: sbi: server: [{address, port}]`, `sbi: client: nrf: [{uri}]`
+Schema (Open5GS v2.7.7 `configs/open5gs/*.yaml.in`, `lib/sbi/context.c`): `<nf>: sbi: server: [{address, port}]`, `sbi: client: nrf: [{uri}]`
 (direct communication, Model C) and, with the SCP, `client: scp: [{uri}]` (Model D; v2.7.5+
 `delegated` defaults to auto, which delegates to a configured SCP). Addresses are IPs so the
 baseline has no DNS lookup in the attach path; the TLS overlay switches to FQDNs through its
@@ -12,8 +12,7 @@ from typing import Any
 
 from testbed import stack
 
-# Every SBI NF Open5GS has in the 5GC (stack.yaml kind open5gs, minus the UPF).
-SBI_NFS = ("nrf", "scp", "ausf", "udm", "udr", "pcf", "bsf", "nssf", "amf", "smf")
+SBI_NFS = stack.SBI_NFS
 OPEN5GS_NFS = SBI_NFS + ("upf",)
 DB_NFS = ("udr", "pcf")                   # read MongoDB directly (db_uri)
 LOG_PATH = "/run/open5gs/nf.log"          # per-start tmpfs: the healthchecks read it

@@ -1,6 +1,6 @@
 """UERANSIM v3.2.7 gNB and UE configurations from the stack values and the SIM secrets.
 
-Keys as read in UERANSIM v3.2.7 `src/gnb.cpp` / `src/ue.cpp` (FACTS.md 2). The UEs use the
+Keys as read in UERANSIM v3.2.7 `src/gnb.cpp` / `src/ue.cpp`. The UEs use the
 null protection scheme (SUCI = cleartext MSIN), so no home-network key is needed and NAS
 captures show the MSIN that correlates a UE's attach.
 """

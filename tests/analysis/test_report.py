@@ -24,6 +24,26 @@ def test_report_files(fixture_report):
         assert (fixture_report / "figures" / f"{png}.png").is_file()
 
 
+def test_bytes_section_is_in_the_report(report_text, fixture_report):
+    """make report shows the bytes on the wire (per-attach table, analytic table, figure) from
+    the fixture's captures; the crypto section only where a bench-crypto run exists."""
+    assert "## Bytes on the wire" in report_text and "### Signalling per UE attach" in report_text
+    assert "](wire-bytes/wire-bytes.png)" in report_text
+    assert (fixture_report / "wire-bytes" / "wire-bytes.png").is_file()
+    assert (fixture_report / "wire-bytes" / "attach-bytes.csv").is_file()
+    assert "Cipher micro-benchmark" not in report_text        # no crypto run in the fixture
+
+
+def test_nas_section_groups_attach_rows_by_algorithm() -> None:
+    from analysis.report_sections import nas_section
+    t = pd.DataFrame({"campaign": ["c"] * 3, "nas": ["nea2-nia2", "nea2-nia2", ""], "profile": ["baseline", "x", "x"],
+                      "protocol": ["none", "dtls", "dtls"], "role": ["cold"] * 3, "mean": [100.0, 120.0, 1.0]})
+    text = nas_section(t)
+    assert text.startswith("## Attach time per NAS algorithm") and "1 row(s) of runs that recorded no NAS" in text
+    assert text.index("| c | nea2-nia2 | baseline") < text.index("| c | nea2-nia2 | x")
+    assert nas_section(t.assign(nas="")) == ""
+
+
 def test_every_drawn_figure_is_embedded(report_text, fixture_report):
     for png in (fixture_report / "figures").glob("*.png"):
         assert f"](figures/{png.name})" in report_text

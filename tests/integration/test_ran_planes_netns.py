@@ -1,5 +1,5 @@
-"""IPsec and WireGuard on the split RAN's F1-C, F1-U and E1 (RAN=split, docs/ran.md) in network
-namespaces: the renderings and entrypoints the holder containers use, with real charon/swanctl
+"""IPsec, WireGuard and the DTLS relay on the split RAN's F1-C, F1-U and E1 (RAN=split,
+docs/ran.md) in network namespaces: the renderings and entrypoints the holder containers use, with real charon/swanctl
 (kernel-libipsec where the kernel has no ESP, as here) and wireguard-go, dumpcap on each plane's
 bridge, and the validity step's own checks; one overlay per node covering all its peers (the
 CU-CP meets the DU on F1-C and the CU-UP on E1; the CU-UP meets the DU on F1-U).
@@ -12,33 +12,18 @@ are positive on the protected captures and negative on a baseline lab's captures
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from testbed import channels, keys, netns, profiles, validity
+from testbed import channels, netns, profiles, validity
 from testbed.overlays import ipsec, wireguard
-from tests.conftest import require_root, require_tools
-from tests.integration.labs import lab_factory
-from tests.integration.test_planes_netns import captured
+# the same fixtures (real keys, a lab factory that always takes its labs down) and stand-in exchange
+from tests.integration.test_planes_netns import captured, keys_dir, make_lab  # noqa: F401
 
 pytestmark = pytest.mark.netns
 RAN_PLANES = "f1c,f1u,e1"
-
-
-@pytest.fixture(scope="module")
-def keys_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    require_root()
-    require_tools("openssl", "wg", "ip", "nft", "swanctl", "unshare", "nsenter", "socat", "dumpcap", "tshark",
-                  "wireguard-go")
-    return keys.ensure(tmp_path_factory.getbasetemp() / "ran-planes-keys-state")
-
-
-@pytest.fixture
-def make_lab(keys_dir: Path, tmp_path: Path) -> Iterator[Callable[..., netns.Lab]]:
-    with lab_factory("rp", tmp_path / "state", keys_dir) as make:
-        yield make
 
 
 @pytest.mark.parametrize("profile_id", ["aes128gcm", "aes256cbc-psk", "nullgmac", "wireguard"])
@@ -92,7 +77,7 @@ def test_the_cu_cps_plaintext_view_times_a_protected_f1c(make_lab: Callable[...,
         pytest.skip("no ESP datapath on this host")
     lab = make_lab("f1c", "aes128gcm")
     port = int(lab.values["f1ap_port"])
-    rules = subprocess.run(["bash", "-c", f'source scripts/lib/common.sh; plaintext_view_rules tcp {port} 39'],
+    rules = subprocess.run(["bash", "-c", f'source scripts/lib/common.sh; plaintext_view_rules tcp {port} 39 server'],
                            cwd=ROOT, capture_output=True, text=True, check=True).stdout
     subprocess.run(["ip", "netns", "exec", lab.netns("cucp"), "nft", "-f", "-"], input=rules, text=True, check=True)
     view = tmp_path / "f1c-view.pcap"
@@ -112,3 +97,53 @@ def test_the_cu_cps_plaintext_view_times_a_protected_f1c(make_lab: Callable[...,
     assert len(rows) == tshark.count(wire, f"esp && ip.addr == {du} && ip.addr == {cucp}")
     v = ipsec.verify_capture(wire, prof, "f1c", lab.values)
     assert v.valid and v.plaintext_packets == 0, v.details
+
+
+@pytest.mark.parametrize("profile_id", ["dtls12-aes128gcm", "dtls-relay-plain"])
+def test_dtls_relays_on_f1c_and_e1(profile_id: str, make_lab: Callable[..., netns.Lab], tmp_path: Path) -> None:
+    """The DTLS relay on the split's SCTP interfaces: the DU's F1-C and the CU-UP's E1 go to their
+    namespace's relay listener (127.0.0.1, as the rendered OAI configs say), the CU-CP's relays
+    (one per plane, in one entrypoint) connect to its F1AP / E1AP listeners; the wire carries
+    DTLS (or, for the plain relay, readable UDP) and dtls.verify_capture judges each plane.
+    The NF side is the entrypoint's TCP stand-in (--nf-transport tcp: this kernel lacks SCTP)."""
+    import subprocess
+    import time
+
+    from testbed import planes, tshark
+    from testbed.overlays import dtls
+    from tests.conftest import require_tools
+    require_tools("socat", "openssl", "ss")
+    prof = profiles.get(profile_id, "f1c,e1")
+    lab = make_lab("f1c,e1", profile_id, entrypoint_args=["--nf-transport", "tcp"], timeout=30)
+    assert sorted(lab.nodes) == ["cucp", "cuup", "du"], lab.nodes
+    caps = {p: lab.capture(tmp_path / f"dtls-{p}.pcap", network=planes.network(p)) for p in ("f1c", "e1")}
+    try:
+        for plane in ("f1c", "e1"):
+            lk = dtls.link(plane, lab.values)
+            server = lk.server_address(lab.values)
+            echo = subprocess.Popen(["ip", "netns", "exec", lab.netns(lk.server), "socat",
+                                     f"TCP4-LISTEN:{lk.port},bind={server},reuseaddr,fork", "PIPE"],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                deadline = time.monotonic() + 5
+                while f"{server}:{lk.port}" not in lab.exec(lk.server, ["ss", "-Hltn"]).stdout:
+                    assert time.monotonic() < deadline, "echo stand-in did not listen"
+                    time.sleep(0.05)
+                line = f"{plane}-stand-in"
+                res = lab.exec(lk.client, ["sh", "-c", f"echo {line} | timeout 8 socat -t2 - TCP4:{lk.listen}:{lk.port}"],
+                               timeout=15)
+                assert res.stdout.strip() == line, res.stdout + res.stderr
+            finally:
+                echo.terminate()
+                echo.wait(timeout=5)
+    finally:
+        for c in caps.values():
+            c.stop()
+    for plane, c in caps.items():
+        v = dtls.verify_capture(c.path, prof, plane, lab.values)
+        assert v.valid, f"{plane}: {v.details}"
+        lk = dtls.link(plane, lab.values)
+        assert tshark.count(c.path, f"udp.port == {lk.relay_port}") > 0
+        if prof.id != "dtls-relay-plain":
+            assert v.protected_packets > 0 and v.plaintext_packets == 0, v.details
+            assert f"{plane}-stand-in".encode() not in c.path.read_bytes()

@@ -7,7 +7,7 @@ AMF, SMF and UPF need SCTP/TUN/PFCP peers and are left to the e2e test on a Dock
 Needs root, an Open5GS build with these NFs ($OPEN5GS_BUILD: a meson build dir or install
 prefix) and FERRETDB_BIN (a FerretDB 1.x binary); skips naming what is missing. The SCP
 variant also needs libcurl 8 (bookworm's 7.88 breaks every second request on an HTTP/2
-connection, FACTS.md 8; e.g. LD_LIBRARY_PATH to libcurl3-gnutls from bookworm-backports).
+connection, docs/images.md; e.g. LD_LIBRARY_PATH to libcurl3-gnutls from bookworm-backports).
 """
 from __future__ import annotations
 
@@ -136,7 +136,7 @@ def _wait(what: str, check, proc: subprocess.Popen[bytes] | None, log: Path) -> 
 def test_core_nfs_register_with_rendered_configs(build: Path, core: Core, tmp_path: Path, use_scp: bool) -> None:
     if use_scp and (_libcurl_major(_binary(build, "scp")) or 0) < 8:
         pytest.skip("the SCP forwards several requests per HTTP/2 connection: needs libcurl 8 "
-                    "(this host's libcurl-gnutls is older; FACTS.md 8)")
+                    "(this host's libcurl-gnutls is older; docs/images.md)")
     r = render_to("baseline", "sbi", tmp_path / "render", use_scp=use_scp)
     values = stack.load()
     env = dict(line.split("=", 1) for line in (r.dir / layout.COMPOSE_ENV).read_text().splitlines()

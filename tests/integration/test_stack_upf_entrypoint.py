@@ -6,50 +6,47 @@ stand-in on PATH that records the state it finds, since this checks the entrypoi
 from __future__ import annotations
 
 import os
-import secrets
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from testbed import stack
 from testbed.render import compose_env as cenv
-from tests.conftest import ROOT, require_root, require_tools
+from tests.conftest import ROOT, require_tools
 
 pytestmark = pytest.mark.netns
 UPF_SH = ROOT / "compose" / "entrypoints" / "upf.sh"
 
 
 @pytest.fixture
-def netns() -> Iterator[str]:
-    require_root()
-    require_tools("ip", "nft")
+def netns(fresh_netns: str) -> str:
+    require_tools("nft")
     if not Path("/dev/net/tun").exists():
         pytest.skip("no /dev/net/tun on this host")
-    name = f"stack-upf-{secrets.token_hex(3)}"
-    subprocess.run(["ip", "netns", "add", name], check=True)
-    try:
-        yield name
-    finally:
-        subprocess.run(["ip", "netns", "del", name], check=False)
+    return fresh_netns
 
 
-def test_upf_entrypoint_sets_up_ogstun_and_nat(netns: str, tmp_path: Path) -> None:
-    values = stack.load()
-    env_vars = cenv.ue_vars(values)
+def upf_stub_env(tmp_path: Path, stub_body: str) -> tuple[dict[str, str], Path]:
+    """(environment, config) to run upf.sh with an open5gs-upfd stand-in of `stub_body`."""
+    ue = cenv.ue_vars(stack.load())
     bindir = tmp_path / "bin"
     bindir.mkdir()
-    record = tmp_path / "state.txt"
     stub = bindir / "open5gs-upfd"
-    stub.write_text("#!/usr/bin/env bash\nset -eu\n"
-                    f"{{ echo \"args: $*\"; ip -4 -o addr show dev \"$OGSTUN\"; ip -o link show dev \"$OGSTUN\"; "
-                    f"nft list table ip testbed_upf; }} >> {record}\n")
+    stub.write_text(f"#!/usr/bin/env bash\nset -eu\n{stub_body}\n")
     stub.chmod(0o755)
     cfg = tmp_path / "upf.yaml"
     cfg.write_text("upf: {}\n")
-    env = {**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}", "OGSTUN": env_vars["OGSTUN"],
-           "UE_SUBNET": env_vars["UE_SUBNET"], "UE_GATEWAY_CIDR": env_vars["UE_GATEWAY_CIDR"]}
+    env = {**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}", "OGSTUN": ue["OGSTUN"],
+           "UE_SUBNET": ue["UE_SUBNET"], "UE_GATEWAY_CIDR": ue["UE_GATEWAY_CIDR"]}
+    return env, cfg
+
+
+def test_upf_entrypoint_sets_up_ogstun_and_nat(netns: str, tmp_path: Path) -> None:
+    env_vars = cenv.ue_vars(stack.load())
+    record = tmp_path / "state.txt"
+    env, cfg = upf_stub_env(tmp_path, f"{{ echo \"args: $*\"; ip -4 -o addr show dev \"$OGSTUN\"; "
+                            f"ip -o link show dev \"$OGSTUN\"; nft list table ip testbed_upf; }} >> {record}")
     for _ in range(2):                       # a restarted container finds ogstun already there
         res = subprocess.run(["ip", "netns", "exec", netns, "bash", str(UPF_SH), str(cfg)],
                              env=env, capture_output=True, text=True, timeout=60)

@@ -5,7 +5,9 @@ measured overhead must equal the analytic one exactly; the boot capture holds th
 """
 from __future__ import annotations
 
+import base64
 import secrets
+import subprocess
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -52,10 +54,12 @@ def _pings(lab: netns.Lab, tmp_path: Path) -> tuple[Path, Path]:
     return lab.boot_capture.stop(), data
 
 
-@pytest.mark.parametrize("profile_id", ["aes128gcm", "aes256cbc", "nullsha256"])
+@pytest.mark.parametrize("profile_id", ["aes128gcm", "aes256gcm", "aes128cbc", "aes256cbc", "nullsha256", "nullgmac"])
 def test_esp_overhead_and_ike_bytes(profile_id: str, make_lab: Callable[..., netns.Lab], tmp_path: Path) -> None:
     if datapath.detect()["ipsec"] == "unavailable":
         pytest.skip("neither kernel ESP nor strongSwan kernel-libipsec here: run `make setup`")
+    if profile_id == "nullgmac" and datapath.detect()["ipsec"] != "kernel":
+        pytest.skip("AES-GMAC ESP needs kernel xfrm ESP: strongSwan's kernel-libipsec does not implement it")
     lab = make_lab(profile_id)
     boot, data = _pings(lab, tmp_path)
     prof = profiles.get(profile_id, "n3")
@@ -88,3 +92,58 @@ def test_wireguard_overhead_and_handshake_bytes(make_lab: Callable[..., netns.La
     assert hs.packets.get("handshake initiation", 0) >= 1 and hs.packets.get("handshake response", 0) >= 1, hs
     assert hs.ip_bytes["handshake initiation"] == hs.packets["handshake initiation"] * (148 + 8 + 20)
     assert hs.ip_bytes["handshake response"] == hs.packets["handshake response"] * (92 + 8 + 20)
+
+
+DTLS_MESSAGES = (61, 1000)            # link message sizes (one message per connection, one record each)
+
+
+@pytest.mark.parametrize("profile_id", ["dtls12-aes128gcm", "dtls-relay-plain"])
+def test_dtls_relay_record_overhead_and_handshake_bytes(profile_id: str, tmp_path: Path,
+                                                          tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Real socat/OpenSSL DTLS relay on N2 between namespaces (TCP stand-in for SCTP, see
+    tests/integration/test_dtls_netns.py): each known message crosses as one UDP datagram of
+    exactly message + the analytic record overhead (0 for the plain relay); the boot capture holds
+    the DTLS handshake, larger than the two ECDSA certificates it carries."""
+    from testbed.overlays import dtls
+    require_root()
+    require_tools("openssl", "ip", "socat", "ss", "unshare", "nsenter", "dumpcap", "tshark")
+    keys_dir = keys.ensure(tmp_path_factory.getbasetemp() / "wirebytes-keys")
+    lab = netns.Lab(f"wbd-{secrets.token_hex(3)}", "n2", profile_id, state_dir=tmp_path / "state",
+                    keys_dir=keys_dir, entrypoint_args=["--nf-transport", "tcp"])
+    boot = tmp_path / "boot.pcap"
+    try:
+        lab.up(timeout=30, capture=boot)
+        v = stack.load()
+        amf, port = lab.address("amf"), int(v["ngap_port"])
+        sink = lab.exec("amf", ["sh", "-c", f"socat -u TCP-LISTEN:{port},bind={amf},reuseaddr,fork OPEN:/dev/null "
+                                "</dev/null >/dev/null 2>&1 & echo $!"]).stdout.strip()
+        for size in DTLS_MESSAGES:
+            deadline = time.monotonic() + 5
+            while "LISTEN" not in lab.exec("amf", ["ss", "-Hltn", f"sport = :{port}"]).stdout:
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+            lab.exec("gnb", ["sh", "-c", f"head -c {size} /dev/zero | tr '\\0' x | timeout 5 socat -t1 -u - "
+                             f"TCP:127.0.0.1:{port}"], check=True)
+        time.sleep(0.5)              # pacing only: let the last datagrams reach the capture
+        lab.exec("amf", ["kill", sink])
+        assert lab.boot_capture is not None
+        lab.boot_capture.stop()
+    finally:
+        lab.down()
+    s = dtls.settings(profiles.get(profile_id))
+    relay = dtls.link("n2").relay_port
+    if s.relay == "dtls":
+        sent = wire_bytes.dtls_application_payloads(boot, relay, src=stack.address("gnb", "n2"))
+        want = wire_bytes.dtls_record_overhead(str(s.version), str(s.cipher))
+        assert sorted(sent) == [m + want for m in DTLS_MESSAGES], (sent, want)
+        hs = wire_bytes.dtls_handshake(boot, relay)
+        certs = sum(len(base64.b64decode("".join(
+            ln for ln in (keys.node_dir(keys_dir, n) / "ecdsa.crt").read_text().splitlines() if "-----" not in ln)))
+            for n in ("gnb", "amf"))
+        assert hs.total_frame_bytes > certs and hs.total_packets >= 10, (hs, certs)
+    else:
+        out = subprocess.run(["tshark", "-n", "-r", str(boot), "-Y", f"udp.port == {relay} && ip.src == "
+                              f"{stack.address('gnb', 'n2')}", "-T", "fields", "-e", "udp.length"],
+                             capture_output=True, text=True, check=True).stdout.split()
+        assert sorted(int(x) - 8 for x in out) == list(DTLS_MESSAGES)
+        assert wire_bytes.dtls_handshake(boot, relay).total_packets == 0

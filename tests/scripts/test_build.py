@@ -10,14 +10,19 @@ from pathlib import Path
 
 import pytest
 
+from testbed import images
 from tests.conftest import ROOT
 
 BUILD = ROOT / "scripts" / "build.sh"
 
 
+def clean_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items()
+            if not k.endswith(("_IMAGE", "_SRC", "_INSTALL")) and k not in ("APPLY_PATCHES", "BUILD_JOBS")}
+
+
 def run_build(*args: str, **env: str) -> subprocess.CompletedProcess:
-    clean = {k: v for k, v in os.environ.items()
-             if not k.endswith(("_IMAGE", "_SRC", "_INSTALL")) and k not in ("APPLY_PATCHES", "BUILD_JOBS")}
+    clean = clean_env()
     return subprocess.run(["bash", str(BUILD), *args], capture_output=True, text=True, timeout=60,
                           cwd=ROOT, env={**clean, **env}, check=False)
 
@@ -32,11 +37,32 @@ def test_default_build_plan() -> None:
     cmds = commands(res)
     assert [c[:3] for c in cmds[:3]] == [["docker", "buildx", "build"]] * 3
     assert cmds[0][cmds[0].index("-f") + 1] == "images/open5gs/Dockerfile"
-    assert cmds[0][cmds[0].index("-t") + 1] == "g5tb/open5gs:2.7.7-1" and cmds[0][-1] == "."
-    assert cmds[1][cmds[1].index("-t") + 1] == "g5tb/ueransim:3.2.7-1"
-    assert cmds[2][cmds[2].index("-t") + 1] == "g5tb/tools:1"
+    env = clean_env()
+    for cmd, name, version in zip(cmds, ("open5gs", "ueransim", "tools"), ("2.7.7", "3.2.7", "1")):
+        digest = images.input_hash(name, env)
+        assert cmd[cmd.index("-t") + 1] == f"g5tb/{name}:{version}-{digest}" and cmd[-1] == "."
+        assert f"testbed.inputs={digest}" in cmd and f"IMAGE_VERSION={version}-{digest}" in cmd
+        assert f"testbed.base={images.base_image(name, env)}" in cmd and "@sha256:" in cmd[cmd.index("--label") + 3]
+        assert not any(a.startswith("DEBIAN_IMAGE=") for a in cmd), "the Dockerfile's pinned base by default"
     assert cmds[3] == ["docker", "pull", "mongo:6.0"]
     assert not any("--build-context" in c for c in cmds), "no local tree given: upstream sources"
+
+
+def test_a_base_override_is_a_build_arg_and_another_tag() -> None:
+    res = run_build("--dry-run", "tools", DEBIAN_IMAGE="debian:bookworm-slim")
+    assert res.returncode == 0, res.stderr
+    (cmd,) = commands(res)
+    assert "DEBIAN_IMAGE=debian:bookworm-slim" in cmd and "testbed.base=debian:bookworm-slim" in cmd
+    other = images.input_hash("tools", {"DEBIAN_IMAGE": "debian:bookworm-slim"})
+    assert other != images.input_hash("tools", {}) and cmd[cmd.index("-t") + 1] == f"g5tb/tools:1-{other}"
+
+
+def test_mongo_image_ferretdb_builds_it_instead_of_pulling() -> None:
+    res = run_build("--dry-run", "mongo", MONGO_IMAGE="ferretdb")
+    assert res.returncode == 0, res.stderr
+    (cmd,) = commands(res)
+    assert cmd[cmd.index("-f") + 1] == "images/ferretdb/Dockerfile"
+    assert cmd[cmd.index("-t") + 1] == f"g5tb/ferretdb:1.24.0-{images.input_hash('ferretdb', {})}"
 
 
 def test_local_trees_become_named_build_contexts(tmp_path: Path) -> None:
@@ -52,6 +78,7 @@ def test_local_trees_become_named_build_contexts(tmp_path: Path) -> None:
     o5cmd, uecmd = commands(res)
     assert f"open5gs-src={o5}" in o5cmd and "APPLY_PATCHES=0" in o5cmd
     assert "OPEN5GS_SOURCE=local:open5gs" in o5cmd and "IMAGE_VERSION=dev" in o5cmd
+    assert f"testbed.inputs={images.input_hash('open5gs', {'APPLY_PATCHES': '0'})}" in o5cmd
     assert o5cmd[o5cmd.index("-t") + 1] == "me/open5gs:dev"
     assert f"ueransim-install={ue}" in uecmd and uecmd[uecmd.index("-t") + 1] == "me/ueransim:dev"
 

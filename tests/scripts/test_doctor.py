@@ -142,8 +142,8 @@ def test_no_avx_with_mongo_5_is_a_failure_that_names_the_ways_out(tmp_path: Path
     tag, follow = line(res.stdout, "AVX (MongoDB 5+)")
     assert tag == "FAIL" and res.returncode == 1
     assert "Illegal instruction" in follow[0]
-    assert "MONGO_IMAGE=mongo:4.4" in follow[1] and "make build IMAGES=ferretdb" in follow[1]
-    for image in ("mongo:4.4", "g5tb/ferretdb:1.24.0-1"):
+    assert "MONGO_IMAGE=mongo:4.4" in follow[1] and "MONGO_IMAGE=ferretdb" in follow[1]
+    for image in ("mongo:4.4", "ferretdb", "g5tb/ferretdb:1.24.0-abc"):
         tag, _ = line(run_doctor(CPUINFO=str(cpuinfo), MONGO_IMAGE=image).stdout, "AVX (MongoDB 5+)")
         assert tag == "ok", image
     tag, _ = line(run_doctor(CPUINFO=str(cpuinfo), MONGO_IMAGE="mongo").stdout, "AVX (MongoDB 5+)")

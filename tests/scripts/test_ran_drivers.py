@@ -19,7 +19,9 @@ RAN_VARS = {"RAN": "", "UU": "", "REGISTRATIONS": "", "GAP": "", "SCOPE": "", "I
 
 
 def run(script: str, tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    return _run(script, tmp_path, **{**RAN_VARS, "STATE": str(tmp_path / "state"), **env})
+    # a state directory of its own, under the default stack's names and addresses (testbed/instance.py)
+    names = {"COMPOSE_PROJECT": "g5tb", "BRIDGE_PREFIX": "g5tb", "STACK_SLOT": "0"}
+    return _run(script, tmp_path, **{**RAN_VARS, **names, "STATE": str(tmp_path / "state"), **env})
 
 
 @pytest.mark.parametrize("script", ["run-ran-procedures.sh", "run-f1u.sh"])

@@ -112,7 +112,7 @@ def test_derivation_functions_exist_in_the_open5gs_source() -> None:
     """Every `build` function of the SBI and N4 maps exists in that file at the pinned Open5GS tag
     (N2's references are UERANSIM's and the AMF's, named for reading, not checked here).
     OPEN5GS_SRC = an open5gs/open5gs clone (work tree or git dir) with the tag, kept outside
-    the repository (e.g. /work/ext/open5gs)."""
+    the repository (e.g. a checkout beside it)."""
     src = os.environ.get("OPEN5GS_SRC")
     if not src:
         pytest.skip("OPEN5GS_SRC not set (an open5gs/open5gs clone with tag "

@@ -8,16 +8,14 @@ from __future__ import annotations
 import json
 import sys
 import os
-import secrets
 import socket
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from testbed import ROOT, datapath
-from tests.conftest import require_root, require_tools
+from tests.conftest import require_tools
 
 
 @pytest.fixture(scope="module")
@@ -27,15 +25,8 @@ def facts() -> dict:
 
 
 @pytest.fixture
-def netns() -> Iterator[str]:
-    require_root()
-    require_tools("ip")
-    name = f"wireguard-dp-{secrets.token_hex(3)}"
-    subprocess.run(["ip", "netns", "add", name], check=True)
-    try:
-        yield name
-    finally:
-        subprocess.run(["ip", "netns", "del", name], check=False)
+def netns(fresh_netns: str) -> str:
+    return fresh_netns
 
 
 def _ns(name: str, *cmd: str) -> subprocess.CompletedProcess:

@@ -35,8 +35,31 @@ def test_create_writes_a_running_manifest_that_matches_the_schema(tmp_path: Path
     assert m["versions"]["testbed_commit"] is None or len(m["versions"]["testbed_commit"]) == 40
     # the namespace micro-benchmark runs no 5G stack: it claims no Open5GS/UERANSIM version
     assert m["versions"]["open5gs"] is None and m["versions"]["ueransim"] is None
+    assert m["versions"]["programs_from"] == "host"
     n3 = manifest.load(_create(tmp_path, experiment="n3", CAMPAIGN="c2"))
-    assert n3["versions"]["open5gs"] == "v2.7.7"
+    # a stack run's versions come from inside its images (none here: null), beside the pins
+    assert n3["versions"]["open5gs_pinned"] == "v2.7.7" and n3["versions"]["programs_from"] == "images"
+    assert n3["versions"]["open5gs"] is None and n3["versions"]["strongswan"] is None
+
+
+def test_stack_versions_are_read_from_inside_the_images(monkeypatch: pytest.MonkeyPatch) -> None:
+    contents = {
+        "o:1": {"image": "open5gs", "open5gs_version": "2.7.7", "open5gs_commit": "318eeb49", "libssl3": "3.0.17-1~deb12u3",
+                "libcurl3-gnutls": "8.14.1-2~bpo12+1"},
+        "u:1": {"image": "ueransim", "ueransim_version": "v3.2.7", "iperf3": "3.12-1+deb12u2", "iputils-ping": "3:20221126-1"},
+        "t:1": {"image": "tools", "strongswan-charon": "5.9.8-5+deb12u6", "wireguard-tools": "1.0.20210914-1+b1",
+                "wireguard-go": "0.0.20220316-1+b4", "tshark": "4.0.17-0+deb12u3"},
+    }
+    monkeypatch.setattr(manifest, "image_facts", lambda refs: {
+        r: {"id": "sha256:" + "0" * 64, "version": None, "contents": contents.get(r)} for r in refs})
+    v = manifest.versions(["o:1", "u:1", "t:1", "mongo:6.0"], stack_run=True)
+    assert (v["open5gs"], v["open5gs_commit"], v["openssl"], v["libcurl"]) == \
+        ("2.7.7", "318eeb49", "3.0.17-1~deb12u3", "8.14.1-2~bpo12+1")
+    assert (v["ueransim"], v["iperf3"], v["ping"]) == ("v3.2.7", "3.12-1+deb12u2", "3:20221126-1")
+    assert (v["strongswan"], v["wireguard_tools"], v["wireguard_go"], v["image_tshark"]) == \
+        ("5.9.8-5+deb12u6", "1.0.20210914-1+b1", "0.0.20220316-1+b4", "4.0.17-0+deb12u3")
+    assert v["tshark"] == manifest.tool_versions()["tshark"], "the judge is the host's tshark"
+    assert set(manifest.IMAGE_VERSIONS) <= set(v)
 
 
 def test_baseline_has_no_datapath_choice(tmp_path: Path) -> None:
@@ -160,6 +183,16 @@ def test_cli_rejects_bad_parameters_before_creating_anything(tmp_path: Path) -> 
 ])
 def test_tshark_version_has_no_trailing_dot(line: str) -> None:
     assert manifest._version(manifest.TSHARK_VERSION, line) == "4.4.19"
+
+
+def test_image_facts_fit_the_schema(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    facts = {"id": "sha256:" + "1" * 64, "version": "1-abc", "repo_digests": [], "inputs": "abc",
+             "base": "debian:bookworm-slim@sha256:" + "2" * 64, "source": None,
+             "contents": {"image": "tools", "strongswan-charon": "5.9.8-5+deb12u6"}}
+    monkeypatch.setattr(manifest, "image_facts", lambda refs: {r: dict(facts) for r in refs})
+    run = manifest.create(tmp_path, "n3", "baseline", {}, images=["g5tb/tools:1-abc"])
+    m = manifest.load(run)
+    assert manifest.validate(m) == [] and m["versions"]["strongswan"] == "5.9.8-5+deb12u6"
 
 
 def test_runs_on_other_planes_get_their_own_directory(tmp_path: Path) -> None:

@@ -118,3 +118,54 @@ def test_each_covered_plane_needs_its_own_valid_capture(tmp_path: Path, shared_d
     assert not v.valid and "no validation capture of the n4 plane" in v.details, v.details
     v = validity.check_run(run_with("aes128gcm-psk", ["n2", "n4"]))
     assert not v.valid and "n2: ESP 0" in v.details and "n4: ESP 0" in v.details, v.details
+
+
+N2_CAPTURE = Path(__file__).resolve().parents[1] / "data" / "roastedbeans-open5gs-roaming" / "n1_n2_interfaces.pcap"   # SMC: NEA0/NIA2
+
+
+def _sbi_run_with_n2(tmp_path: Path, nas_choice: str, n2: Path = N2_CAPTURE) -> Path:
+    require_tools("tshark")
+    run = manifest.create(tmp_path, "sbi", "baseline", {"ITERATIONS": "1", "NAS": nas_choice}, datapath_facts={})
+    shutil.copy(n2, run / "it01-n2.pcap")
+    manifest.add_file(run, "it01-n2.pcap", "pcap", {"iface": "n2", "purpose": "timing", "iteration": 1})
+    return run
+
+
+def test_nas_choice_is_proven_from_the_n2_security_mode_command(tmp_path: Path) -> None:
+    """run-sbi NAS=...: the choice is in the parameters, the proven one in the manifest's `nas`,
+    and a run whose SMC shows another choice is invalid (real Open5GS capture: NEA0/NIA2)."""
+    ok = _sbi_run_with_n2(tmp_path / "ok", "nea0-nia2")
+    rec, verdict = validity.nas_record(ok, manifest.load(ok))
+    assert verdict is not None and verdict.valid, verdict
+    assert rec["requested"] == "nea0-nia2" and rec["proven"] == "nea0-nia2" and rec["smc"] == 1
+    validity.check_run(ok)                       # no SBI validation capture: invalid, but nas recorded
+    m = manifest.load(ok)
+    assert m["parameters"]["nas"] == "nea0-nia2" and m["nas"]["proven"] == "nea0-nia2"
+    assert "NAS nea0-nia2: proven by 1 Security Mode Command" in m["validity"]["details"]
+    assert manifest.validate(m) == []
+
+    bad = _sbi_run_with_n2(tmp_path / "bad", "nea2-nia2")
+    v = validity.check_run(bad)
+    assert not v.valid and "select nea0-nia2, not the requested nea2-nia2 -> INVALID" in v.details
+    assert manifest.load(bad)["nas"]["seen"] == ["nea0-nia2"]
+
+
+def test_nas_without_a_request_is_recorded_and_unreadable_smc_is_invalid(tmp_path: Path) -> None:
+    free = _sbi_run_with_n2(tmp_path / "free", "")
+    rec, verdict = validity.nas_record(free, manifest.load(free))
+    assert verdict is None and rec["requested"] is None and rec["proven"] == "nea0-nia2"
+    import subprocess
+    head = tmp_path / "head.pcapng"
+    subprocess.run(["editcap", "-r", str(N2_CAPTURE), str(head), "1-5"], check=True, capture_output=True)
+    blind = _sbi_run_with_n2(tmp_path / "blind", "nea0-nia2", head)
+    rec, verdict = validity.nas_record(blind, manifest.load(blind))
+    assert verdict is not None and not verdict.valid and "no Security Mode Command readable" in verdict.details
+    assert rec["proven"] is None
+
+
+def test_nas_param_is_checked_before_anything_starts() -> None:
+    from testbed import runparams
+    with pytest.raises(runparams.ParamError, match="NAS='nea3-nia1': unknown NAS choice"):
+        runparams.validate("sbi", {"NAS": "nea3-nia1"})
+    assert runparams.validate("sbi", {"NAS": "nea1-nia2"})["nas"] == "nea1-nia2"
+    assert runparams.validate("sbi", {})["nas"] == ""

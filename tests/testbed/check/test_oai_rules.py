@@ -121,3 +121,26 @@ def test_split_nodes_must_be_in_compose_only_for_split(tmp_path: Path) -> None:
     found = t.check()
     assert_found(found, t.render_dir / "compose" / "ran.yaml", "services.du-net.networks.f1c.ipv4_address",
                  "address", "10.100.10.63")
+
+
+def test_dtls_relays_on_f1c_e1_n2_point_the_split_at_their_listeners(tmp_path: Path) -> None:
+    """A DTLS profile on the split's F1-C, E1 and N2: the DU, the CU-UP and the CU-CP connect to their
+    relay's local listener (a real address there is named), each server side's relay connects to the
+    CU-CP's / AMF's real address on the plane."""
+    import shutil
+
+    from tests.conftest import ROOT
+    t = make_tree(tmp_path, ran="split")
+    shutil.copytree(ROOT / "dtls", t.root / "dtls")            # the relays' mounted entrypoint
+    t.rerender("dtls12-aes128gcm", "f1c,e1,n2", ran="split")
+    found = t.check()
+    assert found == [], "\n".join(f.format() for f in found)
+    f = edit_conf(t, "oai/du.conf", lambda d: d["MACRLCs"][0].update(remote_n_address="10.100.10.60"))
+    assert_found(t.check(), f, "MACRLCs[0].remote_n_address", "address", "relay's listener 127.0.0.1")
+    f = edit_conf(t, "oai/cuup.conf", lambda d: d["gNBs"][0]["E1_INTERFACE"][0].update(ipv4_cucp="10.100.12.60"))
+    assert_found(t.check(), f, "gNBs[0].E1_INTERFACE[0].ipv4_cucp", "address", "relay_links.e1")
+    f = edit_conf(t, "oai/cucp.conf", lambda d: d["gNBs"][0]["amf_ip_address"][0].update(ipv4="10.100.2.5"))
+    assert_found(t.check(), f, "gNBs[0].amf_ip_address[0].ipv4", "address", "relay_links.n2")
+    env = t.render_dir / "overlay" / "cucp" / "overlay.env"
+    t.edit_text(env, "10.100.10.60 38472", "10.100.10.99 38472")
+    assert_found(t.check(), env, "DTLS_RELAYS (f1c, NF side)", "address", "10.100.10.99")

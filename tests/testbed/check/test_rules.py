@@ -80,6 +80,7 @@ def assert_found(findings: list[Finding], file: Path, key: str, kind: str, text:
     ("baseline", "n3", False), ("baseline", "sbi", False), ("baseline", "sbi", True),
     ("aes256gcm", "n3", False), ("aes128gcm-psk-trap", "sbi", False),
     ("wireguard", "n3", False), ("wireguard", "sbi", False), ("tls12-rsa-aes256gcm", "sbi", False),
+    ("baseline", "n2", False), ("dtls12-aes128gcm", "n2", False), ("dtls-relay-plain", "n2", False),
 ])
 def test_real_files_pass(profile: str, plane: str, use_scp: bool, tmp_path: Path) -> None:
     kr = keys_root()
@@ -117,6 +118,18 @@ def test_amf_ngap_address_in_gnb_config(tmp_path: Path) -> None:
     t = make_tree(tmp_path)
     f = t.edit_yaml("ueransim/gnb.yaml", lambda d: d["amfConfigs"][0].update(address="10.100.2.6"))
     assert_found(t.check(), f, "amfConfigs[0].address", "address", "10.100.2.6")
+
+
+def test_gnb_past_the_n2_relay_and_relay_to_another_amf_address(tmp_path: Path) -> None:
+    """DTLS relay on N2: the gNB must connect to the relay's listener (not the AMF directly),
+    and the relay's server side must connect to the AMF's N2 address."""
+    t = make_tree(tmp_path, "dtls12-aes128gcm", "n2")
+    amf = stack.address("amf", "n2", t.values)
+    f = t.edit_yaml("ueransim/gnb.yaml", lambda d: d["amfConfigs"][0].update(address=amf))
+    assert_found(t.check(), f, "amfConfigs[0].address", "address", "relay's listener 127.0.0.1")
+    env = t.render_dir / layout.OVERLAY_DIR / "amf" / "overlay.env"
+    t.edit_text(env, f"2155 {amf} 38412", "2155 10.100.2.99 38412")
+    assert_found(t.check(), env, "DTLS_RELAYS (NF side)", "address", "10.100.2.99")
 
 
 def test_nrf_uri(tmp_path: Path) -> None:
@@ -174,24 +187,20 @@ def test_duplicate_address_in_compose(tmp_path: Path) -> None:
     assert_found(t.check(), base, "services.udm-net.networks.sbi.ipv4_address", "duplicate", "ausf-net")
 
 
-def test_duplicate_address_in_stack(tmp_path: Path) -> None:
+@pytest.mark.parametrize("old,new,node,net,kind,text", [
+    ("udm:       {kind: open5gs,  networks: {sbi: 10.100.1.12}}",
+     "udm:       {kind: open5gs,  networks: {sbi: 10.100.1.11}}", "udm", "sbi", "duplicate", "node ausf"),
+    ("upf:       {kind: open5gs,  networks: {n3: 10.100.3.7,",
+     "upf:       {kind: open5gs,  networks: {n3: 10.100.13.7,", "upf", "n3", "subnet", "outside the n3 subnet"),
+], ids=["duplicate", "out-of-subnet"])
+def test_a_bad_address_in_stack_yaml_is_found_there_and_in_compose(tmp_path: Path, old: str, new: str, node: str,
+                                                                  net: str, kind: str, text: str) -> None:
     t = make_tree(tmp_path)
-    t.edit_text(t.stack_file, "udm:       {kind: open5gs,  networks: {sbi: 10.100.1.12}}",
-                "udm:       {kind: open5gs,  networks: {sbi: 10.100.1.11}}")
+    t.edit_text(t.stack_file, old, new)
     t.rerender()
     found = t.check()
-    assert_found(found, t.stack_file, "nodes.udm.networks.sbi", "duplicate", "node ausf")
-    assert_found(found, t.compose / "base.yaml", "services.udm-net.networks.sbi.ipv4_address", "duplicate")
-
-
-def test_out_of_subnet_address(tmp_path: Path) -> None:
-    t = make_tree(tmp_path)
-    t.edit_text(t.stack_file, "upf:       {kind: open5gs,  networks: {n3: 10.100.3.7,",
-                "upf:       {kind: open5gs,  networks: {n3: 10.100.13.7,")
-    t.rerender()
-    found = t.check()
-    assert_found(found, t.stack_file, "nodes.upf.networks.n3", "subnet", "outside the n3 subnet")
-    assert_found(found, t.compose / "base.yaml", "services.upf-net.networks.n3.ipv4_address", "subnet")
+    assert_found(found, t.stack_file, f"nodes.{node}.networks.{net}", kind, text)
+    assert_found(found, t.compose / "base.yaml", f"services.{node}-net.networks.{net}.ipv4_address", kind)
 
 
 def test_gateway_address_taken_by_a_node(tmp_path: Path) -> None:

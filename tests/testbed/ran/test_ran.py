@@ -63,9 +63,13 @@ def test_split_services_and_start_order() -> None:
     assert s["cuup"]["command"][1] == "nr-cuup" and s["du"]["command"][1] == "nr-softmodem"
     assert s["ue2"]["profiles"] == ["ue2"]
     for name, svc in s.items():
-        assert not svc.get("privileged"), name
-        if name in ("ue1", "ue2"):
-            assert svc["cap_add"] == ["NET_ADMIN"] and svc["devices"] == ["/dev/net/tun:/dev/net/tun"]
+        # each service holds its role of nf-configs/privileges.yaml and nothing more
+        role = {"ue1": "oai-ue", "ue2": "oai-ue"}.get(name, "holder" if name.endswith("-net") else "oai-ran")
+        assert svc["labels"]["testbed.role"] == role, name
+        assert not svc.get("privileged") and svc["cap_drop"] == ["ALL"] and svc["read_only"] is True, name
+        if role == "oai-ue":
+            assert svc["cap_add"] == ["DAC_READ_SEARCH", "NET_ADMIN", "NET_RAW"]
+            assert svc["devices"] == ["/dev/net/tun:/dev/net/tun"]
         else:
             assert "cap_add" not in svc and "devices" not in svc, name
 

@@ -1,7 +1,7 @@
 """The Compose overlay fragment rendered by code (testbed/render/compose_overlay.py) for every
 overlay protocol on each of its planes and on all of them: exactly the endpoints' holders
 (tunnels) or NF containers (TLS), the entrypoint and mounts of docs/contracts.md, least
-privilege (NET_ADMIN only, no-new-privileges, /dev/net/tun only for a userspace datapath),
+privilege (the role's fields of nf-configs/privileges.yaml, /dev/net/tun only for a userspace datapath),
 the sysctls the hooks fill; check-config passes on the merged model."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from testbed import channels, planes, profiles, ran, stack
+from testbed import channels, planes, privileges, profiles, ran, stack
 from testbed.check import check_render
 from testbed.render import compose_overlay, layout
 from tests.conftest import ROOT
@@ -41,7 +41,9 @@ def test_fragment_is_exactly_what_the_planes_need(profile_id: str, plane: str, t
     if prof.protocol == "tls":
         assert sorted(frag) == sorted(n for n in channels.nodes("sbi") if n in base)
         for nf, svc in frag.items():
-            assert set(svc) == {"volumes"} and all(m.endswith(":ro") and ".key:" not in m for m in svc["volumes"])
+            assert set(svc) == {"volumes", "labels", "cap_add"} and svc["cap_add"] == ["DAC_READ_SEARCH"]
+            assert svc["labels"] == {privileges.ROLE_LABEL: "nf-tls"}
+            assert all(m.endswith(":ro") and ".key:" not in m for m in svc["volumes"])
             assert f"${{KEYS_DIR:?run through scripts/lib/compose.sh (make up)}}/nodes/{nf}:/etc/testbed/keys/node:ro" \
                 in svc["volumes"]
         return
@@ -51,7 +53,10 @@ def test_fragment_is_exactly_what_the_planes_need(profile_id: str, plane: str, t
         node = name.removesuffix("-net")
         assert base[name]["command"] == ["/opt/testbed/entrypoints/holder.sh"]
         assert svc["command"] == [f"/opt/testbed/{prof.protocol}/entrypoint.sh", "/etc/testbed/overlay"]
-        assert svc["cap_add"] == ["NET_ADMIN"] and svc["security_opt"] == ["no-new-privileges:true"]
+        role = privileges.role(f"holder-{prof.protocol}")
+        assert svc["labels"] == {privileges.ROLE_LABEL: role.name} and svc["cap_add"] == sorted(role.capabilities)
+        assert "cap_drop" not in svc and "security_opt" not in svc, "base.yaml's holder gives them (Compose: unique)"
+        assert svc["read_only"] is True and svc["tmpfs"] == ["/run", "/tmp"]
         # userspace datapath forced above; trap modes never run on it (kernel xfrm only)
         userspace = prof.protocol == "wireguard" or prof.params["mode"] == "start"
         assert svc.get("devices") == (["/dev/net/tun:/dev/net/tun"] if userspace else None)

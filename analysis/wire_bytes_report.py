@@ -1,0 +1,117 @@
+"""The bytes-on-the-wire section (docs/wire-bytes.md): tables as CSV + Markdown and one figure.
+
+- `wire-bytes.csv`: per usable run and capture, handshake packets and bytes (IKE_SA_INIT +
+  IKE_AUTH, WireGuard, TLS, DTLS) and, on N3, the measured per-packet overhead beside the analytic
+  one (analysis/wire_bytes.py results_table);
+- `wire-bytes-analytic.csv`: the theoretical per-packet overhead of every ESP proposal, WireGuard,
+  the TLS and DTLS records of the catalogue (and the relay against SCTP), per size;
+- `attach-bytes.csv`: signalling packets and bytes per UE attach, cold and warm, per interface
+  and in sum, with the overhead against the baseline (analysis/attach_bytes.py);
+- `wire-bytes.png|pdf`: handshake bytes per profile, and bytes per attach per profile and role.
+"""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pandas as pd
+
+from analysis import attach_bytes, wire_bytes
+from analysis.markdown import table as md_table
+
+log = logging.getLogger(__name__)
+
+FIGURE = "wire-bytes"
+
+
+def figure(runs: pd.DataFrame, attach: pd.DataFrame, out: Path) -> list[Path]:
+    """Left: mean handshake frame bytes per profile (from the runs' captures). Right: mean bytes
+    per attach (all interfaces) per profile, cold and warm, with 99 % intervals over boots."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    hs = (runs.dropna(subset=["handshake_frame_bytes"]).groupby("profile")["handshake_frame_bytes"].mean()
+          if "handshake_frame_bytes" in runs else pd.Series(dtype=float))
+    at = attach[attach["iface"] == attach_bytes.ALL] if not attach.empty else attach
+    if hs.empty and at.empty:
+        return []
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    ax = axes[0]
+    hs = hs[hs > 0]
+    if not hs.empty:
+        ax.bar(range(len(hs)), hs.to_numpy(), color="0.45")
+        ax.set_xticks(range(len(hs)), hs.index, rotation=45, ha="right", fontsize=8)
+    else:
+        ax.text(0.5, 0.5, "no overlay handshake\nin these captures", ha="center", va="center", transform=ax.transAxes)
+        ax.set_xticks([])
+    ax.set_ylabel("handshake bytes per capture (frames)")
+    ax.set_title("Overlay handshakes on the wire")
+    ax = axes[1]
+    if not at.empty:
+        profiles = sorted(at["profile"].unique(), key=lambda p: (p != "baseline", p))
+        for k, (role, hatch) in enumerate((("cold", ""), ("warm", "//"))):
+            sub = at[at["role"] == role].set_index("profile")
+            xs = [i + (k - 0.5) * 0.4 for i, p in enumerate(profiles) if p in sub.index]
+            ys = [float(sub.loc[p, "bytes_mean"]) for p in profiles if p in sub.index]
+            es = [float(sub.loc[p, "bytes_ci"]) if pd.notna(sub.loc[p, "bytes_ci"]) else 0.0
+                  for p in profiles if p in sub.index]
+            ax.bar(xs, ys, width=0.4, yerr=es, capsize=3, color="white", edgecolor="black", hatch=hatch, label=role)
+        ax.set_xticks(range(len(profiles)), profiles, rotation=45, ha="right", fontsize=8)
+        ax.set_ylim(top=ax.get_ylim()[1] * 1.2)
+        ax.legend(title="UE", loc="upper right", ncol=2)
+    ax.set_ylabel("bytes per attach (all captured interfaces)")
+    ax.set_title("Signalling bytes per UE attach")
+    fig.tight_layout()
+    paths = []
+    for ext in ("png", "pdf"):
+        p = out / f"{FIGURE}.{ext}"
+        fig.savefig(p, dpi=150)
+        paths.append(p)
+    plt.close(fig)
+    return paths
+
+
+def markdown_section(results: Path, out: Path, link_dir: str = "", registrations: pd.DataFrame | None = None) -> str:
+    """The section's Markdown ('' when no run has a capture); writes its CSVs and figure to out.
+    `registrations`: analysis/datasets.py's attach frame, when the caller has it already."""
+    runs = wire_bytes.results_table(results)
+    attach = attach_bytes.summary(attach_bytes.samples(results, registrations))
+    if runs.empty and attach.empty:
+        return ""
+    out.mkdir(parents=True, exist_ok=True)
+    analytic = wire_bytes.analytic_table()
+    runs.to_csv(out / "wire-bytes.csv", index=False)
+    analytic.to_csv(out / "wire-bytes-analytic.csv", index=False)
+    if not attach.empty:
+        attach.to_csv(out / "attach-bytes.csv", index=False)
+    figs = figure(runs, attach, out)
+    lines = ["## Bytes on the wire", "",
+             "From the runs' own captures (docs/wire-bytes.md). Handshakes: IKE_SA_INIT + IKE_AUTH, WireGuard "
+             "initiation/response/cookie, TLS records from the ClientHello to the client's first application "
+             "record, DTLS handshake and ChangeCipherSpec frames on the relay port.", ""]
+    if figs:
+        lines += [f"![bytes on the wire]({link_dir}{figs[0].name})", ""]
+    if not attach.empty:
+        cols = ["profile", "protocol", "nas", "iface", "role", "n_boots", "n_samples", "packets_mean",
+                "packets_overhead", "bytes_mean", "bytes_ci", "bytes_overhead", "bytes_overhead_ci"]
+        lines += ["### Signalling per UE attach (cold and warm) against the baseline", "",
+                  "Every frame of the iteration's wire captures inside the UE's attach window (Registration "
+                  "Request to PDU Session Establishment Accept); `all` = the captured interfaces together. "
+                  "Intervals over boots (iterations), overheads against the baseline of the same interface, "
+                  "role and NAS algorithms. CSV: `attach-bytes.csv`.", "",
+                  md_table(attach[[c for c in cols if c in attach.columns]].round(1)), ""]
+    if not runs.empty:
+        lines += ["### Per run and capture: handshakes and per-packet overhead", "",
+                  "Measured overhead = protected packet length - the baseline's inner packet length, beside "
+                  "the analytic value of the profile's proposal. CSV: `wire-bytes.csv`.", "", md_table(runs), ""]
+    lines += ["### Theoretical per-packet overhead of each proposal", "",
+              "Bytes added to an inner packet (ESP, WireGuard: outer IPv4 included; TLS/DTLS: per record; "
+              "`relay_vs_sctp`: the relay's UDP + DTLS record against SCTP's own headers for one message). "
+              "CSV: `wire-bytes-analytic.csv`.", "", md_table(analytic), ""]
+    return "\n".join(lines)
+
+
+def write_report(results: Path, out: Path) -> Path | None:
+    from analysis.markdown import write_page
+    text = markdown_section(results, out)
+    return write_page(out, "wire-bytes", "Bytes on the wire", text.split("\n", 2)[2] if text else "")

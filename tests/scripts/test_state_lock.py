@@ -1,0 +1,123 @@
+"""One run at a time per STATE directory (scripts/lib/state.sh, testbed/statelock.py), and two
+stacks side by side on different STATE directories (testbed/instance.py), through `make up
+DRY_RUN=1`: no Docker needed. The first dry run is held inside its render by a gate in the
+PYTHON it runs (a wrapper that waits for a file before the `render` command), so the second
+one meets the lock for certain."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from testbed import statelock
+from tests.conftest import ROOT
+
+
+def gated_python(tmp_path: Path) -> tuple[Path, Path]:
+    gate = tmp_path / "gate"
+    wrapper = tmp_path / "python"
+    wrapper.write_text("#!/usr/bin/env bash\n"
+                       'for a in "$@"; do if [ "$a" = render ]; then\n'
+                       f'  for _ in $(seq 600); do [ -e {gate} ] && break; sleep 0.1; done\n'
+                       "fi; done\n"
+                       f'exec {sys.executable} "$@"\n')
+    wrapper.chmod(0o755)
+    return wrapper, gate
+
+
+def make_up(state: Path, python: Path, *extra: str) -> subprocess.Popen[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("TESTBED_LOCK", "STACK_SLOT", "COMPOSE_PROJECT",
+                                                            "BRIDGE_PREFIX", "STATE_DIR")}
+    return subprocess.Popen(["make", "--no-print-directory", "up", "DRY_RUN=1", f"STATE={state}",
+                             f"PYTHON={python}", *extra], cwd=ROOT, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def wait_for_holder(state: Path, proc: subprocess.Popen[str]) -> dict[str, str]:
+    for _ in range(600):
+        h = statelock.holder(state)
+        if h.get("command", "").startswith("scripts/up.sh"):
+            return h
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.1)
+    pytest.fail("the first dry run never took the lock")
+
+
+def test_two_concurrent_make_up_dry_runs_the_second_fails_naming_the_first(tmp_path: Path) -> None:
+    python, gate = gated_python(tmp_path)
+    state = tmp_path / "state"
+    first = make_up(state, python)
+    try:
+        holder = wait_for_holder(state, first)
+        second = make_up(state, python)
+        out, err = second.communicate(timeout=120)
+        assert second.returncode != 0
+        errors = [line for line in err.splitlines() if line.startswith("error:")]
+        assert len(errors) == 1, err
+        assert f"is in use by pid {holder['pid']} (`scripts/up.sh --profile baseline (profile baseline, DRY_RUN=1)`)" \
+            in errors[0] and f"since {holder['since']}" in errors[0] and "STATE=<dir>" in errors[0]
+        assert "Traceback" not in err and "docker" not in err.lower().replace("docker compose -p", "")
+    finally:
+        gate.touch()
+    out, err = first.communicate(timeout=300)
+    assert first.returncode == 0, err[-2000:]
+    assert "DRY_RUN: nothing started" in err and "+ env -u PROFILE" in out + err
+    # released with the first run: the next one goes through
+    third = make_up(state, python)
+    out, err = third.communicate(timeout=300)
+    assert third.returncode == 0, err[-2000:]
+
+
+def test_another_state_runs_its_own_stack_beside(tmp_path: Path) -> None:
+    python, gate = gated_python(tmp_path)
+    a, b = tmp_path / "a", tmp_path / "b"
+    first = make_up(a, python)
+    try:
+        wait_for_holder(a, first)
+        second = make_up(b, python)
+        gate.touch()
+        out_b, err_b = second.communicate(timeout=300)
+    finally:
+        gate.touch()
+    out_a, err_a = first.communicate(timeout=300)
+    assert first.returncode == 0 and second.returncode == 0, err_a[-1000:] + err_b[-1000:]
+
+    def instance(err: str) -> tuple[str, str]:
+        line = next(x for x in err.splitlines() if "DRY_RUN: nothing started" in x)
+        project = line.split("project ", 1)[1].split(",", 1)[0]
+        bridges = line.split("bridges ", 1)[1].split("-<network>", 1)[0]
+        return project, bridges
+
+    (pa, ba), (pb, bb) = instance(err_a), instance(err_b)
+    assert pa != pb and ba != bb and pa.startswith("g5tb-") and len(f"{ba}-sbi") <= 15
+    env_a = (a / "render/n3/baseline/compose.env").read_text()
+    env_b = (b / "render/n3/baseline/compose.env").read_text()
+    subnet = [line for line in env_a.splitlines() if line.startswith("NET_SBI_SUBNET=")][0]
+    assert subnet != [line for line in env_b.splitlines() if line.startswith("NET_SBI_SUBNET=")][0]
+    assert subnet != "NET_SBI_SUBNET=10.100.1.0/24", "a second STATE never takes the default addresses"
+    assert f"-p {pa} " in out_a + err_a
+
+
+def test_the_python_commands_honour_the_lock_and_its_holders_children(tmp_path: Path) -> None:
+    with statelock.hold(tmp_path, "holder under test"):
+        res = subprocess.run([sys.executable, "-m", "testbed", "render", "--state", str(tmp_path)], cwd=ROOT,
+                             capture_output=True, text=True, timeout=120,
+                             env={k: v for k, v in os.environ.items() if k != statelock.HELD_ENV})
+        assert res.returncode == 1 and "`holder under test`" in res.stderr and "Traceback" not in res.stderr
+        child = subprocess.run([sys.executable, "-m", "testbed", "render", "--state", str(tmp_path), "--quiet"],
+                               cwd=ROOT, capture_output=True, text=True, timeout=120)   # inherits TESTBED_LOCK
+        assert child.returncode == 0, child.stderr
+    with pytest.raises(statelock.Busy, match="no longer running"):
+        fd = os.open(tmp_path / statelock.LOCK, os.O_RDWR)
+        import fcntl
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        statelock.write_holder(tmp_path, "gone", pid=2 ** 22 + 7)
+        try:
+            with statelock.hold(tmp_path):
+                pass
+        finally:
+            os.close(fd)
