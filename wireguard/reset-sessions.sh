@@ -3,13 +3,16 @@
 # configuration (each interface's peers are removed and set again from its own `wg showconf`), so
 # the next packet to a peer starts a fresh handshake. run-sbi calls it in every holder right before
 # the cold UE: a WireGuard "cold" attach then includes its handshakes whatever time passed since
-# the holders started (REKEY/REJECT_AFTER_TIME would otherwise decide). Prints the time (unix s)
-# and `wg show all latest-handshakes` after the reset (every peer 0). Docs: docs/overlays/wireguard.md.
+# the holders started (REKEY/REJECT_AFTER_TIME would otherwise decide). Prints one line with the
+# time after the reset and the time it began (unix s), then `wg show all latest-handshakes`: every
+# peer 0, unless the live core (an NF's NRF heartbeat) made a new session in between, whose time is
+# then not before the reset began. Docs: docs/overlays/wireguard.md.
 set -euo pipefail
 
 main() {
-    local ifc conf peer
+    local ifc conf peer began
     command -v wg >/dev/null || { echo "reset-sessions.sh: wg not found" >&2; exit 1; }
+    began="$(date +%s)"
     for ifc in $(wg show interfaces); do
         conf="$(mktemp)"
         wg showconf "$ifc" >"$conf"
@@ -19,7 +22,7 @@ main() {
         wg setconf "$ifc" "$conf"
         rm -f "$conf"
     done
-    date +%s
+    printf '%s %s\n' "$(date +%s)" "$began"
     wg show all latest-handshakes
 }
 

@@ -265,6 +265,9 @@ def render(profile: Any, plane: str, values: dict[str, Any], keys_dir: Path, out
 @dataclasses.dataclass
 class _Stream:
     syn: bool = False
+    client_port: int | None = None          # the SYN's source port: tells the two directions apart
+    client_payload: bool = False            # the client sent any byte
+    server_plain: bool = False              # the server sent a complete non-TLS segment
     first_payload_tls: bool | None = None
     first_payload_truncated: bool = False
     client_hello: bool = False
@@ -311,16 +314,19 @@ def verify_capture(pcap: Path, profile: Any, plane: str, values: dict[str, Any] 
         ["tcp.stream", "tcp.flags.syn", "tcp.flags.ack", "tcp.len", "frame.cap_len", "frame.len",
          "tls.record.content_type", "tls.record.opaque_type", "tls.handshake.type",
          "tls.handshake.ciphersuite", "tls.handshake.version", "tls.handshake.extensions.supported_version",
-         "tls.handshake.random"])
+         "tls.handshake.random", "tcp.srcport"])
     streams: dict[int, _Stream] = {}
     protected = truncated = 0
     for (stream_f, syn, ack, tcp_len, cap_len, wire_len, content, opaque, hs_type, suites, hs_version,
-         sup, rnd) in (r + [""] * (13 - len(r)) for r in rows):
+         sup, rnd, srcport) in (r + [""] * (14 - len(r)) for r in rows):
         st = streams.setdefault(int(stream_f), _Stream())
         if tshark.flag(syn) and not tshark.flag(ack):
             st.syn = True
+            st.client_port = int(srcport or 0)
         if int(tcp_len or 0) == 0:
             continue
+        from_client = st.client_port is not None and int(srcport or 0) == st.client_port
+        st.client_payload = st.client_payload or from_client
         if int(cap_len or 0) < int(wire_len or 0):
             truncated += 1                       # unknown: neither protected nor plaintext
             if st.first_payload_tls is None:
@@ -330,6 +336,8 @@ def verify_capture(pcap: Path, profile: Any, plane: str, values: dict[str, Any] 
         is_tls = bool(content or opaque)         # TLS 1.3 protected records: opaque_type
         if is_tls:
             protected += 1
+        elif not from_client:
+            st.server_plain = True
         if st.first_payload_tls is None:
             st.first_payload_tls = is_tls
         types = _ints(hs_type)
@@ -366,7 +374,13 @@ def verify_capture(pcap: Path, profile: Any, plane: str, values: dict[str, Any] 
         problems.append(f"{len(loose)} ClientHello(s) offering more than the profile (client not pinned): "
                         + ", ".join(f"suites {[hex(x) for x in a]} versions {[hex(x) for x in b]}"
                                     for a, b in sorted(set(loose))[:2]))
-    starts = [i for i, st in streams.items() if st.syn and st.first_payload_tls is not None]
+    # A client that gave up before its ClientHello (a cancelled connect, docs/vm-check.md section 10:
+    # the server answered its FIN with a TLS decode_error alert) sent nothing that could leak; such
+    # a connection proves nothing either, so it is counted apart and never as a proven start.
+    unused = [i for i, st in streams.items()
+              if st.syn and st.first_payload_tls is not None and not st.client_payload and not st.server_plain]
+    starts = [i for i, st in streams.items()
+              if st.syn and st.first_payload_tls is not None and i not in unused]
     if require_start and not starts:
         problems.append("no connection seen from its SYN: the capture began after every connection "
                         "was made, so the negotiated version and suite cannot be proven")
@@ -386,7 +400,9 @@ def verify_capture(pcap: Path, profile: Any, plane: str, values: dict[str, Any] 
     if plaintext:
         problems.append(f"{plaintext} packet(s) of cleartext HTTP/2 on port {port}")
     retries = sum(st.retries for st in streams.values())
-    details = (f"tcp.port=={port}: {len(streams)} connection(s), {len(starts)} seen from the SYN, "
+    closed = (f"{len(unused)} closed by the client before its ClientHello (tcp.stream "
+              f"{', '.join(map(str, unused[:5]))}), " if unused else "")
+    details = (f"tcp.port=={port}: {len(streams)} connection(s), {len(starts)} seen from the SYN, {closed}"
                f"{len(hellos)} final ServerHello(s), {retries} HelloRetryRequest(s); want TLS {s.version} "
                f"{s.cipher} (0x{s.wire_version:04x}/0x{s.suite_id:04x}); {protected} TLS record packet(s), "
                f"{plaintext} cleartext HTTP/2 packet(s), {truncated} truncated (unknown) packet(s)")

@@ -6,12 +6,14 @@ checks verify_capture on real handshakes.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import secrets
 import shutil
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -230,36 +232,104 @@ def test_verify_capture_on_a_loopback_capture(profile_id: str, root: Path, loop_
     assert tls.verify_capture(warm, prof, "sbi", values, require_start=False).valid
 
 
-@pytest.mark.netns
-def test_hello_retry_request_is_not_the_final_server_hello(root: Path, loop_ns: str, tmp_path: Path) -> None:
-    """A client whose first key share is a group the server does not take gets a
-    HelloRetryRequest; the verdict skips it and judges the final ServerHello."""
+def _tls13_setup(tmp_path: Path) -> tuple[dict, int, profiles.Profile, tls.TlsSettings, Path]:
+    """The stack values, SBI port, tls13-ecdsa-aes256gcm profile, its settings and OpenSSL file."""
     values = stack.load()
-    port = int(values["sbi_port"])
     prof = profiles.get("tls13-ecdsa-aes256gcm", "sbi")
     s = tls.settings(prof)
     conf = tmp_path / "openssl.cnf"
     conf.write_text(tls.openssl_conf(s, prof.id), encoding="utf-8")
-    client_conf = tmp_path / "client.cnf"                     # same pins, but X25519 first in Groups
-    client_conf.write_text(conf.read_text().replace(f"Groups = {tls.GROUPS}", f"Groups = X25519:{tls.GROUPS}"))
-    pcap = tmp_path / "hrr.pcapng"
-    cap = subprocess.Popen(["ip", "netns", "exec", loop_ns, "dumpcap", "-q", "-i", "lo", "-f", f"tcp port {port}",
+    return values, int(values["sbi_port"]), prof, s, conf
+
+
+@contextlib.contextmanager
+def _captured_server(root: Path, s: tls.TlsSettings, conf: Path, work: Path, netns: str, port: int,
+                     pcap: Path) -> Iterator[None]:
+    """A whole-packet capture of the SBI port on the namespace's loopback, then s_server; both
+    stopped on leaving."""
+    cap = subprocess.Popen(["ip", "netns", "exec", netns, "dumpcap", "-q", "-i", "lo", "-f", f"tcp port {port}",
                             "-w", str(pcap)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 10
         while not (pcap.exists() and pcap.stat().st_size > 0):
             assert cap.poll() is None and time.monotonic() < deadline, "dumpcap did not start"
             time.sleep(0.05)
-        server = Server(root, s, conf, tmp_path, netns=loop_ns, port=port)
+        server = Server(root, s, conf, work, netns=netns, port=port)
         try:
-            out = client(root, s, port, client_conf, netns=loop_ns)
-            assert OK_LINE in out, out[-2000:]
-            wait_pcap(pcap, f"tcp.port=={port} && tcp.flags.fin==1", 2, 15)
+            yield
         finally:
             server.stop()
     finally:
         cap.terminate()
         cap.wait(timeout=10)
+
+
+@pytest.mark.netns
+def test_hello_retry_request_is_not_the_final_server_hello(root: Path, loop_ns: str, tmp_path: Path) -> None:
+    """A client whose first key share is a group the server does not take gets a
+    HelloRetryRequest; the verdict skips it and judges the final ServerHello."""
+    values, port, prof, s, conf = _tls13_setup(tmp_path)
+    client_conf = tmp_path / "client.cnf"                     # same pins, but X25519 first in Groups
+    client_conf.write_text(conf.read_text().replace(f"Groups = {tls.GROUPS}", f"Groups = X25519:{tls.GROUPS}"))
+    pcap = tmp_path / "hrr.pcapng"
+    with _captured_server(root, s, conf, tmp_path, loop_ns, port, pcap):
+        out = client(root, s, port, client_conf, netns=loop_ns)
+        assert OK_LINE in out, out[-2000:]
+        wait_pcap(pcap, f"tcp.port=={port} && tcp.flags.fin==1", 2, 15)
     verdict = tls.verify_capture(pcap, prof, "sbi", values)
     assert "1 final ServerHello(s), 1 HelloRetryRequest(s)" in verdict.details, verdict.details
     assert verdict.valid, verdict.details
+
+
+def _raw_connection(netns: str, port: int, payload: bytes) -> bytes:
+    """A plain TCP client in the namespace: sends `payload` (maybe nothing), half-closes, and
+    returns what the server answered before it closed."""
+    code = ("import socket, sys\n"
+            f"s = socket.create_connection(('127.0.0.1', {port}), timeout=10)\n"
+            f"s.sendall({payload!r})\n"
+            "s.shutdown(socket.SHUT_WR)\n"
+            "data = b''\n"
+            "while chunk := s.recv(4096):\n"
+            "    data += chunk\n"
+            "sys.stdout.buffer.write(data)\n")
+    res = subprocess.run(["ip", "netns", "exec", netns, sys.executable, "-c", code], capture_output=True,
+                         timeout=30, check=True)
+    return res.stdout
+
+
+@pytest.mark.netns
+def test_a_client_that_sends_nothing_is_neither_plaintext_nor_proof(root: Path, loop_ns: str,
+                                                                     tmp_path: Path) -> None:
+    """A client that connects and closes before its ClientHello (seen in the emulated guest,
+    docs/vm-check.md section 10: the server answers its FIN with a TLS decode_error alert) sent
+    nothing: the run stays valid and the connection is counted apart. A client that sends
+    cleartext still makes the run invalid, and a capture holding only the empty connection proves
+    nothing."""
+    values, port, prof, s, conf = _tls13_setup(tmp_path)
+    pcap = tmp_path / "mixed.pcapng"
+    with _captured_server(root, s, conf, tmp_path, loop_ns, port, pcap):
+        out = client(root, s, port, conf, netns=loop_ns)                  # tcp.stream 0: TLS
+        assert OK_LINE in out, out[-2000:]
+        alert = _raw_connection(loop_ns, port, b"")                        # tcp.stream 1: nothing
+        assert alert[:1] == b"\x15", f"s_server answered the empty connection with {alert!r}"
+        _raw_connection(loop_ns, port, REQUEST)                            # tcp.stream 2: cleartext
+        wait_pcap(pcap, f"tcp.port=={port} && tcp.flags.fin==1", 6, 15)
+
+    def only(streams: str) -> Path:
+        out = tmp_path / f"streams-{streams.replace(',', '-')}.pcapng"
+        wanted = " || ".join(f"tcp.stream == {i}" for i in streams.split(","))   # tshark 4.0 to 4.4
+        subprocess.run(["tshark", "-r", str(pcap), "-Y", wanted, "-w", str(out)], check=True, capture_output=True)
+        return out
+
+    mixed = tls.verify_capture(pcap, prof, "sbi", values)
+    assert not mixed.valid, mixed.details
+    assert "1 connection(s) that do not start with a TLS ClientHello (tcp.stream 2)" in mixed.details
+    assert "1 closed by the client before its ClientHello (tcp.stream 1)" in mixed.details
+
+    clean = tls.verify_capture(only("0,1"), prof, "sbi", values)
+    assert clean.valid, clean.details
+    assert ("2 connection(s), 1 seen from the SYN, 1 closed by the client before its ClientHello "
+            "(tcp.stream 1), 1 final ServerHello(s)") in clean.details, clean.details
+
+    empty = tls.verify_capture(only("1"), prof, "sbi", values)
+    assert not empty.valid and "no connection seen from its SYN" in empty.details, empty.details

@@ -237,7 +237,8 @@ def test_reset_sessions_makes_the_next_attach_cold(make_lab, tmp_path: Path) -> 
     outs = [lab.exec(node, ["bash", script], check=True).stdout for node in ("gnb", "upf")]
     for out in outs:
         lines = out.strip().splitlines()
-        reset_at = int(lines[0])
+        reset_at, began = map(int, lines[0].split())
+        assert began <= reset_at, out
         assert lines[1:] and all(line.split()[-1] == "0" for line in lines[1:]), out
     lab.exec("gnb", ["ping", "-c", "2", "-i", "0.2", "-W", "2", upf], check=True)
     pcap = _settle_and_stop(cap)

@@ -95,14 +95,22 @@ def test_the_series_applies_to_the_pinned_release(tmp_path: Path) -> None:
 
 
 def test_the_release_tree_is_the_pinned_one() -> None:
-    """If the prepared tree records its pin (.pinned), it is the version stack.yaml names."""
+    """The release tree is the commit images/open5gs/Dockerfile pins: read from git when the tree
+    is a clone, else from the pin a prepared tree records (.pinned)."""
     src = _release_src()
+    commit = "318eeb49a7dcdff733dec60e02d9c60aefca2fb9"
+    if (src / ".git").exists():
+        require_tools("git")
+        head = subprocess.run(["git", "-C", str(src), "rev-parse", "HEAD"], capture_output=True, text=True,
+                              timeout=30, check=True).stdout.strip()
+        assert head == commit, f"{src} is at {head}, not v2.7.7 ({commit})"
+        return
     pinned = src / ".pinned"
     if not pinned.is_file():
-        pytest.skip(f"{pinned} absent (only the prepared tree of docs/patches.md records its pin)")
+        pytest.skip(f"{src} is neither a git clone nor records its pin in .pinned")
     text = pinned.read_text(encoding="utf-8")
     assert f"tag={stack.load()['open5gs_version']}\n" in text
-    assert "commit=318eeb49a7dcdff733dec60e02d9c60aefca2fb9" in text
+    assert f"commit={commit}" in text
 
 
 BUILD_SCRIPT = ROOT / "patches" / "build-host.sh"

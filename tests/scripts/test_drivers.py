@@ -123,6 +123,22 @@ def test_run_sbi_would_attach_cold_then_warm_on_fresh_cores(tmp_path: Path) -> N
     assert [c.split(" up -d --no-deps ")[1] for c in cold if " up -d --no-deps " in c] == ["ue1"]
 
 
+def test_make_run_sbi_honours_mode(tmp_path: Path) -> None:
+    """`make run-sbi MODE=cold` runs the cold UE only (the target once passed --mode both, which
+    overrode MODE silently); without MODE both UEs attach."""
+    require_tools("make")
+
+    def started(*args: str) -> list[str]:
+        r = subprocess.run(["make", "--no-print-directory", "run-sbi", "PROFILE=baseline", "ITERATIONS=1",
+                            "DRY_RUN=1", "DOCTOR=0", *args], cwd=ROOT, env=_env(tmp_path), capture_output=True,
+                           text=True, timeout=180, check=False)
+        assert r.returncode == 0, r.stdout + r.stderr
+        return [c.split(" up -d --no-deps ")[1] for c in _commands(r) if " up -d --no-deps " in c]
+
+    assert started("MODE=cold") == ["ue1"]
+    assert started() == ["ue1", "ue2"]
+
+
 def test_run_cpu_would_scale_ues_per_count_and_repetition(tmp_path: Path) -> None:
     cmds = _commands(_run("run-cpu.sh", tmp_path, DRY_RUN="1", PROFILE="aes256gcm", UES="1 5", REPS="2"))
     scale = [c for c in cmds if "up -d --no-deps ue-scale" in c]

@@ -94,7 +94,18 @@ def test_wireguard_cold_and_warm_are_proven_from_the_records(tmp_path) -> None:
     assert not verdict.valid
     assert any("no WireGuard handshake after the reset" in p for p in summary["problems"])
     assert any("older than 120 s" in p for p in summary["problems"])
+    assert not any("sessions left" in p for p in summary["problems"])
     assert summary["iterations"]["it01"]["warm_max_age_s"] == 200
+    # reset records with the time the reset began: a handshake since then is a session the live
+    # core made after the reset (counted), one before it a leftover (invalid)
+    reset = run / "it01-wg-reset-amf.txt"
+    reset.write_text("1003 1001\nwg0\tKEY1=\t0\nwg0\tKEY2=\t1002\n")
+    summary, _ = validity.wireguard_sessions(run, manifest.load(run))
+    assert not any("sessions left" in p for p in summary["problems"])
+    assert summary["iterations"]["it01"]["remade_during_reset"] == 1
+    reset.write_text("1003 1001\nwg0\tKEY1=\t0\nwg0\tKEY2=\t1000\n")
+    summary, _ = validity.wireguard_sessions(run, manifest.load(run))
+    assert any("it01: sessions left after the reset" in p for p in summary["problems"])
     other = manifest.create(tmp_path, "sbi", "aes128gcm-psk", {"ITERATIONS": "1"})
     assert validity.wireguard_sessions(other, manifest.load(other)) is None
 
