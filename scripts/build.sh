@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Build the testbed's images (docs/images.md). `make build` runs it.
 #
-#   scripts/build.sh [--dry-run] [IMAGE...]      IMAGE: open5gs ueransim tools mongo ferretdb snort
+#   scripts/build.sh [--dry-run] [IMAGE...]      IMAGE: open5gs ueransim tools mongo ferretdb snort oai
 #                                                (default: open5gs ueransim tools mongo)
 # Environment (Make variables of the same names):
 #   OPEN5GS_IMAGE UERANSIM_IMAGE TOOLS_IMAGE MONGO_IMAGE FERRETDB_IMAGE   image names (tags)
 #   OPEN5GS_SRC  UERANSIM_SRC       a local source tree instead of the pinned upstream clone
 #   OPEN5GS_INSTALL UERANSIM_INSTALL FERRETDB_INSTALL SNORT_INSTALL  a prebuilt install tree: no compile at all
 #   SNORT_SRC LIBDAQ_SRC            local snort3 / libdaq source trees (IDS=snort, docs/secfn.md)
+#   OAI_SRC OAI_INSTALL ASN1C_SRC SIMDE_SRC OAI_MARCH  the OpenAirInterface image (docs/ran.md)
 #   APPLY_PATCHES=0                 do not apply patches/open5gs/*.patch (tree already has them)
 #   DEBIAN_IMAGE=ref                another base image than the Dockerfiles' digest-pinned one
 #   BUILD_JOBS=N                    compile jobs inside the build (default: all cores)
@@ -21,7 +22,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
 readonly DEFAULT_IMAGES=(open5gs ueransim tools mongo)
-readonly ALL_IMAGES=(open5gs ueransim tools mongo ferretdb snort)
+readonly ALL_IMAGES=(open5gs ueransim tools mongo ferretdb snort oai)
 # shellcheck source=scripts/lib/images.sh
 source "$TESTBED_ROOT/scripts/lib/images.sh"
 load_image_defaults "$TESTBED_ROOT" || exit 1
@@ -42,6 +43,8 @@ IMAGE is one of: ${ALL_IMAGES[*]} (default: ${DEFAULT_IMAGES[*]}).
                use it with MONGO_IMAGE=\$FERRETDB_IMAGE
   snort     -> \$SNORT_IMAGE    ($SNORT_IMAGE) images/snort/Dockerfile: Snort 3 + libdaq,
                the engine of IDS=snort (docs/secfn.md)
+  oai       -> \$OAI_IMAGE      ($OAI_IMAGE)       images/oai/Dockerfile: OpenAirInterface
+               for RAN=oai|split (experimental, docs/ran.md); not built by default
 
 Local trees (BuildKit named build contexts replace the stage of the same name):
   OPEN5GS_SRC=/path       Open5GS source (with subprojects/: builds offline, --wrap-mode=nodownload)
@@ -51,6 +54,10 @@ Local trees (BuildKit named build contexts replace the stage of the same name):
   FERRETDB_INSTALL=/path  folder holding bin/ferretdb: skips compiling FerretDB
   SNORT_SRC=/path         snort3 source;  LIBDAQ_SRC=/path  libdaq source
   SNORT_INSTALL=/path     prebuilt Snort 3 + libdaq install tree (bin/snort, lib/libdaq.so): skips compiling
+  OAI_SRC=/path           OpenAirInterface source tree; OAI_INSTALL=/path a prebuilt install tree
+                          (bin/nr-softmodem, bin/nr-cuup, bin/nr-uesoftmodem, lib/*.so): skips compiling
+  ASN1C_SRC=/path SIMDE_SRC=/path  the asn1c fork and the simde headers OAI builds with (local trees)
+  OAI_MARCH=x86-64-v3     the CPU the OAI binaries are compiled for (native: the build host's)
   APPLY_PATCHES=0         the Open5GS tree already carries patches/open5gs/*.patch
   DEBIAN_IMAGE=ref        another base image (default: the Dockerfiles' debian:bookworm-slim@sha256:...;
                           a host with only an imported debian:bookworm-slim sets DEBIAN_IMAGE=debian:bookworm-slim)
@@ -157,6 +164,15 @@ build_snort() {
   build_compiled snort "$SNORT_IMAGE" bin/snort CMakeLists.txt "${extra[@]}"
 }
 
+build_oai() {
+  local extra=()
+  [[ -z "${ASN1C_SRC:-}" ]] || { require_dir ASN1C_SRC "$ASN1C_SRC" configure.ac; extra+=(--build-context "asn1c-src=$ASN1C_SRC"); }
+  [[ -z "${SIMDE_SRC:-}" ]] || { require_dir SIMDE_SRC "$SIMDE_SRC" simde-common.h; extra+=(--build-context "simde-src=$SIMDE_SRC"); }
+  [[ -z "${OAI_MARCH:-}" ]] || extra+=(--build-arg "OAI_MARCH=$OAI_MARCH")
+  [[ -z "${APPLY_PATCHES:-}" ]] || extra+=(--build-arg "APPLY_PATCHES=$APPLY_PATCHES")
+  build_compiled oai "$OAI_IMAGE" bin/nr-softmodem CMakeLists.txt "${extra[@]}"
+}
+
 build_tools() {
   local args=()
   mapfile -t args < <(common_args tools)
@@ -223,6 +239,7 @@ main() {
       tools) build_tools || die "building $TOOLS_IMAGE failed (see the build output above)" 1 ;;
       ferretdb) build_ferretdb || die "building $FERRETDB_IMAGE failed (see the build output above)" 1 ;;
       snort) build_snort || die "building $SNORT_IMAGE failed (see the build output above)" 1 ;;
+      oai) build_oai || die "building $OAI_IMAGE failed (see the build output above)" 1 ;;
       mongo) ensure_mongo ;;
     esac
   done

@@ -70,8 +70,8 @@ main() {
   done
   [[ -n "$EXPERIMENT" ]] || { usage >&2; exit 2; }
   case "$EXPERIMENT" in
-    n3 | sbi | cpu | throughput | overlay | secfn | secfn-lab) ;;
-    *) die "unknown experiment '$EXPERIMENT'; valid: n3 sbi cpu throughput overlay secfn secfn-lab" 2 ;;
+    n3 | sbi | cpu | throughput | overlay | secfn | secfn-lab | ran-procedures | f1u) ;;
+    *) die "unknown experiment '$EXPERIMENT'; valid: n3 sbi cpu throughput overlay secfn secfn-lab ran-procedures f1u" 2 ;;
   esac
   CAMPAIGN="${CAMPAIGN:-main}"
   [[ -n "$BLOCKS" ]] || BLOCKS="$(tb params "$EXPERIMENT" --format json | "$PYTHON" -c 'import json, sys; print(json.load(sys.stdin)["boots"])')"

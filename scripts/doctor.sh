@@ -265,7 +265,9 @@ check_images() {
     report info "images" "not checked (no Docker engine)"
     return 0
   fi
-  for img in "$OPEN5GS_IMAGE" "$UERANSIM_IMAGE" "$TOOLS_IMAGE" "$MONGO_IMAGE"; do
+  local ran_image="$UERANSIM_IMAGE"
+  [[ "${RAN:-ueransim}" == ueransim ]] || ran_image="$OAI_IMAGE"     # RAN=oai|split (docs/ran.md)
+  for img in "$OPEN5GS_IMAGE" "$ran_image" "$TOOLS_IMAGE" "$MONGO_IMAGE"; do
     "$DOCKER" image inspect "$img" >/dev/null 2>&1 || missing+=("$img")
   done
   if ! "$DOCKER" image inspect "$SNORT_IMAGE" >/dev/null 2>&1; then
@@ -273,9 +275,9 @@ check_images() {
   fi
   if ((${#missing[@]})); then
     report warn "images" "not present: ${missing[*]}" "make up (it needs them)" \
-      "\`make build\` (or set OPEN5GS_IMAGE/UERANSIM_IMAGE/TOOLS_IMAGE/MONGO_IMAGE to images you have)"
+      "\`make build\` (IMAGES=oai for an OAI RAN; or set OPEN5GS_IMAGE/UERANSIM_IMAGE/OAI_IMAGE/TOOLS_IMAGE/MONGO_IMAGE to images you have)"
   else
-    report ok "images" "$OPEN5GS_IMAGE $UERANSIM_IMAGE $TOOLS_IMAGE $MONGO_IMAGE"
+    report ok "images" "$OPEN5GS_IMAGE $ran_image $TOOLS_IMAGE $MONGO_IMAGE"
   fi
 }
 

@@ -23,13 +23,6 @@ Exit: 0 valid run, 1 failure or invalid run, 2 usage error, 130 interrupted.
 EOF
 }
 
-# ping_cmd COUNT SIZE: UE 1 pings the host through its PDU session (uesimtun0).
-ping_cmd() {
-  local argv=()
-  mapfile -d '' -t argv < <(ping_argv "$1" "$2")
-  dc_exec ue1 "${argv[@]}" -I uesimtun0 "$TARGET"
-}
-
 main() {
   docker_driver_begin "$EXPERIMENT" "$@"
   TARGET="$(stack_value 'networks.n6.gateway')"
@@ -42,18 +35,10 @@ main() {
   stack_create stack-up.log
   capture_start n3 n3.pcap iface=n3 purpose=validation -- \
     dumpcap -q -i "$(bridge_of n3)" -w "${RUN_DIR:-.}/n3.pcap"
-  stack_up stack-up.log
-  render_hashes "$RENDER" rendered-configs.sha256
-  stack_overlay_state sa-before
-  cleanup_push stack_logs containers.log
+  stack_run_start stack-up.log
 
-  docker_watch_start ue1
-  ping_series "UE 1"
-  watch_stop
-  stack_overlay_state sa-after
-  stack_logs containers.log
-  [[ "$DRY_RUN" == 1 ]] || datapath_from_log "$RUN_DIR/containers.log"
-  run_end
+  ue1_ping_series
+  stack_run_end
 }
 
 main "$@"

@@ -4,7 +4,7 @@
 # (scripts/up.sh --no-ue), whole-packet captures on every covered plane's bridge (validation) and
 # on N2 (timing), started before the first NF; when N2 itself is protected the wire shows no NGAP,
 # so the timing capture is the gNB's own plaintext view (nflog in its namespace, see
-# gnb_timing_capture). UE 1 attaches
+# plaintext_view_start in scripts/lib/common.sh). UE 1 attaches
 # (cold: no SBI security associations yet), then - mode warm/both - UE 2 (warm: well within the
 # 118 s after which Open5GS's HTTP/2 client drops idle connections: curl's default connection age); stack down.
 # A UE without a PDU session within ATTACH_TIMEOUT is a failed sample (recorded with the reason)
@@ -36,44 +36,6 @@ Exit: 0 valid run, 1 failure or invalid run, 2 usage error, 130 interrupted.
 EOF
 }
 
-# attach IT UE ROLE: start the UE, wait for its PDU session; failed attempts are recorded and
-# retried (the UE container is removed and started again). Returns 1 when every attempt failed.
-attach() {
-  local it="$1" ue="$2" role="$3" attempt imsi reason final start tag
-  tag="$(printf 'it%02d' "$it")"
-  imsi="$(stack_value "subscribers.$ue.imsi")"
-  for ((attempt = 1; attempt <= RETRIES; attempt++)); do
-    log "iteration $it: $ue ($role) attach, attempt $attempt/$RETRIES (deadline ${ATTACH_TIMEOUT}s)"
-    start=$SECONDS
-    # no probe inside the measured window: the UE's healthcheck is deferred past it, and the
-    # driver blocks on the UE's own log line instead of polling `docker exec`
-    if run_cmd env UE_HEALTH_START_INTERVAL=3600s "${DC[@]}" "${STACK_ALL_PROFILES[@]}" up -d --no-deps "$ue" \
-         >>"$(out_path "$tag-stack.log")" 2>&1 \
-      && wait_ue_session "$ue" "$ATTACH_TIMEOUT"; then
-      [[ "$DRY_RUN" == 1 ]] || tbm add-ue "$RUN_DIR" --attr "name=$ue" --attr "imsi=$imsi" \
-        --attr "role=$role" --attr "iteration=$it" --attr "attempt=$attempt" --attr attached=true
-      log "iteration $it: $ue has its PDU session after ~$((SECONDS - start))s (exact time: from the N2 capture)"
-      return 0
-    fi
-    # the UE's last log line, without terminal escapes (UERANSIM colours its log)
-    reason="no PDU session within ${ATTACH_TIMEOUT}s; last log line: $("${DC[@]}" "${STACK_ALL_PROFILES[@]}" logs --no-color --tail 1 "$ue" 2>&1 | tail -n 1 | sed 's/\x1b\[[0-9;]*[A-Za-z]//g' | tr -cd '[:print:]\t' || true)"
-    warn "iteration $it: $ue attempt $attempt failed: $reason"
-    final=false
-    ((attempt < RETRIES)) || final=true
-    tbm add-failure "$RUN_DIR" --attr "ue=$ue" --attr "attempt=$attempt" --attr "iteration=$it" \
-      --attr "final=$final" --attr "reason=$reason" || warn "could not record the failed attach"
-    "${DC[@]}" "${STACK_ALL_PROFILES[@]}" rm -sf "$ue" >>"$(out_path "$tag-stack.log")" 2>&1 || true
-  done
-  tbm add-ue "$RUN_DIR" --attr "name=$ue" --attr "imsi=$imsi" --attr "role=$role" \
-    --attr "iteration=$it" --attr "attempt=$RETRIES" --attr attached=false || true
-  return 1
-}
-
-# protects PLANE: true when the run's overlay covers that plane (the baseline protects none)
-protects() {
-  [[ "$PROTOCOL" != none && ",$PLANE," == *",$1,"* ]]
-}
-
 # plane_captures IT TAG: one whole-packet capture per covered plane's network (validation), and
 # N2 for the attach timing where N2 is not covered (there the bridge shows NGAP in the clear).
 plane_captures() {
@@ -91,57 +53,6 @@ for p in planes.split(sys.argv[1]): print(p, planes.network(p))' "$PLANE")
     dumpcap -q -i "$(bridge_of "$(plane_value n2 network)")" -w "${RUN_DIR:-.}/$tag-n2.pcap"
 }
 
-# gnb_amf_address: the address the rendered gNB config connects NGAP to (dry run: the AMF's).
-gnb_amf_address() {
-  if [[ -n "${RENDER:-}" && -r "${RENDER:-}/ueransim/gnb.yaml" ]]; then
-    "$PYTHON" -c 'import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))["amfConfigs"][0]["address"])' \
-      "$RENDER/ueransim/gnb.yaml" || die "no amfConfigs address in $RENDER/ueransim/gnb.yaml" 1
-  else
-    stack_address amf "$(plane_value n2 network)"
-  fi
-}
-
-# plane_value PLANE FIELD: a field of the plane (nf-configs/channels.yaml); port = its number.
-plane_value() {
-  "$PYTHON" -c 'import sys; from testbed import planes, stack
-p = planes.get(sys.argv[1])
-print(p.port(stack.load()) if sys.argv[2] == "port" else getattr(p, sys.argv[2]))' "$1" "$2" \
-    || die "no field $2 of plane $1 in nf-configs/channels.yaml" 1
-}
-
-readonly NFLOG_GROUP=38
-# gnb_timing_capture IT TAG: N2 is protected, so the n2 bridge carries ESP/WireGuard only. The gNB's
-# own namespace sees NGAP in the clear: an nftables log rule sends every NGAP packet to and from the
-# AMF (output before encryption, input after decryption, whatever the datapath) to nflog group
-# NFLOG_GROUP, and dumpcap in the gNB's holder (tools image) writes them whole. Started after the
-# gNB's NG Setup, before UE 1: the attach window is inside it; the holder has NET_ADMIN as an
-# overlay endpoint. Its timestamps are the gNB's, so the window includes the gNB's own crypto.
-# The peer is the address the gNB connects to (its rendered amfConfigs): the AMF's, or with a
-# relay overlay (dtls) the relay's local listener, where NGAP is still in the clear.
-gnb_timing_capture() {
-  local it="$1" tag="$2" amf port proto
-  amf="$(gnb_amf_address)"
-  port="$(plane_value n2 port)"
-  proto="$(plane_value n2 transport)"
-  run_cmd "${DC[@]}" exec -T gnb-net nft -f - <<NFT || die "could not add the NGAP log rule in gnb-net" 1
-table inet testbed_timing {
-  chain out { type filter hook output priority 0; policy accept; ip daddr $amf $proto dport $port log group $NFLOG_GROUP; }
-  chain in { type filter hook input priority 0; policy accept; ip saddr $amf $proto sport $port log group $NFLOG_GROUP; }
-}
-NFT
-  # shellcheck disable=SC2016  # the inner script expands its own arguments
-  capture_start "$tag-n2-gnb" "$tag-n2-gnb.pcap" iface=n2 purpose=timing view=gnb-plaintext "iteration=$it" -- \
-    bash -c 'out="$1"; shift; exec "$@" >"$out"' _ "${RUN_DIR:-.}/$tag-n2-gnb.pcap" \
-    "${DC[@]}" exec -T gnb-net dumpcap -q -i "nflog:$NFLOG_GROUP" -w -
-}
-
-# gnb_timing_stop TAG: dumpcap in the holder ends its file on SIGINT; then the stream closes.
-gnb_timing_stop() {
-  protects n2 || return 0
-  [[ "$DRY_RUN" == 1 ]] || "${DC[@]}" exec -T gnb-net pkill -INT -x dumpcap >/dev/null 2>&1 || true
-  capture_stop "$1-n2-gnb"
-}
-
 iteration() {
   local it="$1" tag
   tag="$(printf 'it%02d' "$it")"
@@ -151,13 +62,19 @@ iteration() {
   stack_create "$tag-stack-up.log" --no-ue
   plane_captures "$it" "$tag"
   stack_up "$tag-stack-up.log" --no-ue
-  ! protects n2 || gnb_timing_capture "$it" "$tag"
+  if protects n2; then
+    # N2 is protected: the bridge shows no NGAP; time the attach from the N2 client's own plaintext view
+    local n2_client
+    n2_client="$(plane_client n2)"
+    plaintext_view_start "$tag-n2-gnb" "$tag-n2-gnb.pcap" "$n2_client" n2 38 iface=n2 purpose=timing \
+      "view=$n2_client-plaintext" "iteration=$it"
+  fi
   render_hashes "$RENDER" "$tag-rendered-configs.sha256"
   local failed=0
   # WireGuard: no session may exist when the cold UE starts (whatever time passed since the
   # holders' start-up handshakes): forget them all; validity checks the capture for new ones
   stack_wg_holders "$tag-wg-reset" bash /opt/testbed/wireguard/reset-sessions.sh
-  attach "$it" ue1 cold || failed=1
+  attach_ue "$it" ue1 cold "$tag-stack.log" || failed=1
   if [[ "$MODE" != cold ]]; then
     if ((failed)); then
       warn "iteration $it: UE 1 never attached, so UE 2 would not be warm: warm sample skipped (recorded)"
@@ -168,10 +85,10 @@ iteration() {
       [[ "$DRY_RUN" == 1 ]] || sleep "$WARM_GAP"
       # the warm UE needs every session younger than WireGuard's 120 s rekey time: recorded
       stack_wg_holders "$tag-wg-before-warm" sh -c 'date +%s; wg show all latest-handshakes'
-      attach "$it" ue2 warm || true
+      attach_ue "$it" ue2 warm "$tag-stack.log" || true
     fi
   fi
-  gnb_timing_stop "$tag"
+  ! protects n2 || plaintext_view_stop "$tag-n2-gnb" "$(plane_client n2)"
   capture_stop_all
   stack_overlay_state "$tag-sa-after"
   stack_logs "$tag-containers.log"

@@ -9,8 +9,6 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
 readonly EXPERIMENT=throughput
-readonly IPERF_PORT=5201
-SERVER_PID=""
 
 usage() {
   cat <<EOF
@@ -25,17 +23,6 @@ Exit: 0 valid run, 1 failure or invalid run, 2 usage error, 130 interrupted.
 EOF
 }
 
-server_stop() {
-  [[ -n "$SERVER_PID" ]] || return 0
-  kill -TERM "$SERVER_PID" 2>/dev/null || true
-  wait "$SERVER_PID" 2>/dev/null || true
-  SERVER_PID=""
-}
-
-server_listening() {
-  ss -Hltn "sport = :$IPERF_PORT" | grep -q .
-}
-
 main() {
   docker_driver_begin "$EXPERIMENT" "$@" -- iperf3 ss
   TARGET="$(stack_value 'networks.n6.gateway')"
@@ -48,40 +35,10 @@ main() {
   stack_create stack-up.log
   capture_start n3 n3.pcap iface=n3 purpose=validation -- \
     dumpcap -q -i "$(bridge_of n3)" -c "${VALIDATION_PACKETS:-200000}" -w "${RUN_DIR:-.}/n3.pcap"
-  stack_up stack-up.log
-  render_hashes "$RENDER" rendered-configs.sha256
-  stack_overlay_state sa-before
-  cleanup_push stack_logs containers.log
+  stack_run_start stack-up.log
 
-  local ue_ip
-  ue_ip="$(ue1_address)"
-  _record_command iperf3 -s -B "$TARGET" -p "$IPERF_PORT" -J
-  if [[ "$DRY_RUN" != 1 ]]; then
-    iperf3 -s -B "$TARGET" -p "$IPERF_PORT" -J >"$RUN_DIR/iperf3-server.json" 2>&1 &
-    SERVER_PID=$!
-    cleanup_push server_stop
-    wait_for 10 "iperf3 server on $TARGET:$IPERF_PORT" server_listening \
-      || die "the iperf3 server on $TARGET:$IPERF_PORT did not start; see iperf3-server.json" 1
-  fi
-
-  local transport rep rel cmd=() rc
-  for transport in $TRANSPORTS; do
-    for ((rep = 1; rep <= REPS; rep++)); do
-      rel="$(printf 'iperf3-%s-r%02d.json' "$transport" "$rep")"
-      cmd=(iperf3 -c "$TARGET" -p "$IPERF_PORT" -B "$ue_ip" -J -t "$DURATION" -P "$STREAMS")
-      [[ "$transport" == udp ]] && cmd+=(-u -b "$UDP_BITRATE")
-      log "iperf3 $transport, repetition $rep/$REPS, ${DURATION}s -> $rel"
-      mapfile -d '' -t cmd < <(dc_exec ue1 timeout $((DURATION + 30)) "${cmd[@]}")
-      rc=0
-      measure "$rel" iperf3 "transport=$transport" "rep=$rep" -- "${cmd[@]}" || rc=$?
-      ((rc == 0)) || die "iperf3 $transport (repetition $rep) failed (exit $rc); see $rel" 1
-    done
-  done
-  server_stop
-  stack_overlay_state sa-after
-  stack_logs containers.log
-  [[ "$DRY_RUN" == 1 ]] || datapath_from_log "$RUN_DIR/containers.log"
-  run_end
+  iperf_series ue1
+  stack_run_end
 }
 
 main "$@"

@@ -9,20 +9,21 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/compose.sh"
 
 usage() {
   cat <<USAGE
-usage: up.sh [--profile ID] [--plane PLANE] [--scp] [--ues N] [--timeout SECONDS] [--no-ue]
+usage: up.sh [--profile ID] [--plane PLANE] [--scp] [--ran V] [--ues N] [--timeout SECONDS] [--no-ue]
              [--create-only | --start-created]
 
   --profile ID   security profile (default: \$PROFILE or baseline; \`make profiles\` lists them)
   --plane P      plane(s) the overlay covers: n3, sbi, n2, n4, several (n2,n4) or all
                  (default: \$PLANE or the profile's first plane)
   --scp          indirect communication through the SCP (default: \$SCP)
+  --ran V        RAN variant: ueransim (default), oai, split (default: \$RAN; docs/ran.md)
   --ues N        also start the scaling UEs (N UEs in the ue-scale container)
   --timeout S    deadline for the whole bring-up (default: \$UP_TIMEOUT or 420)
-  --no-ue        start the core and the gNB only (UE 1 stays down; the SBI driver starts it)
+  --no-ue        start the core and the RAN only (UE 1 stays down; the SBI driver starts it)
   --create-only  create the networks and containers, start nothing (a driver then starts its
                  captures on the bridges, so they hold every packet from the first NF's start)
   --start-created  start a stack made by --create-only (the same arguments otherwise)
-Environment: OPEN5GS_IMAGE UERANSIM_IMAGE TOOLS_IMAGE MONGO_IMAGE MONGO_URI RUN_ID STATE
+Environment: OPEN5GS_IMAGE UERANSIM_IMAGE OAI_IMAGE TOOLS_IMAGE MONGO_IMAGE MONGO_URI RUN_ID STATE RAN UU
   DRY_RUN=1      check the input, render and check the configs, print what would run: no Docker
 One run at a time per STATE directory (its lock names the holder); another STATE runs its own
 stack beside this one (own project, bridges and addresses: \`python -m testbed instance\`).
@@ -49,6 +50,7 @@ parse_args() {
       --profile) PROFILE_ID="${2:?--profile needs a value}"; shift 2 ;;
       --plane) PLANE_ID="${2:?--plane needs a value}"; shift 2 ;;
       --scp) SCP_FLAG=(--scp); shift ;;
+      --ran) export RAN="${2:?--ran needs a value}"; shift 2 ;;
       --ues) UES_N="${2:?--ues needs a value}"; shift 2 ;;
       --timeout) TIMEOUT="${2:?--timeout needs a value}"; shift 2 ;;
       --no-ue) WITH_UE=0; shift ;;
@@ -93,10 +95,11 @@ check_sctp() {
 # ensure_images: build the testbed's own images when there is none for their current build inputs
 # (a fresh host, or a changed Dockerfile or patch: the tag carries the inputs' hash), so `make up`
 # and run-* never run old binaries; an image named explicitly and built from other inputs only
-# gets a warning. AUTO_BUILD=0 turns this off.
+# gets a warning. The RAN variant's image: ueransim, or oai (RAN=oai|split). AUTO_BUILD=0 turns this off.
 ensure_images() {
   local missing=() names=(open5gs ueransim tools)
   [[ "${AUTO_BUILD:-1}" == 1 ]] || return 0
+  [[ "$(stack_env "$RENDER" RAN)" == ueransim ]] || names=(open5gs oai tools)
   [[ "$MONGO_IMAGE" != "$FERRETDB_IMAGE" ]] || names+=(ferretdb)
   # the UPF security function with Snort 3 (docs/secfn.md) runs its own image
   ! grep -qx 'IDS=snort' "$RENDER/compose.env" 2>/dev/null || names+=(snort)
@@ -137,6 +140,8 @@ main() {
   scale_max="$(stack_env "$RENDER" SCALE_MAX)"
   ((UES_N <= scale_max)) \
     || stack_die "--ues $UES_N exceeds the $scale_max provisioned scaling subscribers (nf-configs/stack.yaml subscribers.scale.count)"
+  ((UES_N == 0)) || [[ "$(stack_env "$RENDER" RAN_SCALE)" == 1 ]] \
+    || stack_die "--ues $UES_N: RAN=$(stack_env "$RENDER" RAN) has no scaling UEs (only RAN=ueransim does; docs/ran.md)"
   if [[ "${DRY_RUN:-0}" == 1 ]]; then
     dry_run_plan
     return 0
@@ -175,15 +180,17 @@ main() {
   stack_log "starting ${#targets[@]} services (deadline ${TIMEOUT}s): ${targets[*]}"
   timeout --foreground "$TIMEOUT" "${STACK_CMD[@]}" "${profiles[@]}" up -d --remove-orphans "${targets[@]}" \
     || stack_die "\`docker compose up\` failed or passed the ${TIMEOUT}s deadline"
-  local waits=(gnb)
+  # the RAN's own readiness (UERANSIM: the gNB's NGAP; OAI split: the DU's F1 Setup)
+  local waits=("$(stack_env "$RENDER" RAN_READY)")
   ((WITH_UE)) && waits+=(ue1)
   ((UES_N > 0)) && waits+=(ue-scale)
   stack_wait_healthy "$RENDER" "$deadline" "${waits[@]}" \
     || stack_die "the stack did not become ready within ${TIMEOUT}s"
   if ((WITH_UE)); then
-    local addr
-    addr="$(stack_compose "$RENDER" exec -T ue1 ip -4 -o addr show dev uesimtun0 | awk '{print $4}')"
-    stack_log "UE 1 has its PDU session: uesimtun0 $addr"
+    local addr tun
+    tun="$(stack_env "$RENDER" RAN_UE_TUN)"
+    addr="$(stack_compose "$RENDER" exec -T ue1 ip -4 -o addr show dev "$tun" | awk '{print $4}')"
+    stack_log "UE 1 has its PDU session: $tun $addr"
   fi
   stack_log "stack up: profile $PROFILE_ID, render dir $RENDER (\`make down\` stops it)"
 }

@@ -32,7 +32,7 @@ from typing import Callable, Mapping
 from testbed import ROOT
 
 DEFAULTS_FILE = "images/defaults.env"
-BUILT = ("open5gs", "ueransim", "tools", "ferretdb", "snort")      # images with a Dockerfile here
+BUILT = ("open5gs", "ueransim", "tools", "ferretdb", "snort", "oai")   # images with a Dockerfile here
 HASH_LEN = 12
 INPUTS_LABEL = "testbed.inputs"
 BASE_LABEL = "testbed.base"
@@ -117,8 +117,10 @@ def knobs(name: str, env: Mapping[str, str]) -> dict[str, str]:
     out = {}
     if env.get("DEBIAN_IMAGE"):
         out["DEBIAN_IMAGE"] = env["DEBIAN_IMAGE"]
-    if name == "open5gs" and env.get("APPLY_PATCHES", "1") not in ("", "1"):
+    if name in ("open5gs", "oai") and env.get("APPLY_PATCHES", "1") not in ("", "1"):
         out["APPLY_PATCHES"] = env["APPLY_PATCHES"]
+    if name == "oai" and env.get("OAI_MARCH"):     # the CPU the OAI binaries are compiled for
+        out["OAI_MARCH"] = env["OAI_MARCH"]
     return out
 
 

@@ -17,7 +17,7 @@ not mongo, provision or the UEs.
 `ensure()` is idempotent: it creates what is missing and never replaces an existing key,
 PSK or K/OPc. A certificate whose names no longer match stack.yaml, or that no longer
 verifies against its CA, is re-issued for the same key. It creates a PSK for every pair of
-endpoint nodes eagerly (66 small files); `psk(a, b)` also creates a missing one on demand.
+endpoint nodes eagerly (105 small files for 15 nodes); `psk(a, b)` also creates a missing one on demand.
 Certificates are made by the openssl CLI through tls-certs/make-ca.sh and make-cert.sh.
 """
 from __future__ import annotations

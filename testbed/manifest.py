@@ -150,6 +150,14 @@ IMAGE_VERSIONS = {
     "wireguard_go": ("tools", "wireguard-go"),
     "image_tshark": ("tools", "tshark"),
 }
+# An OpenAirInterface RAN (parameter `ran` oai|split) runs OAI's image instead of UERANSIM's: its
+# programs, and the UE's ping and iperf3, are read from that image.
+OAI_VERSIONS = {
+    "oai": ("oai", "oai_version"),
+    "oai_commit": ("oai", "oai_commit"),
+    "iperf3": ("oai", "iperf3"),
+    "ping": ("oai", "iputils-ping"),
+}
 
 
 # Debian 13's tshark ends its first line with a dot ("TShark (Wireshark) 4.4.19."); bookworm's
@@ -179,7 +187,7 @@ NO_STACK = ("overlay", "secfn-lab")
 SECFN_EXPERIMENTS = ("secfn", "secfn-lab")
 
 
-def versions(images: list[str] | None = None, stack_run: bool = True) -> dict[str, Any]:
+def versions(images: list[str] | None = None, stack_run: bool = True, ran: str | None = None) -> dict[str, Any]:
     """The versions that ran. A stack run's programs are read from inside its images (their
     contents files; null where an image could not be read), beside the versions stack.yaml pins;
     the host's programs otherwise (`programs_from` says which). `tshark` is always the host's:
@@ -192,9 +200,16 @@ def versions(images: list[str] | None = None, stack_run: bool = True) -> dict[st
     if stack_run:
         inside = {str(c.get("image")): c for f in facts.values()
                   if f and isinstance(c := f.get("contents"), dict)}
-        out.update({key: inside.get(img, {}).get(field) for key, (img, field) in IMAGE_VERSIONS.items()})
+        table = dict(IMAGE_VERSIONS)
+        oai_ran = bool(ran) and ran != "ueransim"
+        if oai_ran:
+            table.update(OAI_VERSIONS)
+        out.update({key: inside.get(img, {}).get(field) for key, (img, field) in table.items()})
         out.update({"open5gs_pinned": values.get("open5gs_version"), "ueransim_pinned": values.get("ueransim_version"),
                     "tshark": host["tshark"], "programs_from": "images"})
+        if oai_ran:
+            out.update({"ueransim": None, "ueransim_commit": None, "ueransim_pinned": None,
+                        "oai_pinned": values.get("oai_version")})
     else:
         out.update({"open5gs": None, "ueransim": None, **host, "programs_from": "host"})
     out["images"] = facts
@@ -338,7 +353,7 @@ def create(results: Path, experiment: str, profile_id: str, raw_params: dict[str
         "parameters": {k: v for k, v in params.items() if k not in ("profile", "campaign", "slot")},
         "profile_params": dict(prof.params),
         "host": host_facts(),
-        "versions": versions(images, stack_run=experiment not in NO_STACK),
+        "versions": versions(images, stack_run=experiment not in NO_STACK, ran=params.get("ran")),
         "instance": _instance(),
         "started": utcnow(),
         "finished": None,
@@ -366,6 +381,10 @@ def _running(run_dir: Path) -> dict[str, Any]:
     return m
 
 
+# a file entry's own keys; attributes of the same name go into its nested "attrs" object
+RESERVED_FILE_KEYS = ("path", "kind", "bytes", "attrs")
+
+
 def add_file(run_dir: Path, rel: str, kind: str, attrs: dict[str, Any]) -> None:
     run_dir = Path(run_dir)
     if kind not in KINDS:
@@ -378,7 +397,14 @@ def add_file(run_dir: Path, rel: str, kind: str, attrs: dict[str, Any]) -> None:
     m = _running(run_dir)
     if any(f["path"] == rel for f in m["files"]):
         raise ManifestError(f"{rel}: already recorded in {path_of(run_dir)}")
-    m["files"].append({"path": rel, "kind": kind, **attrs, "bytes": target.stat().st_size})
+    entry: dict[str, Any] = {"path": rel, "kind": kind}
+    for k, v in attrs.items():
+        if k in RESERVED_FILE_KEYS:      # an attribute named like the entry's own keys (run-f1u: path)
+            entry.setdefault("attrs", {})[k] = v
+        else:
+            entry[k] = v
+    entry["bytes"] = target.stat().st_size
+    m["files"].append(entry)
     write(run_dir, m)
 
 

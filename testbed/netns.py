@@ -32,7 +32,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from testbed import ROOT, channels, keys, overlays, planes, profiles, stack
+from testbed import ROOT, channels, keys, overlays, planes, profiles, ran, stack
 
 log = logging.getLogger(__name__)
 
@@ -105,9 +105,12 @@ class Lab:
         if not name or len(name) > 20 or not all(c.isalnum() or c == "-" for c in name):
             raise LabError(f"lab name {name!r}: use 1-20 letters, digits or '-'")
         self.name = name
-        self.values = values or stack.load()
         self.profile = profiles.get(profile, plane)
         self.planes = profiles.planes_for(self.profile, plane)
+        # the nodes of the RAN variant whose interfaces these are (the split's f1c, f1u, e1; the
+        # default RAN's gnb otherwise), as the stack renderer sees them (testbed/ran)
+        variant = "split" if any(p in ran.SPLIT_PLANES for p in self.planes) else ran.default()
+        self.values = ran.restrict(values or stack.load(), variant)
         self.plane = planes.expr(self.planes)
         self.networks = list(dict.fromkeys(planes.network(p) for p in self.planes))
         self.network = self.networks[0]

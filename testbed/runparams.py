@@ -8,16 +8,17 @@ variables; the manifest stores them in snake_case with typed values.
 from __future__ import annotations
 
 import dataclasses
+import os
 from typing import Any
 
-from testbed import planes, profiles, stack
+from testbed import planes, profiles, ran, stack
 
 # Open5GS's HTTP/2 client (libcurl) drops a connection idle for more than 118 s (curl's default
 # CURLOPT_MAXAGE_CONN; Open5GS lib/sbi/client.c sets none):
 # the warm UE must attach well within it.
 CURL_IDLE_LIMIT_S = 118
 
-EXPERIMENTS = ("n3", "sbi", "cpu", "throughput", "overlay", "secfn", "secfn-lab")
+EXPERIMENTS = ("n3", "sbi", "cpu", "throughput", "overlay", "secfn", "secfn-lab", "ran-procedures", "f1u")
 
 
 class ParamError(ValueError):
@@ -49,10 +50,10 @@ def _scale_ues() -> int:
     return int(stack.load()["subscribers"]["scale"]["count"])
 
 
-def _ping_params(sets: str, pings: str, interval: str, warmup: str) -> tuple[Param, ...]:
+def _ping_params(sets: str, pings: str, interval: str, warmup: str, sizes: str = "64 1024") -> tuple[Param, ...]:
     maxp = _ping_max_payload()
     return (
-        Param("SIZES", "ints", "64 1024",
+        Param("SIZES", "ints", sizes,
               f"ICMP message sizes in bytes, as the papers' '64 bytes' = ping's default (ping -s SIZE-8; "
               f"24..{maxp}: ping times replies from 16 B of data on, and the packet fits the UE MTU)",
               24, maxp),
@@ -166,9 +167,48 @@ SPECS: dict[str, tuple[Param, ...]] = {
     "secfn-lab": _COMMON + (_boots("1"),) + _secfn_params("100 1000 5000 20000", "20", "5"),
 }
 
+
+def _ran(default: str, choices: tuple[str, ...]) -> Param:
+    return Param("RAN", "choice", default, "RAN variant (docs/ran.md); the F1/E1 interfaces exist only in split",
+                 choices=choices)
+
+
+def _uu() -> Param:
+    return Param("UU", "choice", "-", "AS security of the OAI RAN, <nea>-<nia> ('-': OAI's preference lists; "
+                 "the paper's end-to-end ping: nea2-nia2)", choices=("-", "nea0-nia2", "nea1-nia1", "nea2-nia2"))
+
+
+# The split RAN's experiments (docs/ran.md, scripts/run-ran-procedures.sh, scripts/run-f1u.sh).
+SPECS["ran-procedures"] = _COMMON + (_boots("5"), _ran("split", ("split",)), _uu()) + (
+    Param("PLANE", "planes", "f1c,e1", "plane(s) PROFILE's overlay covers (f1c and e1: the interfaces whose "
+          "procedures are timed; their captures validate it)"),
+    # paper 5.1: 1,000 UE registrations; here 5 boots x 200 fresh registrations
+    Param("REGISTRATIONS", "int", "200", "fresh UE registrations per boot (UE 1 started, attached, removed)",
+          1, 100_000),
+    Param("ATTACH_TIMEOUT", "int", "60", "seconds a registration may take until the PDU session", 1, 3600),
+    Param("RETRIES", "int", "3", "attempts per registration before the sample is failed", 1, 100),
+    Param("GAP", "float", "2", "seconds between removing the UE and its next registration (pacing)", 0.0, 600.0),
+)
+# paper 5.1/6.1: 20,000 pings of 1,024 B (ping -s 1024 as the authors' scripts: ICMP message 1,032 B),
+# here 5 boots x 2 sets x 2,000 as run-n3; SCOPE e2e: the end-to-end ping, split or monolithic
+SPECS["f1u"] = _COMMON + (_boots("5"), _ran("split", ("split", "oai")), _uu()) + _ping_params(
+    "2", "2000", "0.2", "20", sizes="1032") + (
+    Param("PLANE", "planes", "-", "plane(s) PROFILE's overlay covers ('-': f1u; SCOPE=e2e: every user-plane "
+          "interface of the RAN, n3,f1u split, n3 monolithic)"),
+    Param("SCOPE", "choice", "f1u", "f1u: the F1-U measurement (split only); e2e: UE to UPF with PROFILE on every "
+          "user-plane interface of the RAN variant", choices=("f1u", "e2e")),
+    Param("IPERF", "choice", "1", "1: iperf3 TCP and UDP through the user plane after the pings; 0: pings only",
+          choices=("0", "1")),
+    Param("TRANSPORTS", "words", "tcp udp", "iperf3 transports", choices=("tcp", "udp")),
+    Param("DURATION", "int", "10", "seconds per iperf3 test (iperf3 -t)", 1, 3600),
+    Param("REPS", "int", "3", "iperf3 tests per transport", 1, 1000),
+    Param("UDP_BITRATE", "word", "100M", "UDP target bitrate (iperf3 -b)"),
+    Param("STREAMS", "int", "1", "parallel streams (iperf3 -P)", 1, 128),
+)
+
 # the plane a profile must support for each experiment (the default of a PLANE parameter)
 PLANE: dict[str, str] = {"n3": "n3", "overlay": "n3", "throughput": "n3", "sbi": "sbi", "cpu": "sbi",
-                         "secfn": "n3", "secfn-lab": "n3"}
+                         "secfn": "n3", "secfn-lab": "n3", "ran-procedures": "f1c,e1", "f1u": "f1u"}
 
 
 def plane_of(experiment: str, params: dict[str, Any]) -> str:
@@ -180,7 +220,7 @@ def result_name(experiment: str, profile: str, plane: str | None = None) -> str:
     """The profile's directory name under results/<campaign>/<experiment>/: the profile id on the
     experiment's own plane (the paths of earlier results), `<profile>@<planes>` otherwise
     (e.g. aes128gcm@n2+n4), so runs on other planes never mix with them."""
-    if not plane or planes.split(plane) == (PLANE[experiment],):
+    if not plane or planes.split(plane) == planes.split(PLANE[experiment]):
         return profile
     return f"{profile}@{planes.key(plane)}"
 
@@ -206,8 +246,8 @@ def _convert(p: Param, raw: str) -> tuple[Any, str | None]:
             if not v:
                 raise ValueError(raw)
         elif p.kind == "planes":
-            if raw.strip() == planes.ALL:
-                return planes.ALL, None
+            if raw.strip() in (planes.ALL, "-"):          # '-': the experiment decides (run-f1u)
+                return raw.strip(), None
             try:
                 return planes.expr(raw), None
             except planes.PlaneError as exc:
@@ -302,11 +342,23 @@ def validate(experiment: str, raw: dict[str, str], profile: str | None = None) -
                           fail_open=out["fail_open"] == "1", queues=out["queues"], check_engine=True)
         except secfn.SecfnError as exc:
             errors.append(str(exc))
+    if experiment == "f1u" and not errors:
+        if out["scope"] == "f1u" and out["ran"] != "split":
+            errors.append(f"SCOPE=f1u needs RAN=split (RAN={out['ran']} has no F1-U); "
+                          "SCOPE=e2e measures the monolithic gNB")
+        if out.get("plane") in ("-", None):       # the RAN's user-plane interfaces
+            out["plane"] = "f1u" if out["scope"] == "f1u" else ("n3,f1u" if out["ran"] == "split" else "n3")
+        elif out["ran"] != "split" and "f1u" in planes.split(out["plane"]):
+            errors.append(f"PLANE={out['plane']}: RAN={out['ran']} has no F1-U")
     if profile is not None:
         try:
             prof = profiles.get(profile, PLANE[experiment] if "plane" not in out else None)
             if "plane" in out:
-                out["plane"] = planes.expr(profiles.planes_for(prof, out["plane"]))
+                covered = profiles.planes_for(prof, out["plane"])
+                if out["plane"] == planes.ALL:        # all the planes the run's RAN variant has
+                    variant = str(out.get("ran") or os.environ.get("RAN") or "ueransim")
+                    covered = tuple(p for p in covered if ran.has_plane(variant, p))
+                out["plane"] = planes.expr(covered)
         except profiles.ProfileError as exc:
             errors.append(str(exc))
         out["profile"] = profile

@@ -20,7 +20,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from testbed import channels, manifest, overlays, planes, profiles, stack, tshark
+from testbed import channels, manifest, overlays, planes, profiles, ran, stack, tshark
 from testbed.overlays.verdict import Verdict
 
 log = logging.getLogger(__name__)
@@ -83,6 +83,29 @@ def combine(verdicts: list[Verdict]) -> Verdict:
                    "; ".join(v.details for v in verdicts))
 
 
+# Experiments whose timing captures are whole-packet captures of the interfaces the overlay covers:
+# each such capture proves (or disproves) the overlay on its own interface (its iface attribute).
+TIMING_CAPTURES_VALIDATE = {"ran-procedures": ("f1c", "e1")}
+
+
+def validates(f: dict[str, Any], experiment: str) -> bool:
+    """Whether a file of the run is checked for the overlay: a validation capture, or a timing
+    capture TIMING_CAPTURES_VALIDATE names for the experiment."""
+    if f["kind"] != "pcap":
+        return False
+    # a node's own plaintext view (attribute view) shows the traffic before encryption, never the wire
+    return f.get("purpose") == "validation" or (
+        f.get("purpose") == "timing" and "view" not in f
+        and f.get("iface") in TIMING_CAPTURES_VALIDATE.get(experiment, ()))
+
+
+def run_values(m: dict[str, Any]) -> dict[str, Any]:
+    """The stack values as the run's RAN variant ran them (parameters.ran; UERANSIM by default):
+    a plane's endpoints are the nodes that ran (testbed/ran)."""
+    variant = str((m.get("parameters") or {}).get("ran") or ran.default())
+    return ran.restrict(stack.load(), variant)
+
+
 def run_planes(m: dict[str, Any]) -> tuple[str, ...]:
     """The planes a run covers (manifest `plane`: one plane or a PLANE expression)."""
     return planes.split(str(m["plane"]))
@@ -91,7 +114,7 @@ def run_planes(m: dict[str, Any]) -> tuple[str, ...]:
 def check_capture(pcap: Path, m: dict[str, Any], values: dict[str, Any] | None = None,
                   plane: str | None = None) -> Verdict:
     """Check one capture of the plane it shows (default: the run's first plane)."""
-    values = values or stack.load()
+    values = values or run_values(m)
     prof = profiles.get(m["profile"])
     plane, experiment = plane or run_planes(m)[0], m["experiment"]
     if prof.protocol == "none":
@@ -264,7 +287,7 @@ def negotiated_sas_verdict(run_dir: Path, m: dict[str, Any]) -> Verdict | None:
         problems.append("no swanctl --list-sas record of the negotiated SAs")
     # per plane: every link's CHILD_SA at both ends, per iteration (the after-records hold them all)
     plane = planes.expr(run_planes(m))
-    values = stack.load()
+    values = run_values(m)
     by_iteration: dict[str, dict[str, str]] = {}
     for rel in records:
         hit = _SA_AFTER.match(Path(rel).name)
@@ -332,12 +355,12 @@ def check_run(run_dir: Path, record: bool = True) -> Verdict:
     """Check every validation capture of a run; write the verdict into its manifest."""
     run_dir = Path(run_dir)
     m = manifest.load(run_dir)
-    values = stack.load()
+    values = run_values(m)
     verdicts: list[Verdict] = []
     covered = run_planes(m)
     checked: set[str] = set()
     for f in m["files"]:
-        if f["kind"] == "pcap" and f.get("purpose") == "validation":
+        if validates(f, str(m.get("experiment", ""))):
             # the capture's own interface says which plane it shows (run-overlay: "overlay")
             iface = str(f.get("iface") or "")
             secfn_capture = m["experiment"] in manifest.SECFN_EXPERIMENTS and iface in SECFN_IFACES

@@ -18,7 +18,7 @@
 #   render_hashes DIR REL      sha256 of the rendered configs that ran
 #   run_end                    record logs, validity check, manifest finish (complete); 1 if invalid
 #   docker_begin, stack_up, stack_teardown, stack_logs, stack_overlay_state, dc_exec, bridge_of,
-#   ue_has_session             the Docker stack, through scripts/up.sh and scripts/lib/compose.sh
+#   ue_has_session, attach_ue  the Docker stack, through scripts/up.sh and scripts/lib/compose.sh
 #
 # Exit codes: 0 ok, 1 failure (or invalid run), 2 usage error, 130 interrupt.
 
@@ -559,8 +559,10 @@ flag_loss() {
 }
 
 # ping_series WHO: the warm-up (kept, not counted), then SETS x PINGS pings for every size in
-# SIZES, each set into its own raw file. The driver defines `ping_cmd COUNT SIZE` (NUL-separated
-# argv) and TARGET; WHO names the sender in error messages.
+# SIZES, each set into its own raw file. `ping_cmd COUNT SIZE` (NUL-separated argv; UE 1 by
+# default, run-overlay defines its own) and TARGET; WHO names the sender; PING_ATTRS (A=V words) go into
+# every ping file's manifest entry (run-f1u: path=f1u|e2e).
+PING_ATTRS=()
 ping_series() {
   local who="$1" size set rel rc cmd=()
   size="${SIZES%% *}"
@@ -568,7 +570,7 @@ ping_series() {
   log "warm-up: $WARMUP pings (tunnel established; kept as $rel, not counted)"
   mapfile -d '' -t cmd < <(ping_cmd "$WARMUP" "$size")
   rc=0
-  measure "$rel" ping "size=$size" set=0 warmup=true -- "${cmd[@]}" || rc=$?
+  measure "$rel" ping "size=$size" set=0 warmup=true "${PING_ATTRS[@]}" -- "${cmd[@]}" || rc=$?
   [[ "$DRY_RUN" == 1 ]] || ping_rc_ok "$rc" "$RUN_DIR/$rel" \
     || die "warm-up: $who got no reply from $TARGET (ping exit $rc): profile $PROFILE passes no traffic; see $RUN_DIR/$rel" 1
   for size in $SIZES; do
@@ -578,7 +580,7 @@ ping_series() {
       mapfile -d '' -t cmd < <(ping_cmd "$PINGS" "$size")
       rc=0
       measure "$rel" ping "size=$size" "set=$set" warmup=false "payload=$(ping_payload "$size")" \
-        "ip_len=$((size + 20))" -- "${cmd[@]}" || rc=$?
+        "ip_len=$((size + 20))" "${PING_ATTRS[@]}" -- "${cmd[@]}" || rc=$?
       [[ "$DRY_RUN" == 1 ]] && continue
       # a watcher (run-overlay, docker_watch_start) that saw the overlay die says so, with the time
       [[ -z "${OVERLAY_DIED:-}" || ! -s "$OVERLAY_DIED" ]] \
@@ -594,6 +596,51 @@ ping_series() {
       flag_loss "$RUN_DIR/$rel" "$set" "$size"
     done
   done
+}
+
+# ----------------------------------------------------------------- iperf3
+
+IPERF_PORT=5201
+IPERF_SERVER_PID=""
+
+iperf_server_stop() {
+  [[ -n "$IPERF_SERVER_PID" ]] || return 0
+  kill -TERM "$IPERF_SERVER_PID" 2>/dev/null || true
+  wait "$IPERF_SERVER_PID" 2>/dev/null || true
+  IPERF_SERVER_PID=""
+}
+
+iperf_server_listening() {
+  ss -Hltn "sport = :$IPERF_PORT" | grep -q .
+}
+
+# iperf_series UE_SERVICE: iperf3 from the UE's PDU session address to a server on TARGET (the
+# host's n6 gateway): TRANSPORTS x REPS tests of DURATION s (UDP at UDP_BITRATE, STREAMS streams),
+# raw `iperf3 -J` JSON each into iperf3-<transport>-rNN.json, the server's output beside them.
+iperf_series() {
+  local svc="$1" ue_ip transport rep rel cmd=() rc
+  ue_ip="$(ue_address "$svc")"
+  _record_command iperf3 -s -B "$TARGET" -p "$IPERF_PORT" -J
+  if [[ "$DRY_RUN" != 1 ]]; then
+    iperf3 -s -B "$TARGET" -p "$IPERF_PORT" -J >"$RUN_DIR/iperf3-server.json" 2>&1 &
+    IPERF_SERVER_PID=$!
+    cleanup_push iperf_server_stop
+    wait_for 10 "iperf3 server on $TARGET:$IPERF_PORT" iperf_server_listening \
+      || die "the iperf3 server on $TARGET:$IPERF_PORT did not start; see iperf3-server.json" 1
+  fi
+  for transport in $TRANSPORTS; do
+    for ((rep = 1; rep <= REPS; rep++)); do
+      rel="$(printf 'iperf3-%s-r%02d.json' "$transport" "$rep")"
+      cmd=(iperf3 -c "$TARGET" -p "$IPERF_PORT" -B "$ue_ip" -J -t "$DURATION" -P "$STREAMS")
+      [[ "$transport" == udp ]] && cmd+=(-u -b "$UDP_BITRATE")
+      log "iperf3 $transport, repetition $rep/$REPS, ${DURATION}s -> $rel"
+      mapfile -d '' -t cmd < <(dc_exec "$svc" timeout $((DURATION + 30)) "${cmd[@]}")
+      rc=0
+      measure "$rel" iperf3 "transport=$transport" "rep=$rep" -- "${cmd[@]}" || rc=$?
+      ((rc == 0)) || die "iperf3 $transport (repetition $rep) failed (exit $rc); see $rel" 1
+    done
+  done
+  iperf_server_stop
 }
 
 # watch_stop: end the overlay watcher started by a driver (its stream reader included).
@@ -710,9 +757,27 @@ docker_begin() {
   [[ "$DRY_RUN" == 1 ]] || stack_require_compose
 }
 
-# The images a run records in its manifest (names set by compose.sh).
+# The images a run records in its manifest (names set by compose.sh): the RAN variant's (RAN) own.
 docker_image_args() {
-  printf '%s\n' --image "$OPEN5GS_IMAGE" --image "$UERANSIM_IMAGE" --image "$TOOLS_IMAGE" --image "$MONGO_IMAGE"
+  local ran_image="$UERANSIM_IMAGE"
+  [[ "${RAN:-ueransim}" == ueransim ]] || ran_image="$OAI_IMAGE"
+  printf '%s\n' --image "$OPEN5GS_IMAGE" --image "$ran_image" --image "$TOOLS_IMAGE" --image "$MONGO_IMAGE"
+}
+
+# ran_value KEY: a RAN_* value of the running render (compose.env; testbed/ran/__init__.py lists
+# them), UERANSIM's before a stack is rendered (a dry run without a render).
+ran_value() {
+  if [[ -n "$RENDER" && -f "$RENDER/compose.env" ]]; then
+    stack_env "$RENDER" "$1"
+    return
+  fi
+  case "$1" in
+    RAN) echo ueransim ;;
+    RAN_UE_TUN) echo uesimtun0 ;;
+    RAN_UE_SESSION_LOG) echo "TUN interface[uesimtun" ;;
+    RAN_READY) echo gnb ;;
+    *) die "ran_value: unknown key $1" 1 ;;
+  esac
 }
 
 # bridge_of NETWORK: the host bridge of a compose network (compose/base.yaml names them).
@@ -790,6 +855,86 @@ stack_up() {
   DC=("${STACK_CMD[@]}")
 }
 
+# protects PLANE: true when the run's overlay covers that plane (the baseline protects none)
+protects() {
+  [[ "$PROTOCOL" != none && ",$PLANE," == *",$1,"* ]]
+}
+
+# plane_value PLANE FIELD: a field of the plane (nf-configs/channels.yaml); port = its number.
+plane_value() {
+  "$PYTHON" -c 'import sys; from testbed import planes, stack
+p = planes.get(sys.argv[1])
+print(p.port(stack.load()) if sys.argv[2] == "port" else getattr(p, sys.argv[2]))' "$1" "$2" \
+    || die "no field $2 of plane $1 in nf-configs/channels.yaml" 1
+}
+
+# plane_client PLANE: the node that opens the plane's link among the running RAN's nodes (N2: the
+# gNB, or the CU-CP of the split RAN), from the channel map.
+plane_client() {
+  "$PYTHON" -c 'import sys; from testbed import channels, ran, stack
+v = ran.restrict(stack.load(), sys.argv[2])
+print(next(c.client for c in channels.channels(sys.argv[1]) if c.client in v["nodes"] and c.server in v["nodes"]))' \
+    "$1" "$(ran_value RAN)" || die "no link of plane $1 among the nodes of RAN=$(ran_value RAN)" 1
+}
+
+# plaintext_view_start NAME REL NODE PLANE GROUP [A=V...]: a timing capture of PLANE's traffic as NODE
+# itself sees it, for a plane whose wire is protected (the bridge shows ESP/WireGuard only, or a
+# relay's DTLS): an nftables log rule in NODE's namespace sends every packet of the plane's protocol
+# port to and from it (each packet once: by NODE's role on the plane, client or server, also on a
+# relay's loopback leg) (output before encryption, input after decryption, whatever the datapath) to nflog GROUP, and
+# dumpcap in NODE's holder (tools image; an overlay endpoint, so it has NET_ADMIN) writes them
+# whole into RUN_DIR/REL. Its timestamps are NODE's, so the times include NODE's own crypto.
+plaintext_view_start() {
+  local name="$1" rel="$2" node="$3" plane="$4" group="$5" port proto role=server rules
+  shift 5
+  port="$(plane_value "$plane" port)"
+  proto="$(plane_value "$plane" transport)"
+  [[ "$(plane_client "$plane")" != "$node" ]] || role=client
+  rules="$(plaintext_view_rules "$proto" "$port" "$group" "$role")"
+  # a here-string, not a pipe: a reader that never reads (DRY_RUN) cannot fail the writer
+  run_cmd "${DC[@]}" exec -T "$node-net" nft -f - <<<"$rules" \
+    || die "could not add the $plane log rule in $node-net" 1
+  # shellcheck disable=SC2016  # the inner script expands its own arguments
+  capture_start "$name" "$rel" "$@" -- \
+    bash -c 'out="$1"; shift; exec "$@" >"$out"' _ "${RUN_DIR:-.}/$rel" \
+    "${DC[@]}" exec -T "$node-net" dumpcap -q -i "nflog:$group" -w -
+}
+
+# plaintext_view_rules PROTO PORT GROUP ROLE: the nftables ruleset of plaintext_view_start. A client
+# (it connects to PORT) logs what it sends to PORT and receives from PORT, a server what it sends
+# from PORT and receives on PORT: each packet once, on the wire or on a loopback relay leg (where a
+# packet passes output and input in the same namespace). queue-threshold 1: each packet goes to the
+# listener at once (without it nfnetlink_log handed dumpcap only a connection's first packet on this
+# kernel, 6.18; tests/integration/test_ran_planes_netns.py).
+plaintext_view_rules() {
+  local proto="$1" port="$2" group="$3" role="$4" out in
+  case "$role" in
+    client) out=dport in=sport ;;
+    server) out=sport in=dport ;;
+    *) die "plaintext_view_rules: role $role is not client or server" 1 ;;
+  esac
+  cat <<NFT
+table inet testbed_timing_$group {
+  chain out { type filter hook output priority 0; policy accept; $proto $out $port log group $group queue-threshold 1; }
+  chain in { type filter hook input priority 0; policy accept; $proto $in $port log group $group queue-threshold 1; }
+}
+NFT
+}
+
+# plaintext_view_stop NAME NODE: dumpcap in the holder ends its file on SIGINT; then the stream closes.
+plaintext_view_stop() {
+  [[ "$DRY_RUN" == 1 ]] || "${DC[@]}" exec -T "$2-net" pkill -INT -x dumpcap >/dev/null 2>&1 || true
+  capture_stop "$1"
+}
+
+# overlay_endpoints PROTOCOL: the nodes PROTOCOL's overlay runs on for PLANE, among the nodes the
+# running RAN variant has (testbed/ran: n3 is the gNB's with UERANSIM, the CU-UP's with the split).
+overlay_endpoints() {
+  "$PYTHON" -c 'import sys; from testbed import overlays, ran, stack
+v = ran.restrict(stack.load(), sys.argv[3])
+print("\n".join(overlays.get(sys.argv[1]).endpoints(sys.argv[2], v)))' "$1" "$PLANE" "$(ran_value RAN)"
+}
+
 # stack_overlay_state TAG: what each overlay endpoint negotiated (swanctl --list-sas / wg show,
 # run in its namespace holder <node>-net), kept as logs TAG-<node>.txt. TLS: the capture shows it.
 stack_overlay_state() {
@@ -799,8 +944,7 @@ stack_overlay_state() {
     wireguard) cmd=(wg show) ;;
     *) return 0 ;;
   esac
-  mapfile -t nodes < <("$PYTHON" -c 'import sys; from testbed import overlays, stack
-print("\n".join(overlays.get(sys.argv[1]).endpoints(sys.argv[2], stack.load())))' "$PROTOCOL" "$PLANE")
+  mapfile -t nodes < <(overlay_endpoints "$PROTOCOL")
   for node in "${nodes[@]}"; do
     run_cmd "${DC[@]}" exec -T "$node-net" "${cmd[@]}" >"$(out_path "$tag-$node.txt")" 2>&1 \
       || warn "could not read the overlay state of $node ($tag)"
@@ -814,8 +958,7 @@ stack_wg_holders() {
   local tag="$1" node nodes=()
   shift
   [[ "$PROTOCOL" == wireguard ]] || return 0
-  mapfile -t nodes < <("$PYTHON" -c 'import sys; from testbed import overlays, stack
-print("\n".join(overlays.get("wireguard").endpoints(sys.argv[1], stack.load())))' "$PLANE")
+  mapfile -t nodes < <(overlay_endpoints wireguard)
   for node in "${nodes[@]}"; do
     run_cmd "${DC[@]}" exec -T "$node-net" "$@" >"$(out_path "$tag-$node.txt")" 2>&1 \
       || die "WireGuard holder $node: \`$*\` failed ($tag); see $tag-$node.txt" 1
@@ -851,20 +994,63 @@ dc_exec() {
   printf '%s\0' "${DC[@]}" "${STACK_ALL_PROFILES[@]}" exec -T "$svc" "$@"
 }
 
-# ue1_address: UE 1's address on its PDU session (uesimtun0); "UE_IP" in a dry run; dies without one.
-ue1_address() {
+# ue_address SERVICE: a UE's address on its PDU session (the render's RAN_UE_TUN: uesimtun0,
+# oaitun_ue1); "UE_IP" in a dry run; dies without one.
+ue_address() {
   [[ "$DRY_RUN" == 1 ]] && { echo UE_IP; return 0; }
-  local ip
-  ip="$("${DC[@]}" exec -T ue1 ip -4 -o addr show dev uesimtun0 | awk '{split($4, a, "/"); print a[1]}')"
-  [[ -n "$ip" ]] || die "UE 1 has no address on uesimtun0 (no PDU session?); see stack-up.log" 1
+  local ip tun
+  tun="$(ran_value RAN_UE_TUN)"
+  ip="$("${DC[@]}" exec -T "$1" ip -4 -o addr show dev "$tun" | awk '{split($4, a, "/"); print a[1]}')"
+  [[ -n "$ip" ]] || die "$1 has no address on $tun (no PDU session?); see stack-up.log" 1
   echo "$ip"
 }
 
+# ue1_address: UE 1's address on its PDU session.
+ue1_address() {
+  ue_address ue1
+}
+
+# ping_cmd COUNT SIZE: the Docker drivers' sender: UE 1 pings TARGET through its PDU session
+# (uesimtun0, or the OAI UE's oaitun_ue1: the render's RAN_UE_TUN). run-overlay defines its own.
+ping_cmd() {
+  local argv=()
+  mapfile -d '' -t argv < <(ping_argv "$1" "$2")
+  dc_exec ue1 "${argv[@]}" -I "$(ran_value RAN_UE_TUN)" "$TARGET"
+}
+
+# stack_run_start REL_LOG [up.sh args...]: start the stack made by stack_create (its captures
+# already running), keep the hashes of the rendered configs that run and what the overlay
+# negotiated, and save the containers' logs whatever happens next.
+stack_run_start() {
+  stack_up "$@"
+  render_hashes "$RENDER" rendered-configs.sha256
+  stack_overlay_state sa-before
+  cleanup_push stack_logs containers.log
+}
+
+# ue1_ping_series: ping_series from UE 1 under the overlay watcher (an overlay that dies stops it).
+ue1_ping_series() {
+  docker_watch_start ue1
+  ping_series "UE 1"
+  watch_stop
+}
+
+# stack_run_end: the end of a one-boot Docker run: what the overlay negotiated, the containers'
+# logs (and the overlay's datapath line from them), then run_end (validity, manifest).
+stack_run_end() {
+  stack_overlay_state sa-after
+  stack_logs containers.log
+  [[ "$DRY_RUN" == 1 ]] || datapath_from_log "$RUN_DIR/containers.log"
+  run_end
+}
+
 # wait_ue_session SERVICE DEADLINE_S: block until the UE logs its PDU session's TUN interface
-# (UERANSIM: "... TUN interface[uesimtun0, <addr>] is up."), reading one `docker compose logs
-# --follow` stream: no exec, no polling while the attach is being measured. 1 on the deadline.
+# (UERANSIM: "... TUN interface[uesimtun0, <addr>] is up."; OAI: "Interface oaitun_ue1 successfully
+# configured": the render's RAN_UE_SESSION_LOG), reading one `docker compose logs --follow`
+# stream: no exec, no polling while the attach is being measured. 1 on the deadline.
 wait_ue_session() {
   local svc="$1" deadline_s="$2"
+  UE_SESSION_MARKER="$(ran_value RAN_UE_SESSION_LOG)"
   if [[ "$DRY_RUN" == 1 ]]; then
     _record_command timeout "$deadline_s" "${DC[@]}" "${STACK_ALL_PROFILES[@]}" logs --follow --no-color "$svc"
     return 0
@@ -872,14 +1058,53 @@ wait_ue_session() {
   stream_until _ue_tun_up timeout "$deadline_s" "${DC[@]}" "${STACK_ALL_PROFILES[@]}" logs --follow --no-color "$svc"
 }
 
+# _ue_tun_up LINE: the UE's log line of its PDU session (UERANSIM "TUN interface[uesimtun0, ...] is
+# up", OAI "Interface oaitun_ue1 successfully configured": the render's RAN_UE_SESSION_LOG)
 _ue_tun_up() {
-  [[ "$1" == *"TUN interface[uesimtun"*"] is up"* ]]
+  [[ "$1" == *"$UE_SESSION_MARKER"* && ("$1" != *"TUN interface["* || "$1" == *"] is up"*) ]]
 }
 
-# ue_has_session SERVICE [N]: at least N (default 1) uesimtun interfaces with an address.
+# attach_ue IT UE ROLE LOG: start the UE (one registration), wait for its PDU session; failed
+# attempts are recorded and retried (the UE container is removed and started again), RETRIES
+# attempts within ATTACH_TIMEOUT each; compose output goes to RUN_DIR/LOG. The manifest's ues
+# and attach_failures carry IT as the iteration. Returns 1 when every attempt failed.
+attach_ue() {
+  local it="$1" ue="$2" role="$3" rel="$4" attempt imsi reason final start
+  imsi="$(stack_value "subscribers.$ue.imsi")"
+  for ((attempt = 1; attempt <= RETRIES; attempt++)); do
+    log "iteration $it: $ue ($role) attach, attempt $attempt/$RETRIES (deadline ${ATTACH_TIMEOUT}s)"
+    start=$SECONDS
+    # no probe inside the measured window: the UE's healthcheck is deferred past it, and the
+    # driver blocks on the UE's own log line instead of polling `docker exec`
+    if run_cmd env UE_HEALTH_START_INTERVAL=3600s "${DC[@]}" "${STACK_ALL_PROFILES[@]}" up -d --no-deps "$ue" \
+         >>"$(out_path "$rel")" 2>&1 \
+      && wait_ue_session "$ue" "$ATTACH_TIMEOUT"; then
+      [[ "$DRY_RUN" == 1 ]] || tbm add-ue "$RUN_DIR" --attr "name=$ue" --attr "imsi=$imsi" \
+        --attr "role=$role" --attr "iteration=$it" --attr "attempt=$attempt" --attr attached=true
+      log "iteration $it: $ue has its PDU session after ~$((SECONDS - start))s (exact time: from the N2 capture)"
+      return 0
+    fi
+    # the UE's last log line, without terminal escapes (UERANSIM colours its log)
+    reason="no PDU session within ${ATTACH_TIMEOUT}s; last log line: $("${DC[@]}" "${STACK_ALL_PROFILES[@]}" logs --no-color --tail 1 "$ue" 2>&1 | tail -n 1 | sed 's/\x1b\[[0-9;]*[A-Za-z]//g' | tr -cd '[:print:]\t' || true)"
+    warn "iteration $it: $ue attempt $attempt failed: $reason"
+    final=false
+    ((attempt < RETRIES)) || final=true
+    tbm add-failure "$RUN_DIR" --attr "ue=$ue" --attr "attempt=$attempt" --attr "iteration=$it" \
+      --attr "final=$final" --attr "reason=$reason" || warn "could not record the failed attach"
+    "${DC[@]}" "${STACK_ALL_PROFILES[@]}" rm -sf "$ue" >>"$(out_path "$rel")" 2>&1 || true
+  done
+  tbm add-ue "$RUN_DIR" --attr "name=$ue" --attr "imsi=$imsi" --attr "role=$role" \
+    --attr "iteration=$it" --attr "attempt=$RETRIES" --attr attached=false || true
+  return 1
+}
+
+# ue_has_session SERVICE [N]: at least N (default 1) PDU session interfaces (uesimtun<i>, or the
+# OAI UE's oaitun_ue<i>) with an address.
 ue_has_session() {
-  local svc="$1" n="${2:-1}" count
+  local svc="$1" n="${2:-1}" count prefix
+  prefix="$(ran_value RAN_UE_TUN)"
+  prefix="${prefix%%[0-9]*}"
   count="$("${DC[@]}" "${STACK_ALL_PROFILES[@]}" exec -T "$svc" ip -4 -o addr show 2>/dev/null \
-    | grep -cE ' uesimtun[0-9]+ +inet ')" || true
+    | grep -cE " ${prefix}[0-9]+ +inet ")" || true
   ((count >= n))
 }

@@ -76,7 +76,7 @@ stack_render() {
 
 # Keys of compose.env that describe the render itself: a same-named variable in the caller's
 # environment (the Makefile exports PROFILE) must not override them.
-readonly STACK_RENDER_KEYS=(PROFILE PLANE PROTOCOL TESTBED_COMMIT RENDER_DIR OVERLAY_DIR KEYS_DIR REPO_DIR)
+readonly STACK_RENDER_KEYS=(PROFILE PLANE PROTOCOL TESTBED_COMMIT RENDER_DIR OVERLAY_DIR KEYS_DIR REPO_DIR RAN UU)
 
 # stack_compose_argv RENDER_DIR: set STACK_CMD to the docker compose command line for that render.
 stack_compose_argv() {

@@ -22,7 +22,7 @@ class Finding:
     file: Path
     key: str
     message: str
-    kind: str            # address | duplicate | subnet | mount | plmn | credentials | cycle | reference | syntax | privilege
+    kind: str            # address | duplicate | subnet | mount | plmn | credentials | cycle | reference | syntax | privilege | role
 
     def format(self, root: Path = ROOT) -> str:
         try:

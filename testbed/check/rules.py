@@ -15,6 +15,7 @@ import yaml
 from testbed import images, instance, planes
 from testbed.check import Finding
 from testbed.check import compose_model as cm
+from testbed.check import oai_rules
 from testbed.check import privilege_rules
 from testbed.render import compose_env as cenv
 from testbed.render import layout
@@ -171,7 +172,10 @@ class Checker:
 
     def check_compose_vs_stack(self) -> None:
         services = self.model.services
+        ran_variant = self.env.get("RAN") or "ueransim"
         for node, spec in (self.values.get("nodes") or {}).items():
+            if spec.get("ran") is not None and ran_variant not in spec["ran"]:
+                continue              # a node of another RAN variant (testbed/ran/)
             svc = f"{node}-net" if f"{node}-net" in services else node
             if svc not in services:
                 if not spec.get("optional"):
@@ -260,10 +264,13 @@ class Checker:
         for svc_name, svc in self.model.services.items():
             for vol in svc.get("volumes") or []:
                 src = cm.volume_source(vol)
-                if not src or not src.endswith((".yaml", ".yml", ".json")):
+                if not src or not src.endswith((".yaml", ".yml", ".json", ".conf")):
                     continue
                 path = self.host_path(src)
                 if not path.is_file():
+                    continue
+                if path.suffix == ".conf":
+                    oai_rules.load(self, svc_name, path)     # OpenAirInterface (libconfig)
                     continue
                 try:
                     text = path.read_text(encoding="utf-8")
@@ -388,21 +395,45 @@ class Checker:
                 self.expect(path, f"gnbSearchList[{i}]", a, gnb, "ran", "gNB address")
 
     def _relay_to_amf(self) -> Any:
-        """The N2 relay link when the render runs a relay overlay on n2, else None; its server
-        side must connect to the AMF's real N2 address (checked here from the rendered relay)."""
-        if self.env.get("PROTOCOL") != "dtls" or "n2" not in planes.split(self.env.get("PLANE") or "n3"):
+        return self.relay("n2")
+
+    @property
+    def ran_values(self) -> dict[str, Any]:
+        """The stack values as the render's RAN variant (compose.env RAN) runs them: only its nodes
+        (testbed/ran restrict), so a plane's links are those of the nodes that run."""
+        from testbed import ran
+        try:
+            return ran.restrict(self.values, ran.check(self.env.get("RAN") or None, self.values))
+        except ran.RanError:
+            return self.values
+
+    def relay(self, plane: str) -> Any:
+        """The plane's relay link when the render runs a relay overlay (dtls) on it, else None; the
+        server side's relay must connect to the server NF's real address on the plane (checked here
+        from the rendered relay: the AMF's on N2, the CU-CP's on F1-C and E1)."""
+        if self.env.get("PROTOCOL") != "dtls" or plane not in planes.split(self.env.get("PLANE") or "n3"):
             return None
         from testbed.overlays import dtls
-        lk = dtls.link("n2", self.values)
+        lk = dtls.links(self.ran_values).get(plane)
+        if lk is None:
+            return None
         env_file = self.render_dir / layout.OVERLAY_DIR / lk.server / "overlay.env"
         relays = cenv.parse_env(env_file.read_text(encoding="utf-8")).get("DTLS_RELAYS", "") if env_file.is_file() else ""
-        amf = self.runner("open5gs:amf")
-        fields = relays.strip("'\"").split()
-        if len(fields) < 6:
-            self.add(env_file, "DTLS_RELAYS", "no relay rendered for the AMF's side of N2", "reference")
+        lines = [f for f in (r.split() for r in relays.strip("'\"").split(";")) if len(f) >= 6]
+        fields = next((f for f in lines if f[0] == "server" and f[1] == plane), None)
+        server = self.runner("open5gs:amf") if lk.server == "amf" else self.node_service(lk.server)
+        what = "AMF" if lk.server == "amf" else lk.server.upper()
+        if fields is None:
+            self.add(env_file, "DTLS_RELAYS", f"no relay rendered for the {what}'s side of {plane.upper()}", "reference")
         else:
-            self.expect(env_file, "DTLS_RELAYS (NF side)", fields[4], amf, "n2", "AMF address behind the relay")
+            key = "DTLS_RELAYS (NF side)" if plane == "n2" else f"DTLS_RELAYS ({plane}, NF side)"
+            self.expect(env_file, key, fields[4], server, plane, f"{what} address behind the relay")
         return lk
+
+    def node_service(self, node: str) -> str | None:
+        """The compose service of a stack node: <node>-net (its holder) or <node>."""
+        services = self.model.services
+        return next((s for s in (f"{node}-net", node) if s in services), None)
 
     # --- PLMN, TAC, slices, DNN -----------------------------------------------------------
     def check_plmn(self) -> None:
@@ -558,6 +589,7 @@ def run(render_dir: Path, stack_file: Path | None = None, keys_root: Path | None
     c.load_configs()
     c.check_open5gs()
     c.check_ran()
+    oai_rules.check(c)
     c.check_plmn()
     c.check_credentials()
     return c.findings

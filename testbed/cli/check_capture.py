@@ -5,7 +5,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from testbed import nas, profiles, stack, validity
+from testbed import nas, profiles, ran, validity
 
 
 def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
@@ -15,6 +15,8 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument("--nas", help="also prove this NAS choice from the Security Mode Commands of "
                                       "--nas-capture (default: PCAP)")
     parser.add_argument("--nas-capture", type=Path, help="the N2 capture with readable NGAP (a plaintext tap)")
+    parser.add_argument("--ran", help="the RAN variant the capture was taken with (docs/ran.md; default: "
+                                      "stack.yaml's): the plane's endpoints are its nodes")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -22,15 +24,16 @@ def run(args: argparse.Namespace) -> int:
         prof = profiles.get(args.profile, args.plane)
         if args.nas:
             nas.get(args.nas)
-    except (profiles.ProfileError, nas.NasError) as exc:
+        variant = ran.check(args.ran)
+    except (profiles.ProfileError, nas.NasError, ran.RanError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if not args.pcap.is_file():
         print(f"error: {args.pcap}: no such capture", file=sys.stderr)
         return 2
     try:
-        v = validity.check_capture(args.pcap, {"profile": prof.id, "plane": args.plane, "experiment": "stack"},
-                                   stack.load())
+        v = validity.check_capture(args.pcap, {"profile": prof.id, "plane": args.plane, "experiment": "stack",
+                                               "parameters": {"ran": variant}})
         ok = v.valid
         print(f"{'VALID' if v.valid else 'INVALID'}: {v.details}")
         if args.nas:

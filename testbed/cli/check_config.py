@@ -5,7 +5,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from testbed import instance, keys, privileges, profiles
+from testbed import instance, keys, privileges, profiles, ran
 from testbed.check import check_render, summary
 from testbed.cli import render as render_cli
 
@@ -22,8 +22,11 @@ def _dirs(args: argparse.Namespace) -> list[Path]:
     if args.render_dir is not None and args.no_render:
         return [args.render_dir]
     prof = profiles.get(args.profile, args.plane)
-    sets = [args.plane] if args.plane else list(prof.planes) + (["all"] if len(prof.planes) > 1 else [])
-    return [render_cli.render_profile(prof.id, pl, args.state, args.scp).dir for pl in sets]
+    variant, uu = render_cli.check_ran(args.ran, args.uu)
+    own = [p for p in prof.planes if ran.has_plane(variant, p)]      # the RAN variant's planes
+    sets = [args.plane] if args.plane else own + (["all"] if len(own) > 1 else [])
+    return [render_cli.render_profile(prof.id, pl, args.state, args.scp, ran_choice=variant, uu=uu).dir
+            for pl in sets]
 
 
 def run(args: argparse.Namespace) -> int:

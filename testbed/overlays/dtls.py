@@ -74,15 +74,19 @@ def links(values: dict[str, Any] | None = None) -> dict[str, RelayLink]:
     """Every relay link, by plane: network, port and the one client -> server pair from the plane
     data (nf-configs/channels.yaml), the relay's own addresses from stack.yaml `relay_links`
     (DtlsError names what is missing or ambiguous)."""
-    from testbed import channels
-    v = values or stack.load()
+    from testbed import channels, ran
+    v = values or ran.restrict(stack.load(), ran.default())
     out = {}
     for plane, spec in (v.get("relay_links") or {}).items():
         try:
             pl = planes.get(plane)
-            ends = sorted({(c.client, c.server) for c in channels.channels(plane)})
+            # the link between the nodes that run (testbed/ran: N2 is the gNB's, or the CU-CP's)
+            ends = sorted({(c.client, c.server) for c in channels.channels(plane)
+                           if c.client in v["nodes"] and c.server in v["nodes"]})
         except (planes.PlaneError, channels.ChannelError) as exc:
             raise DtlsError(f"nf-configs/stack.yaml: relay_links.{plane}: {exc}") from None
+        if not ends:
+            continue                   # a plane of another RAN variant (f1c, e1 without the split)
         if len(ends) != 1:
             raise DtlsError(f"relay_links.{plane}: a relay carries one client -> server link, the plane has "
                             f"{len(ends)} ({', '.join(f'{a}->{b}' for a, b in ends) or 'none'})")
@@ -175,9 +179,21 @@ def _ueransim_client(lk: RelayLink) -> dict[str, Any]:
     return {"ngapIp": lk.listen, "amfConfigs": [{"address": lk.listen, "port": lk.port}]}
 
 
-# how a client node's NF is pointed at the relay, by the node's kind in stack.yaml (the RAN
-# variants add theirs: OAI's DU/CU-UP take the CU-CP address from their F1/E1 sections)
-CLIENT_OVERRIDES = {"ueransim": _ueransim_client}
+def _oai_client(lk: RelayLink) -> dict[str, Any]:
+    # OpenAirInterface (RAN=oai|split, docs/ran.md; merged per element into its one-element lists,
+    # testbed/ran/oai.py merge): the DU's F1-C, the CU-UP's E1, the CU-CP's / gNB's N2 association
+    # go to the relay's local listener, bound locally too
+    if lk.plane == "f1c":
+        return {"MACRLCs": [{"remote_n_address": lk.listen, "local_n_address": lk.listen}]}
+    if lk.plane == "e1":
+        return {"gNBs": [{"E1_INTERFACE": [{"ipv4_cucp": lk.listen, "ipv4_cuup": lk.listen}]}]}
+    return {"gNBs": [{"amf_ip_address": [{"ipv4": lk.listen}],
+                      "NETWORK_INTERFACES": {"GNB_IPV4_ADDRESS_FOR_NG_AMF": lk.listen}}]}
+
+
+# how a client node's NF is pointed at the relay, by the node's kind in stack.yaml (the RAN variant's
+# node_kind: OAI's DU/CU-UP/CU-CP take the peer's address from their F1/E1/NG sections)
+CLIENT_OVERRIDES = {"ueransim": _ueransim_client, "oai": _oai_client}
 
 
 def nf_config_overrides(node: str, profile: Any, values: dict[str, Any]) -> dict[str, Any]:
@@ -365,7 +381,8 @@ def verify_capture(pcap: Path, profile: Any, plane: str, values: dict[str, Any] 
     with the profile's version and suite, every ClientHello offering only that suite, application
     data carried, and none of the link's traffic (SCTP/NGAP, or the TCP stand-in on the NF port)
     in the clear. Plain relay: UDP relay packets present, no DTLS, nothing direct in the clear."""
-    v = values or stack.load()
+    from testbed import ran
+    v = values or ran.restrict(stack.load(), ran.default())
     s = settings(profile)
     lk = link(plane, v)
     c = count_link(Path(pcap), lk, v)

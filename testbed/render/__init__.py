@@ -6,12 +6,14 @@ returns what it wrote. `plane` is a PLANE expression (one plane, several, or `al
 module of the profile's protocol contributes only through the typed hooks of
 testbed/overlays/__init__.py (docs/contracts.md): `render`, `nf_config_overrides`,
 `nf_environment`, `compose_env`, `compose_services` (the Compose overlay fragment, written by
-testbed/render/compose_overlay.py). Dimensions orthogonal to the profile (the UPF security
-function, the RAN variant, ...) come in as `dimensions`, chosen values that contribute only through
+testbed/render/compose_overlay.py). The RAN variant (RAN=ueransim|oai|split) contributes through
+the plug-in interface of testbed/ran/__init__.py: its configs and its Compose services
+(<render dir>/compose/ran.yaml). Dimensions orthogonal to the profile and the RAN (the UPF
+security function, ...) come in as `dimensions`, chosen values that contribute only through
 the typed hooks of testbed/dimensions.py: `render` (<render dir>/<name>/ and compose.env
 variables), `compose_services` (<render dir>/<name>.compose.yaml, after the overlay's),
 `describe`, and the overlays' `nf_config_overrides`/`nf_environment`. Nothing here names a
-protocol, a plane or a dimension.
+protocol, a plane, a RAN or a dimension.
 """
 from __future__ import annotations
 
@@ -23,11 +25,10 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from testbed import ROOT, overlays, planes, profiles, stack
+from testbed import ROOT, overlays, planes, profiles, ran, stack
 from testbed import dimensions as _dimensions
 from testbed.dimensions import Dimension
+from testbed.files import dump_yaml as _dump_yaml
 from testbed.files import write_atomic as _write
 from testbed.profiles import Profile
 from testbed.render import compose_env as cenv
@@ -39,7 +40,6 @@ log = logging.getLogger(__name__)
 COMPOSE_DIR = ROOT / "compose"
 BASE_FILE = COMPOSE_DIR / "base.yaml"
 SCP_FILE = COMPOSE_DIR / "scp.yaml"
-PROGRAM_NODES = open5gs.OPEN5GS_NFS + ("gnb",)   # containers that get an env/<node>.env
 
 
 class RenderError(RuntimeError):
@@ -56,14 +56,18 @@ class Rendered:
     nodes: list[str]                                   # Open5GS NFs that run
     files: list[Path] = dataclasses.field(default_factory=list)
     overlay_dirs: dict[str, Path] = dataclasses.field(default_factory=dict)
+    ran: str = "ueransim"                              # the RAN variant (testbed/ran/)
+    ran_nodes: list[str] = dataclasses.field(default_factory=list)
     dimensions: tuple[Dimension, ...] = ()             # testbed/dimensions.py, in compose order
 
 
 def compose_files(use_scp: bool, fragment: Path | None, compose_dir: Path = COMPOSE_DIR,
-                  extra: list[Path] | None = None) -> list[Path]:
-    """base.yaml, then scp.yaml (with the SCP), then the render's overlay fragment if any, then
-    the dimensions' fragments (`extra`)."""
+                  ran_file: Path | None = None, extra: list[Path] | None = None) -> list[Path]:
+    """base.yaml, the RAN variant's rendered services, scp.yaml (with the SCP), then the render's
+    overlay fragment if any, then the dimensions' fragments (`extra`)."""
     files = [compose_dir / "base.yaml"]
+    if ran_file is not None:
+        files.append(ran_file)
     if use_scp:
         files.append(compose_dir / "scp.yaml")
     if fragment is not None:
@@ -102,17 +106,6 @@ def provision_input(subscribers: dict[str, Any], values: dict[str, Any]) -> dict
     }
 
 
-class _NoAliasDumper(yaml.SafeDumper):
-    """Writes repeated values out in full: Open5GS's YAML reader does not resolve aliases."""
-
-    def ignore_aliases(self, data: Any) -> bool:
-        return True
-
-
-def _dump_yaml(data: dict[str, Any], header: str) -> str:
-    return header + yaml.dump(data, Dumper=_NoAliasDumper, sort_keys=False, default_flow_style=False)
-
-
 def _hook(module: Any, name: str) -> Any:
     return overlays.hook(module, name)
 
@@ -130,8 +123,9 @@ def render(profile: Profile, plane: str, out_dir: Path, *, subscribers: dict[str
            keys_dir: Path, values: dict[str, Any] | None = None, use_scp: bool | None = None,
            commit: str | None = None, mongo_uri: str | None = None,
            compose_dir: Path = COMPOSE_DIR, repo_dir: Path = ROOT,
+           ran_variant: str | None = None, uu: str | None = None,
            dimensions: tuple[Dimension, ...] = ()) -> Rendered:
-    """Write the render dir for (profile, plane) and return what was written.
+    """Write the render dir for (profile, plane, RAN variant) and return what was written.
 
     The dir is replaced as a whole, so no stale file of an earlier render survives.
     `dimensions`: chosen values of the dimensions orthogonal to the profile (testbed/dimensions.py).
@@ -140,10 +134,22 @@ def render(profile: Profile, plane: str, out_dir: Path, *, subscribers: dict[str
     _dimensions.check_names(dims)
     v = values or stack.load()
     try:
+        ran_name = ran.check(ran_variant, v)
         covered = profiles.planes_for(profile, plane)
+    except ran.RanError as exc:
+        raise RenderError(str(exc)) from None
     except profiles.ProfileError as exc:
         raise RenderError(f"profile {profile.id!r} does not run on plane {plane!r}: {exc}") from None
+    # `all`: the planes this RAN has; a plane it lacks named explicitly (f1c without the split) is an error
+    if str(plane).strip() == planes.ALL:
+        covered = tuple(p for p in covered if ran.has_plane(ran_name, p))
+    missing = [p for p in covered if not ran.has_plane(ran_name, p)]
+    if missing:
+        raise RenderError(f"RAN={ran_name} has no {', '.join(missing)} interface (only RAN=split has "
+                          "f1c, f1u, e1; docs/ran.md)")
     plane = planes.expr(covered)
+    ran_mod = ran.get(ran_name)
+    v = ran.restrict(v, ran_name)       # only the nodes this RAN runs (overlay endpoints, addresses)
     scp = bool(v.get("use_scp", False)) if use_scp is None else use_scp
     # the overlay hooks see only values: tell them about the SCP and the planes the run covers
     v = {**v, "use_scp": scp, "overlay_planes": covered}
@@ -166,18 +172,24 @@ def render(profile: Profile, plane: str, out_dir: Path, *, subscribers: dict[str
             cfg = deep_merge(cfg, nf_hook(nf, profile, v) or {})
         written.append(_write(out_dir / layout.OPEN5GS_DIR / f"{nf}.yaml", _dump_yaml(cfg, header)))
 
-    gnb = ueransim.gnb_config(v)
-    for nf_hook in nf_hooks:
-        gnb = deep_merge(gnb, nf_hook("gnb", profile, v) or {})
-    written.append(_write(out_dir / layout.UERANSIM_DIR / "gnb.yaml", _dump_yaml(gnb, header)))
-    for ue, cfg in ueransim.ue_configs(subscribers, v).items():
-        written.append(_write(out_dir / layout.UERANSIM_DIR / f"{ue}.yaml", _dump_yaml(cfg, header), 0o600))
+    def ran_overrides(node: str) -> dict[str, Any]:
+        merged: dict[str, Any] = {}
+        for nf_hook in nf_hooks:
+            merged = deep_merge(merged, nf_hook(node, profile, v) or {})
+        return merged
+    ran_ctx = ran.RenderContext(
+        values=v, subscribers=subscribers, out_dir=out_dir, header=header.lstrip("# ").rstrip("\n"), uu=uu,
+        overrides=ran_overrides if nf_hooks else None)
+    written += ran_mod.render(ran_name, ran_ctx)
+    ran_file = _write(out_dir / layout.RAN_COMPOSE_FILE, ran.compose_text(ran_mod.compose(ran_name, v), ran_name,
+                                                                          profile.id))
+    written.append(ran_file)
     written.append(_write(out_dir / layout.PROVISION_FILE,
                           json.dumps(provision_input(subscribers, v), indent=1) + "\n", 0o600))
 
     env_hooks = [h for h in (_hook(mod, "nf_environment"),
                              *(_dimensions.hook(d, "nf_environment") for d in dims)) if h is not None]
-    for node in PROGRAM_NODES:
+    for node in open5gs.OPEN5GS_NFS + tuple(ran_mod.env_nodes(ran_name)):
         extra = {k: val for env_hook in env_hooks for k, val in dict(env_hook(node, profile, v) or {}).items()}
         written.append(_write(out_dir / layout.ENV_DIR / f"{node}.env",
                               f"# extra environment of the {node} container ({profile.id})\n"
@@ -194,6 +206,9 @@ def render(profile: Profile, plane: str, out_dir: Path, *, subscribers: dict[str
                            render_dir=out_dir, keys_dir=Path(keys_dir).resolve(), repo_dir=repo_dir,
                            commit=commit if commit is not None else git_commit(repo_dir),
                            mongo_uri=mongo_uri or open5gs.mongo_uri(v), values=v)
+    env.update(ran_mod.compose_env(ran_name, v))
+    if uu:
+        env["UU"] = uu
     env_extra_hook = _hook(mod, "compose_env")
     if env_extra_hook is not None:
         env.update({str(k): str(val) for k, val in (env_extra_hook(profile, plane, v) or {}).items()})
@@ -217,9 +232,10 @@ def render(profile: Profile, plane: str, out_dir: Path, *, subscribers: dict[str
                 if services else None)
     if fragment is not None:
         written.append(fragment)
-    files = compose_files(scp, fragment, compose_dir, dim_fragments)
+    files = compose_files(scp, fragment, compose_dir, ran_file, dim_fragments)
     written.append(_write(out_dir / layout.COMPOSE_FILES, "".join(f"{f}\n" for f in files)))
-    result = Rendered(out_dir, profile, plane, files, env, nodes, written, overlay_dirs, dims)
+    result = Rendered(out_dir, profile, plane, files, env, nodes, written, overlay_dirs,
+                      ran_name, ran_mod.nodes(ran_name, v), dims)
     written.append(_write(out_dir / layout.PLAN_FILE, plan(result)))
     log.info("rendered %s (%s) into %s: %d files", profile.id, plane, out_dir, len(written))
     return result
@@ -233,7 +249,7 @@ def plan(r: Rendered) -> str:
         f"render    {r.dir}",
         "compose   " + " ".join(str(f) for f in r.compose_files),
         f"core      {' '.join(r.nodes)} (each behind its <nf>-net namespace holder)",
-        "ran       gnb (holder gnb-net), ue1 (started by `make up`), ue2 and ue-scale on demand",
+        *ran.get(r.ran).plan(r.ran, stack.load()),
         f"database  MONGO_URI={r.env['MONGO_URI']} (provisioned by the provision service)",
         f"ping      the UE pings {r.env['PING_TARGET']} (the Docker host on n6) through the UPF",
     ]

@@ -67,6 +67,11 @@ def select(args: argparse.Namespace, profile: Any, plane: str) -> SecfnDimension
         raise dimensions.SelectionError(str(exc)) from None
     if sf is None:
         return None
+    ran_variant = str(getattr(args, "ran", "") or "ueransim")
+    if ran_variant != "ueransim":        # ue-ditg joins UERANSIM's UE 1 (testbed/secfn/compose.py)
+        raise dimensions.SelectionError(
+            f"SECFN runs with the UERANSIM RAN (its UE 1 sends the D-ITG flows); RAN={ran_variant} "
+            "is not supported with a security function yet (docs/secfn.md)")
     if "n3" not in profile.planes:
         raise dimensions.SelectionError(
             f"SECFN needs an N3 profile (the UPF's user plane): {profile.id} runs on "

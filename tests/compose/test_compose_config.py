@@ -43,10 +43,14 @@ def _compose_v2() -> str | None:
     return None
 
 
-def test_every_compose_file_is_yaml_and_names_only_known_networks() -> None:
+def test_every_compose_file_is_yaml_and_names_only_known_networks(tmp_path: Path) -> None:
     base = yaml.safe_load((COMPOSE / "base.yaml").read_text())
     nets = set(base["networks"])
-    for f in sorted(COMPOSE.glob("*.yaml")):
+    rendered = [render_to("baseline", "n3", tmp_path / ran, ran=ran).dir / layout.RAN_COMPOSE_FILE
+                for ran in ("ueransim", "oai", "split")]
+    for f in sorted(COMPOSE.glob("*.yaml")) + rendered:
+        nets |= set((yaml.safe_load(f.read_text()) or {}).get("networks") or {})
+    for f in sorted(COMPOSE.glob("*.yaml")) + rendered:
         data = yaml.safe_load(f.read_text())
         assert isinstance(data, dict) and "services" in data, f
         for name, svc in data["services"].items():
@@ -54,15 +58,23 @@ def test_every_compose_file_is_yaml_and_names_only_known_networks() -> None:
                 assert net in nets, f"{f.name}: services.{name} uses network {net} not defined in base.yaml"
 
 
-def test_base_follows_the_holder_pattern_and_least_privilege() -> None:
-    services = yaml.safe_load((COMPOSE / "base.yaml").read_text())["services"]
+@pytest.mark.parametrize("ran", ["ueransim", "oai", "split"])
+def test_stack_follows_the_holder_pattern_and_least_privilege(ran: str, tmp_path: Path) -> None:
+    """base.yaml + the RAN variant's rendered services (testbed/ran/), merged as Compose does."""
+    r = render_to("baseline", "n3", tmp_path / "r", ran=ran)
+    files = [Path(f) for f in (r.dir / layout.COMPOSE_FILES).read_text().split() if f]
+    services: dict = {}
+    for f in files:
+        for name, svc in (yaml.safe_load(f.read_text()).get("services") or {}).items():
+            services[name] = {**services.get(name, {}), **svc}
+    ues = {"ue1", "ue2", "ue-scale"}
     for name, svc in services.items():
         assert not svc.get("privileged"), f"{name}: privileged"
         assert "healthcheck" in svc or name == "provision", f"{name} has no healthcheck"
         assert svc.get("cap_drop") == ["ALL"] and svc.get("security_opt") == ["no-new-privileges:true"], name
         caps = set(svc.get("cap_add") or [])
         if "NET_ADMIN" in caps or svc.get("devices"):
-            assert name in {"upf", "ue1", "ue2", "ue-scale"}, f"{name} should not need NET_ADMIN or devices"
+            assert name in {"upf"} | ues, f"{name} should not need NET_ADMIN or devices"
         if name.endswith("-net"):
             node = name[:-4]
             assert node in services, f"holder {name} without program {node}"
@@ -70,8 +82,10 @@ def test_base_follows_the_holder_pattern_and_least_privilege() -> None:
             assert prog["network_mode"] == f"service:{name}"
             assert prog["depends_on"][name] == {"condition": "service_healthy"}
             assert svc["healthcheck"]["test"] == ["CMD", "test", "-f", "/run/testbed/overlay-ready"]
-    for node in ("nrf", "ausf", "udm", "udr", "pcf", "bsf", "nssf", "amf", "smf", "upf", "gnb"):
+    ran_nodes = {"ueransim": ("gnb",), "oai": ("gnb",), "split": ("cucp", "cuup", "du")}[ran]
+    for node in ("nrf", "ausf", "udm", "udr", "pcf", "bsf", "nssf", "amf", "smf", "upf") + ran_nodes:
         assert f"{node}-net" in services, node
+    assert ("ue-scale" in services) == (ran == "ueransim")
     assert "sbi" not in services["mongo"]["networks"], "MongoDB stays off the sbi network"
 
 
@@ -116,5 +130,5 @@ def test_docker_compose_config(profile: str, plane: str, scp: bool, tmp_path: Pa
     assert res.returncode == 0, res.stderr
     res = subprocess.run(cmd + ["config", "--services"], capture_output=True, text=True, timeout=60, env=env)
     services = set(res.stdout.split())
-    assert {"nrf", "amf", "smf", "upf", "gnb", "ue1", "ue2", "ue-scale", "mongo", "provision"} <= services
+    assert {"nrf", "amf", "smf", "upf", "gnb", "gnb-net", "ue1", "ue2", "ue-scale", "mongo", "provision"} <= services
     assert ("scp" in services) == scp

@@ -19,7 +19,7 @@ import yaml
 from tests.conftest import ROOT, require_tools
 
 IMAGES = ROOT / "images"
-DOCKERFILES = {name: IMAGES / name / "Dockerfile" for name in ("open5gs", "ueransim", "tools", "ferretdb", "snort")}
+DOCKERFILES = {name: IMAGES / name / "Dockerfile" for name in ("open5gs", "ueransim", "tools", "ferretdb", "snort", "oai")}
 DEBIAN_TAGS = {"debian:bookworm-slim", "debian:trixie-slim"}
 # stages that a BuildKit named build context of the same name replaces (docs/images.md)
 NAMED_STAGES = {
@@ -28,6 +28,7 @@ NAMED_STAGES = {
     "ferretdb": ["ferretdb-build", "ferretdb-install", "runtime"],
     "tools": ["runtime"],
     "snort": ["libdaq-src", "snort-src", "snort-build", "snort-install", "runtime"],
+    "oai": ["oai-src", "asn1c-src", "simde-src", "oai-build", "oai-install", "runtime"],
 }
 
 
@@ -391,10 +392,11 @@ def test_default_image_names_have_one_home() -> None:
                     if re.match(r"^[A-Z0-9_]+=", line))
     assert defaults == {"OPEN5GS_IMAGE": "g5tb/open5gs:2.7.7", "UERANSIM_IMAGE": "g5tb/ueransim:3.2.7",
                         "TOOLS_IMAGE": "g5tb/tools:1", "MONGO_IMAGE": "mongo:6.0",
-                        "FERRETDB_IMAGE": "g5tb/ferretdb:1.24.0", "SNORT_IMAGE": "g5tb/snort:3.11.1.0"}
+                        "FERRETDB_IMAGE": "g5tb/ferretdb:1.24.0", "SNORT_IMAGE": "g5tb/snort:3.11.1.0",
+                        "OAI_IMAGE": "g5tb/oai:2.3.0"}
     # the image version label follows the tag, the Dockerfiles' defaults agree with it
     for image, var in (("open5gs", "OPEN5GS_IMAGE"), ("ueransim", "UERANSIM_IMAGE"), ("tools", "TOOLS_IMAGE"),
-                       ("ferretdb", "FERRETDB_IMAGE"), ("snort", "SNORT_IMAGE")):
+                       ("ferretdb", "FERRETDB_IMAGE"), ("snort", "SNORT_IMAGE"), ("oai", "OAI_IMAGE")):
         args = parse(DOCKERFILES[image]).stages["runtime"].args()
         assert args["IMAGE_VERSION"] == defaults[var].rsplit(":", 1)[1]
     # scripts that carry their own fallback must agree (the stack's compose wrapper)

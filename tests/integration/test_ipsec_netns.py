@@ -20,14 +20,14 @@ from pathlib import Path
 
 import pytest
 
-from testbed import channels, datapath, keys, netns, profiles, stack
+from testbed import channels, datapath, keys, netns, profiles, ran, stack
 from testbed.overlays import ipsec
 from tests.conftest import require_root, require_tools
 from tests.integration.labs import lab_factory
 
 pytestmark = pytest.mark.netns
 
-VALUES = stack.load()
+VALUES = ran.restrict(stack.load(), "ueransim")   # the nodes the default RAN runs (testbed/ran)
 START_PROFILES = [p for p in profiles.load().values() if p.protocol == "ipsec" and p.params["mode"] == "start"]
 N3_CASES = [p.id for p in START_PROFILES if "n3" in p.planes]
 SBI_CASES = [p.id for p in START_PROFILES if "sbi" in p.planes]

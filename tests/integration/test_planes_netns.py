@@ -22,14 +22,14 @@ from pathlib import Path
 
 import pytest
 
-from testbed import channels, keys, netns, planes, profiles, stack, validity
+from testbed import channels, keys, netns, planes, profiles, ran, stack, validity
 from testbed.overlays import ipsec, wireguard
 from tests.conftest import require_root, require_tools
 from tests.integration.labs import lab_factory
 
 pytestmark = pytest.mark.netns
 
-VALUES = stack.load()
+VALUES = ran.restrict(stack.load(), "ueransim")   # the nodes the default RAN runs (testbed/ran)
 # PFCP Heartbeat Request: version 1, no SEID, type 1, length 12, sequence 1; IE 96 Recovery Time Stamp
 PFCP_HEARTBEAT = "2001000c00000100006000" "04e9000000"
 
@@ -57,11 +57,11 @@ def _bg(lab: netns.Lab, node: str, argv: list[str]) -> subprocess.Popen[bytes]:
 
 def exchange(lab: netns.Lab, plane: str) -> None:
     """One round trip of the plane's stand-in traffic between its link's two nodes."""
-    link = channels.links(plane, VALUES, lab.nodes)[0]
+    link = channels.links(plane, lab.values, lab.nodes)[0]
     ch = next(c for c in channels.channels(plane) if {c.client, c.server} == {link.a, link.b})
     net = planes.network(plane)
     server = lab.address(ch.server, net)
-    port = planes.get(plane).port(VALUES)
+    port = planes.get(plane).port(lab.values)
     if plane == "n3":
         res = lab.exec(ch.client, ["ping", "-c", "2", "-i", "0.2", "-W", "2", server])
         assert res.returncode == 0, res.stdout + res.stderr

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from testbed import ROOT, datapath, netns, profiles, stack, tshark
+from testbed import ROOT, datapath, netns, profiles, ran, stack, tshark
 from testbed.overlays import wireguard
 from tests.conftest import require_root, require_tools
 from tests.integration.labs import lab_factory
@@ -85,7 +85,7 @@ def _handshakes(lab: netns.Lab, node: str) -> list[int]:
 
 
 def test_n3_wireguard_between_gnb_and_upf(make_lab, tmp_path: Path) -> None:
-    values = stack.load()
+    values = ran.restrict(stack.load(), "ueransim")
     profile = profiles.get("wireguard", "n3")
     gnb, upf = stack.address("gnb", "n3", values), stack.address("upf", "n3", values)
 
@@ -121,7 +121,7 @@ def test_n3_wireguard_between_gnb_and_upf(make_lab, tmp_path: Path) -> None:
 
 
 def test_sbi_wireguard_over_the_channel_map(make_lab, tmp_path: Path) -> None:
-    values = stack.load()
+    values = ran.restrict(stack.load(), "ueransim")
     lab = make_lab("sbi", "wireguard")
     pairs = wireguard.pairs("sbi", values)
     assert sorted(lab.pids) == wireguard.endpoints("sbi", values) and len(pairs) >= 3
@@ -170,7 +170,7 @@ def test_sbi_subset_of_three_nfs_peers_only_among_them(make_lab) -> None:
 
 
 def test_entrypoint_gives_up_at_its_deadline_when_the_peer_is_absent(make_lab, tmp_path: Path) -> None:
-    values = stack.load()
+    values = ran.restrict(stack.load(), "ueransim")
     dirs = wireguard.render(profiles.get("wireguard", "n3"), "n3", values, tmp_path / "keys", tmp_path / "render")
     lab = make_lab("n3", "baseline", ["gnb", "upf"])          # namespaces without an overlay
     start = time.monotonic()
@@ -193,7 +193,7 @@ def test_entrypoint_usage_errors() -> None:
 
 
 def test_strict_rp_filter_is_relaxed_so_tunnelled_packets_pass(make_lab, tmp_path: Path) -> None:
-    values = stack.load()
+    values = ran.restrict(stack.load(), "ueransim")
     dirs = wireguard.render(profiles.get("wireguard", "n3"), "n3", values, tmp_path / "keys", tmp_path / "render")
     lab = make_lab("n3", "baseline", ["gnb", "upf"])
     procs: dict[str, subprocess.Popen] = {}
@@ -229,7 +229,7 @@ def test_reset_sessions_makes_the_next_attach_cold(make_lab, tmp_path: Path) -> 
     """wireguard/reset-sessions.sh (run-sbi, before the cold UE): after it every peer's latest
     handshake is 0 with the configuration kept, and the next packet starts a new handshake that
     the capture shows after the reset."""
-    values = stack.load()
+    values = ran.restrict(stack.load(), "ueransim")
     lab = make_lab("n3", "wireguard")
     upf = stack.address("upf", "n3", values)
     script = str(ROOT / "wireguard" / "reset-sessions.sh")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from testbed import channels, stack
+from testbed import channels, ran, stack
 
 
 def test_startup_is_eight_nf_nrf_pairs() -> None:
@@ -132,8 +132,9 @@ def test_derivation_functions_exist_in_the_open5gs_source() -> None:
 
 
 def test_links_of_a_plane_set() -> None:
-    """N2 and N4 are one host pair each; a node on several planes has a link per plane."""
-    values = stack.load()
+    """N2 and N4 are one host pair each; a node on several planes has a link per plane (the stack as
+    the default RAN runs it: testbed/ran restricts the nodes; the split's links at the end)."""
+    values = ran.restrict(stack.load(), "ueransim")
     assert channels.links("n2", values) == [channels.Link("n2", "amf", "gnb")]
     assert channels.links("n4", values) == [channels.Link("n4", "smf", "upf")]
     assert channels.endpoints("n2,n4,n3", values) == ["amf", "gnb", "smf", "upf"]
@@ -144,6 +145,10 @@ def test_links_of_a_plane_set() -> None:
     assert len(amf) == len(channels.partners("amf")) + 1
     # `nodes` limits both ends (the namespace lab's subsets)
     assert channels.links("n2,n4", values, nodes=["gnb", "amf"]) == [channels.Link("n2", "amf", "gnb")]
+    split = ran.restrict(stack.load(), "split")
+    assert channels.links("n2,n3,f1c,f1u,e1", split) == [
+        channels.Link("n3", "cuup", "upf"), channels.Link("n2", "amf", "cucp"), channels.Link("f1c", "cucp", "du"),
+        channels.Link("f1u", "cuup", "du"), channels.Link("e1", "cucp", "cuup")]
 
 
 def test_capture_filter_follows_the_planes_transport() -> None:

@@ -14,7 +14,8 @@ import pytest
 from testbed import ROOT, keys, stack
 from tests.conftest import require_tools
 
-EXPECTED_ENDPOINTS = {"nrf", "scp", "ausf", "udm", "udr", "pcf", "bsf", "nssf", "amf", "smf", "upf", "gnb"}
+EXPECTED_ENDPOINTS = {"nrf", "scp", "ausf", "udm", "udr", "pcf", "bsf", "nssf", "amf", "smf", "upf", "gnb",
+                      "cucp", "cuup", "du"}
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +81,7 @@ def test_no_node_keys_for_non_endpoints(root: Path) -> None:
 def test_modes_private_files_0600_dirs_0700(root: Path) -> None:
     privates = [p for p in root.rglob("*") if p.is_file() and p.suffix in (".key", ".psk")]
     privates.append(root / "subscribers.yaml")
-    assert len(privates) == 2 + 2 * 12 + 12 + 66 + 1
+    assert len(privates) == 2 + 2 * 15 + 15 + 105 + 1
     for p in privates:
         assert p.stat().st_mode & 0o777 == 0o600, p
     for d in [root, *[p for p in root.rglob("*") if p.is_dir()]]:
@@ -88,7 +89,7 @@ def test_modes_private_files_0600_dirs_0700(root: Path) -> None:
 
 
 def test_psk_per_sorted_pair(root: Path) -> None:
-    assert len(list((root / "psk").glob("*.psk"))) == 66
+    assert len(list((root / "psk").glob("*.psk"))) == 105
     value = keys.psk(root, "upf", "gnb")
     assert re.fullmatch(r"[0-9a-f]{64}", value)
     assert keys.psk(root, "gnb", "upf") == value
@@ -164,7 +165,7 @@ def test_cli_reports_nothing_created_on_rerun(root: Path) -> None:
     out = subprocess.run([sys.executable, "-m", "testbed", "keys", "--state", str(root.parent)], cwd=ROOT,
                          capture_output=True, text=True, env={**os.environ, "STACK_SLOT": "0"})
     assert out.returncode == 0, out.stderr
-    assert re.search(r"keys: .*: 143 files, 0 created or updated", out.stdout)
+    assert re.search(r"keys: .*: 200 files, 0 created or updated", out.stdout)
 
 
 def test_scripts_usage_errors() -> None:

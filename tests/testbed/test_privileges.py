@@ -18,8 +18,8 @@ def test_every_role_says_what_it_is_and_why_it_holds_each_privilege() -> None:
         assert "SYS_ADMIN" not in r.capabilities and "ALL" not in r.capabilities
         assert set(r.devices) <= {"/dev/net/tun"}, f"{r.name}: only a TUN device is ever handed in"
         assert r.read_only or r.writable, f"{r.name}: a writable root says why"
-    # /dev/net/tun only where a TUN is made: the UPF, the UEs and the userspace overlays
-    assert {n for n, r in roles.items() if r.devices} == {"upf", "ue", "holder-ipsec", "holder-wireguard"}
+    # /dev/net/tun only where a TUN is made: the UPF, the UEs (UERANSIM's, OAI's) and the userspace overlays
+    assert {n for n, r in roles.items() if r.devices} == {"upf", "ue", "oai-ue", "holder-ipsec", "holder-wireguard"}
     assert roles["nf"].capabilities == {} and roles["holder"].capabilities == {}
 
 

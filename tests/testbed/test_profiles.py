@@ -33,8 +33,8 @@ def test_catalogue_counts() -> None:
 def test_plane_sets() -> None:
     """PLANE may name several planes, or all of a profile's; canonical order is the catalogue's."""
     assert profiles.planes_for(profiles.get("aes128gcm"), "n4,n2,sbi") == ("sbi", "n2", "n4")
-    assert profiles.planes_for(profiles.get("aes128gcm"), "all") == ("n3", "sbi", "n2", "n4")
-    assert profiles.planes_for(profiles.get("aes128gcm-psk"), "all") == ("sbi", "n2", "n4")
+    assert profiles.planes_for(profiles.get("aes128gcm"), "all") == ("n3", "sbi", "n2", "n4", "f1c", "f1u", "e1")
+    assert profiles.planes_for(profiles.get("aes128gcm-psk"), "all") == ("sbi", "n2", "n4", "f1c", "f1u", "e1")
     assert profiles.planes_for(profiles.get("aes128gcm"), None) == ("n3",)
     assert profiles.planes_for(profiles.get("baseline"), "all") == profiles.PLANES
     assert "aes128gcm-psk" in profiles.names("n2,n4") and "aes128gcm-psk" not in profiles.names("n2,n3")

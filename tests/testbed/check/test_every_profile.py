@@ -17,8 +17,11 @@ CASES = [(p.id, ps) for p in profiles.load().values() if not p.refused for ps in
 def test_cases_cover_n2_n4_and_all() -> None:
     assert ("aes128gcm-psk-trap-drop", "n2") in CASES and ("wireguard", "all") in CASES
     assert ("aes128gcm-trap", "sbi") in CASES and ("aes128gcm-trap", "n2") not in CASES
+    assert ("aes128gcm-psk", "f1c,f1u,e1") in CASES and ("wireguard", "f1c,f1u,e1") in CASES
     assert ("dtls12-aes128gcm", "n2") in CASES and ("dtls-relay-plain", "n2") in CASES
-    assert len(CASES) == 193          # + the three runnable DTLS relay profiles on n2
+    assert ("dtls12-aes128gcm", "f1c,e1") in CASES
+    assert len(CASES) == 234          # 193 + every profile of the split RAN's planes (f1c,f1u,e1 or,
+    #                                   for the DTLS relay, f1c,e1) as one set
 
 
 @pytest.mark.parametrize("profile_id,plane", CASES)

@@ -30,11 +30,12 @@ MISTAKES = {
                             '    cap_add: [NET_ADMIN]\n    command: ["open5gs-smfd"', "services.smf.cap_add",
                             "capability NET_ADMIN is not needed by role nf (allowed: none"),
     "no-new-privileges": ("baseline", "n3", "base.yaml", '  security_opt: ["no-new-privileges:true"]\n', "",
-                          "services.ue1.security_opt", "no-new-privileges"),
+                          "services.amf.security_opt", "no-new-privileges"),
     "cap-drop-all": ("baseline", "n3", "base.yaml", "  cap_drop: [ALL]\n", "", "services.udm.cap_drop",
                      "Docker's default capabilities"),
-    "tun-where-none-is-made": ("baseline", "n3", "base.yaml", '    command: ["nr-gnb"',
-                               '    devices: ["/dev/net/tun:/dev/net/tun"]\n    command: ["nr-gnb"',
+    # the RAN's services are rendered from the stack data (testbed/ran): <render>/compose/ran.yaml
+    "tun-where-none-is-made": ("baseline", "n3", "render/compose/ran.yaml", "    command:\n    - nr-gnb\n",
+                               "    devices: [/dev/net/tun:/dev/net/tun]\n    command:\n    - nr-gnb\n",
                                "services.gnb.devices", "device /dev/net/tun is not needed by role gnb"),
     "writable-root": ("baseline", "n3", "base.yaml", "  labels: {<<: *labels, testbed.role: nf}\n  read_only: true\n",
                       "  labels: {<<: *labels, testbed.role: nf}\n", "services.ausf.read_only",
@@ -53,7 +54,7 @@ MISTAKES = {
 def test_a_service_holding_more_than_its_role_is_refused_naming_file_and_key(tmp_path: Path, mistake: str) -> None:
     profile, plane, name, old, new, key, says = MISTAKES[mistake]
     t = make_tree(tmp_path, profile, plane)
-    path = t.compose / name
+    path = t.render_dir / name.removeprefix("render/") if name.startswith("render/") else t.compose / name
     t.edit_text(path, old, new)
     assert_found(t.check(), path, key, "privilege", says)
 
@@ -71,13 +72,13 @@ def test_a_capability_beyond_the_role_in_the_rendered_fragment_names_that_file(t
 
 def test_a_role_must_be_named_known_and_of_the_renders_protocol(tmp_path: Path) -> None:
     t = make_tree(tmp_path)
-    base = t.compose / "base.yaml"
-    t.edit_text(base, "labels: {<<: *labels, testbed.role: gnb}", "labels: *labels")
+    base, ran_file = t.compose / "base.yaml", t.render_dir / "compose" / "ran.yaml"
+    t.edit_text(ran_file, "      testbed.role: gnb\n", "")
     t.edit_text(base, "labels: {<<: *labels, testbed.role: provision}", "labels: {<<: *labels, testbed.role: admin}")
     # a baseline render may not lend a holder the IPsec endpoint's role (and its NET_ADMIN)
     t.edit_text(base, "labels: {<<: *labels, testbed.role: holder}", "labels: {<<: *labels, testbed.role: holder-ipsec}")
     findings = t.check()
-    assert_found(findings, base, "services.gnb.labels", "privilege", "no testbed.role label")
+    assert_found(findings, ran_file, "services.gnb.labels", "privilege", "no testbed.role label")
     assert_found(findings, base, "services.provision.labels.testbed.role", "privilege", "unknown role 'admin'")
     assert_found(findings, base, "services.nrf-net.labels.testbed.role", "privilege",
                  "belongs to the ipsec overlay, but this render's protocol is none")

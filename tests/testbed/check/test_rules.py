@@ -28,12 +28,13 @@ class Tree:
     render_dir: Path
     values: dict[str, Any]
 
-    def rerender(self, profile: str = "baseline", plane: str = "n3", use_scp: bool = False) -> None:
+    def rerender(self, profile: str = "baseline", plane: str = "n3", use_scp: bool = False,
+                 ran: str | None = None) -> None:
         self.values = yaml.safe_load(self.stack_file.read_text())
         kr = keys_root()
         render.render(profiles.get(profile, plane), plane, self.render_dir, subscribers=keys.subscribers(kr),
                       keys_dir=kr, values=self.values, use_scp=use_scp, commit="test",
-                      compose_dir=self.compose, repo_dir=self.root)
+                      compose_dir=self.compose, repo_dir=self.root, ran_variant=ran)
 
     def check(self) -> list[Finding]:
         return check_render(self.render_dir, self.stack_file, keys_root())
@@ -51,15 +52,17 @@ class Tree:
         return path
 
 
-def make_tree(tmp_path: Path, profile: str = "baseline", plane: str = "n3", use_scp: bool = False) -> Tree:
+def make_tree(tmp_path: Path, profile: str = "baseline", plane: str = "n3", use_scp: bool = False,
+              ran: str | None = None) -> Tree:
     root = tmp_path / "repo"
     shutil.copytree(ROOT / "compose", root / "compose")
     (root / "testbed").mkdir()
     shutil.copy(ROOT / "testbed" / "provision.py", root / "testbed" / "provision.py")
     (root / "nf-configs").mkdir()
     shutil.copy(stack.STACK_FILE, root / "nf-configs" / "stack.yaml")
+    shutil.copy(stack.STACK_FILE.parent / "oai-cell.yaml", root / "nf-configs" / "oai-cell.yaml")
     t = Tree(root, root / "compose", root / "nf-configs" / "stack.yaml", tmp_path / "render", {})
-    t.rerender(profile, plane, use_scp)
+    t.rerender(profile, plane, use_scp, ran)
     return t
 
 

@@ -10,13 +10,17 @@ from pathlib import Path
 import pytest
 import yaml
 
-from testbed import keys, overlays, profiles, render, stack
+from testbed import keys, overlays, profiles, ran, render, stack
 from testbed.overlays import dtls
 from testbed.render import layout
 from tests.conftest import require_tools
-from tests.testbed.render.helpers import keys_root
+from tests.testbed.render.helpers import compose_services, keys_root
 
 RUNNABLE = ["dtls12-aes128gcm", "dtls12-aes256gcm", "dtls-relay-plain"]
+
+
+def _values() -> dict:
+    return ran.restrict(stack.load(), "ueransim")     # the default RAN's nodes (testbed/ran)
 
 
 def test_catalogue_lists_the_dtls_profiles_and_refuses_dtls13_with_its_reason() -> None:
@@ -44,7 +48,7 @@ def test_settings_map_versions_and_suites_to_wire_values() -> None:
 
 
 def test_the_link_is_plane_data() -> None:
-    v = stack.load()
+    v = _values()
     lk = dtls.link("n2", v)
     assert (lk.client, lk.server, lk.port, lk.listen) == ("gnb", "amf", int(v["ngap_port"]), "127.0.0.1")
     assert dtls.endpoints("n2", v) == ["gnb", "amf"]
@@ -58,7 +62,7 @@ def test_the_link_is_plane_data() -> None:
 
 
 def test_render_writes_each_end_with_private_key_and_pinned_openssl_conf(tmp_path: Path) -> None:
-    v = stack.load()
+    v = _values()
     prof = profiles.get("dtls12-aes128gcm", "n2")
     dirs = dtls.render(prof, "n2", v, keys_root(), tmp_path)
     assert sorted(dirs) == ["amf", "gnb"]
@@ -82,7 +86,7 @@ def test_render_writes_each_end_with_private_key_and_pinned_openssl_conf(tmp_pat
 
 
 def test_plain_relay_renders_no_key_material(tmp_path: Path) -> None:
-    dirs = dtls.render(profiles.get("dtls-relay-plain"), "n2", stack.load(), keys_root(), tmp_path)
+    dirs = dtls.render(profiles.get("dtls-relay-plain"), "n2", _values(), keys_root(), tmp_path)
     assert sorted(p.name for p in dirs["gnb"].iterdir()) == ["overlay.env"]
     assert "DTLS_RELAY=plain\n" in (dirs["gnb"] / "overlay.env").read_text()
 
@@ -91,7 +95,7 @@ def test_the_stack_renderer_points_the_gnb_at_the_relay(tmp_path: Path) -> None:
     """testbed.render with a DTLS profile on n2: the gNB connects NGAP to the local relay, the
     AMF keeps its own address (the relay's server side connects to it), both ends rendered."""
     root = keys_root()
-    v = stack.load()
+    v = _values()
     r = render.render(profiles.get("dtls12-aes128gcm", "n2"), "n2", tmp_path / "r",
                       subscribers=keys.subscribers(root), keys_dir=root, commit="test")
     gnb = yaml.safe_load((r.dir / layout.UERANSIM_DIR / "gnb.yaml").read_text())
@@ -112,12 +116,12 @@ def test_compose_services_turn_exactly_the_link_ends_into_relays(tmp_path: Path)
     dir, real SCTP on the NF side, no device (socat is userspace; NET_ADMIN stays for run-sbi's
     gNB-side timing capture)."""
     from testbed import ROOT
-    v = stack.load()
+    v = _values()
     services = dtls.compose_services(profiles.get("dtls12-aes128gcm"), "n2", v)
     assert sorted(services) == sorted(f"{n}-net" for n in dtls.endpoints("n2", v))
-    base = yaml.safe_load((ROOT / "compose" / "base.yaml").read_text())
+    base = compose_services()        # base.yaml's services and the default RAN's (testbed/ran)
     for name, svc in services.items():
-        assert name in base["services"]
+        assert name in base
         assert svc["command"] == ["/opt/testbed/dtls/entrypoint.sh", "/etc/testbed/overlay"]
         assert svc["environment"] == {"DTLS_NF_TRANSPORT": "sctp"}
         # the role holder-dtls of nf-configs/privileges.yaml (cap_drop ALL and no-new-privileges

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from testbed import channels, keys, profiles, stack
+from testbed import channels, keys, profiles, ran, stack
 from testbed.overlays import ipsec
 from tests.conftest import require_tools
 
-VALUES = stack.load()
+VALUES = ran.restrict(stack.load(), "ueransim")   # the default RAN's nodes (testbed/ran)
 IPSEC = [p for p in profiles.load().values() if p.protocol == "ipsec"]
 CASES = [(p.id, plane) for p in IPSEC for plane in p.planes]
 
@@ -47,20 +47,22 @@ def test_exactly_one_side_initiates_each_pair() -> None:
 @pytest.mark.parametrize("profile_id,plane", CASES)
 def test_render_every_profile(profile_id: str, plane: str, keys_dir: Path, tmp_path: Path) -> None:
     prof = profiles.get(profile_id, plane)
-    out = ipsec.render(prof, plane, VALUES, keys_dir, tmp_path)
-    assert sorted(out) == ipsec.endpoints(plane, VALUES)
+    # the nodes of the RAN variant that has the plane (the split's f1c/f1u/e1, the default's others)
+    values = ran.restrict(stack.load(), "split" if plane in ran.SPLIT_PLANES else "ueransim")
+    out = ipsec.render(prof, plane, values, keys_dir, tmp_path)
+    assert sorted(out) == ipsec.endpoints(plane, values)
     net = channels.PLANE_NETWORK[plane]
     for node, d in out.items():
         conf = (d / "swanctl.conf").read_text()
         conns = _conn_blocks(conf)
-        assert sorted(conns) == channels.partners(node, plane)
+        assert sorted(conns) == sorted(link.other(node) for link in channels.peers(node, plane, values))
         for peer, block in conns.items():
             assert f"proposals = {prof.params['ike_proposal']}" in block
             assert f"esp_proposals = {prof.params['esp_proposal']}\n" in block
             assert "mode = tunnel" in block and "version = 2" in block
-            assert f"local_addrs = {stack.address(node, net, VALUES)}\n" in block
-            assert f"remote_addrs = {stack.address(peer, net, VALUES)}\n" in block
-            assert f"remote_ts = {stack.address(peer, net, VALUES)}/32" in block
+            assert f"local_addrs = {stack.address(node, net, values)}\n" in block
+            assert f"remote_addrs = {stack.address(peer, net, values)}\n" in block
+            assert f"remote_ts = {stack.address(peer, net, values)}/32" in block
             if prof.params["mode"] == "start":
                 want = "start" if node < peer else "none"
             else:
@@ -143,7 +145,7 @@ def test_compose_env_and_host_needs() -> None:
 def test_trap_mode_switches_on_the_patched_wait_for_sbi_nfs_only() -> None:
     from testbed import profiles, stack
     from testbed.overlays import ipsec as ipsec_overlay
-    values = stack.load()
+    values = ran.restrict(stack.load(), "ueransim")
     trap = profiles.get("aes256gcm-trap", "sbi")
     assert ipsec_overlay.nf_environment("amf", trap, values) == {"OGS_SBI_WAIT_PEER_MS": "2000"}
     assert ipsec_overlay.nf_environment("upf", trap, values) == {}      # not on the SBI

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from testbed import profiles, stack
+from testbed import profiles, ran, stack
 from testbed.overlays import ipsec
 
-VALUES = stack.load()
+VALUES = ran.restrict(stack.load(), "ueransim")   # the default RAN's nodes (testbed/ran)
 PROFILE = profiles.get("aes128gcm")
 
 

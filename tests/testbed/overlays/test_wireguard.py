@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from testbed import channels, keys, overlays, profiles, stack
+from testbed import channels, keys, overlays, profiles, ran, stack
 from testbed.overlays import verdict, wireguard
 from tests.conftest import require_tools
 
@@ -22,7 +22,7 @@ GNB, UPF = "10.100.3.50", "10.100.3.7"
 def rendered(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, dict[str, Path]]]:
     require_tools("wg")
     tmp = tmp_path_factory.mktemp("wg-render")
-    out = {plane: wireguard.render(profiles.get("wireguard", plane), plane, stack.load(), tmp / "keys",
+    out = {plane: wireguard.render(profiles.get("wireguard", plane), plane, ran.restrict(stack.load(), "ueransim"), tmp / "keys",
                                    tmp / plane) for plane in ("n3", "sbi")}
     return tmp / "keys", out
 
@@ -52,7 +52,7 @@ def test_registered_as_the_wireguard_overlay() -> None:
 
 
 def test_endpoints_come_from_the_channel_map() -> None:
-    values = stack.load()
+    values = ran.restrict(stack.load(), "ueransim")
     assert wireguard.endpoints("n3", values) == ["gnb", "upf"]
     assert wireguard.endpoints("sbi", values) == channels.nodes("sbi")
     assert "scp" not in wireguard.endpoints("sbi", values)      # no SCP channels (Model C)
@@ -62,7 +62,7 @@ def test_endpoints_come_from_the_channel_map() -> None:
 def test_every_endpoint_gets_its_own_dir_with_private_files(rendered) -> None:
     _, out = rendered
     for plane, dirs in out.items():
-        assert sorted(dirs) == wireguard.endpoints(plane, stack.load())
+        assert sorted(dirs) == wireguard.endpoints(plane, ran.restrict(stack.load(), "ueransim"))
         for node, d in dirs.items():
             assert d.name == node and d.stat().st_mode & 0o777 == 0o700
             assert (d / "wg.conf").stat().st_mode & 0o777 == 0o600
@@ -71,7 +71,7 @@ def test_every_endpoint_gets_its_own_dir_with_private_files(rendered) -> None:
 
 def test_peers_keys_and_addresses_match_stack_and_keys(rendered) -> None:
     keys_dir, out = rendered
-    values = stack.load()
+    values = ran.restrict(stack.load(), "ueransim")
     for plane, dirs in out.items():
         net = channels.PLANE_NETWORK[plane]
         for node, d in dirs.items():
@@ -93,7 +93,7 @@ def test_peers_keys_and_addresses_match_stack_and_keys(rendered) -> None:
 
 def test_peerings_are_symmetric(rendered) -> None:
     _, out = rendered
-    values = stack.load()
+    values = ran.restrict(stack.load(), "ueransim")
     for plane in out:
         for node in out[plane]:
             for peer in wireguard.partners(node, plane, values):
@@ -113,14 +113,14 @@ def test_rendered_config_has_only_setconf_keys(rendered) -> None:
 
 def test_render_subset_limits_peers(tmp_path: Path) -> None:
     require_tools("wg")
-    out = wireguard.render(profiles.get("wireguard", "sbi"), "sbi", stack.load(), tmp_path / "k", tmp_path / "r",
+    out = wireguard.render(profiles.get("wireguard", "sbi"), "sbi", ran.restrict(stack.load(), "ueransim"), tmp_path / "k", tmp_path / "r",
                            nodes=["amf", "ausf", "udm"])
     assert sorted(out) == ["amf", "ausf", "udm"]
     assert _env(out["amf"] / "overlay.env")["WG_PEERS"] == "ausf=10.100.1.11 udm=10.100.1.12"
 
 
 def test_render_refuses_wrong_profile_plane_and_nodes(tmp_path: Path) -> None:
-    values = stack.load()
+    values = ran.restrict(stack.load(), "ueransim")
     with pytest.raises(wireguard.WireGuardError, match="not a WireGuard profile"):
         wireguard.render(profiles.get("baseline"), "n3", values, tmp_path, tmp_path)
     with pytest.raises(wireguard.WireGuardError, match="unknown plane"):
@@ -136,8 +136,8 @@ def test_render_refuses_wrong_profile_plane_and_nodes(tmp_path: Path) -> None:
 def test_rerender_keeps_keys(tmp_path: Path) -> None:
     require_tools("wg")
     p = profiles.get("wireguard")
-    a = wireguard.render(p, "n3", stack.load(), tmp_path / "k", tmp_path / "r")["gnb"].joinpath("wg.conf").read_text()
-    b = wireguard.render(p, "n3", stack.load(), tmp_path / "k", tmp_path / "r")["gnb"].joinpath("wg.conf").read_text()
+    a = wireguard.render(p, "n3", ran.restrict(stack.load(), "ueransim"), tmp_path / "k", tmp_path / "r")["gnb"].joinpath("wg.conf").read_text()
+    b = wireguard.render(p, "n3", ran.restrict(stack.load(), "ueransim"), tmp_path / "k", tmp_path / "r")["gnb"].joinpath("wg.conf").read_text()
     assert a == b
 
 
@@ -171,7 +171,7 @@ def tools() -> None:
 
 def test_verify_capture_accepts_wireguard_only(tools, tmp_path: Path) -> None:
     pcap = _pcap(tmp_path, "wg", [(GNB, UPF, "-u 51820,51820", WG_DATA), (UPF, GNB, "-u 51820,51820", WG_DATA)])
-    v = wireguard.verify_capture(pcap, profiles.get("wireguard"), "n3", stack.load())
+    v = wireguard.verify_capture(pcap, profiles.get("wireguard"), "n3", ran.restrict(stack.load(), "ueransim"))
     assert isinstance(v, verdict.Verdict)
     assert (v.valid, v.protected_packets, v.plaintext_packets) == (True, 2, 0), v.details
 
@@ -179,19 +179,19 @@ def test_verify_capture_accepts_wireguard_only(tools, tmp_path: Path) -> None:
 def test_verify_capture_rejects_plaintext_gtpu_and_icmp(tools, tmp_path: Path) -> None:
     pcap = _pcap(tmp_path, "leak", [(GNB, UPF, "-u 51820,51820", WG_DATA), (GNB, UPF, "-u 2152,2152", GTPU),
                                     (UPF, GNB, "-i 1", ICMP_ECHO)])
-    v = wireguard.verify_capture(pcap, profiles.get("wireguard"), "n3", stack.load())
+    v = wireguard.verify_capture(pcap, profiles.get("wireguard"), "n3", ran.restrict(stack.load(), "ueransim"))
     assert (v.valid, v.protected_packets, v.plaintext_packets) == (False, 1, 2)
     assert "INVALID" in v.details and "2 plaintext packets of the n3 plane" in v.details
 
 
 def test_verify_capture_rejects_a_baseline_capture(tools, tmp_path: Path) -> None:
     pcap = _pcap(tmp_path, "base", [(GNB, UPF, "-u 2152,2152", GTPU)])
-    v = wireguard.verify_capture(pcap, profiles.get("wireguard"), "n3", stack.load())
+    v = wireguard.verify_capture(pcap, profiles.get("wireguard"), "n3", ran.restrict(stack.load(), "ueransim"))
     assert not v.valid and v.protected_packets == 0 and "no WireGuard packets" in v.details
 
 
 def test_verify_capture_sbi_counts_tcp_on_the_sbi_port(tools, tmp_path: Path) -> None:
-    values = stack.load()
+    values = ran.restrict(stack.load(), "ueransim")
     amf, nrf = stack.address("amf", "sbi", values), stack.address("nrf", "sbi", values)
     other = "10.100.1.99"                 # not an endpoint: ignored either way
     pcap = _pcap(tmp_path, "sbi", [(amf, nrf, "-u 51820,51820", WG_DATA),
@@ -205,7 +205,7 @@ def test_verify_capture_names_an_unreadable_file(tools, tmp_path: Path) -> None:
     bad = tmp_path / "not.pcap"
     bad.write_text("not a capture")
     with pytest.raises(RuntimeError, match="tshark could not read"):
-        wireguard.verify_capture(bad, profiles.get("wireguard"), "n3", stack.load())
+        wireguard.verify_capture(bad, profiles.get("wireguard"), "n3", ran.restrict(stack.load(), "ueransim"))
 
 
 # --- the entrypoint as the holder runs it (the fragment: tests/testbed/render/test_compose_overlay.py)
@@ -216,7 +216,7 @@ def test_entrypoint_ready_file_is_the_holders_healthcheck_file() -> None:
 
 
 def test_verify_capture_sees_plaintext_with_a_node_outside_the_channel_map(tools, tmp_path: Path) -> None:
-    values = stack.load()
+    values = ran.restrict(stack.load(), "ueransim")
     scp, amf = stack.address("scp", "sbi", values), stack.address("amf", "sbi", values)
     assert "scp" not in wireguard.endpoints("sbi", values)
     pcap = _pcap(tmp_path, "scp", [(amf, stack.address("nrf", "sbi", values), "-u 51820,51820", WG_DATA),

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from testbed import channels, planes, privileges, profiles, stack
+from testbed import channels, planes, privileges, profiles, ran, stack
 from testbed.check import check_render
 from testbed.render import compose_overlay, layout
 from tests.conftest import ROOT
-from tests.testbed.render.helpers import keys_root, plane_sets, render_to
+from tests.testbed.render.helpers import compose_services, keys_root, plane_sets, render_to
 
 VALUES = stack.load()
 CASES = [(pid, ps) for pid in ("aes128gcm", "aes128gcm-psk-trap-queue", "wireguard", "tls13-aes128gcm")
@@ -35,9 +35,9 @@ def test_fragment_is_exactly_what_the_planes_need(profile_id: str, plane: str, t
     monkeypatch.setenv("WIREGUARD_DATAPATH", "wireguard-go")
     r = render_to(profile_id, plane, tmp_path / "r")
     prof = r.profile
-    covered = profiles.planes_for(prof, plane)
+    covered = planes.split(r.plane)              # `all`: the planes of the render's RAN variant
     frag = _fragment(r)
-    base = yaml.safe_load((ROOT / "compose" / "base.yaml").read_text())["services"]
+    base = compose_services(r.ran)
     if prof.protocol == "tls":
         assert sorted(frag) == sorted(n for n in channels.nodes("sbi") if n in base)
         for nf, svc in frag.items():
@@ -47,7 +47,7 @@ def test_fragment_is_exactly_what_the_planes_need(profile_id: str, plane: str, t
             assert f"${{KEYS_DIR:?run through scripts/lib/compose.sh (make up)}}/nodes/{nf}:/etc/testbed/keys/node:ro" \
                 in svc["volumes"]
         return
-    nodes = channels.endpoints(covered, VALUES)
+    nodes = channels.endpoints(covered, ran.restrict(VALUES, r.ran))
     assert sorted(frag) == sorted(f"{n}-net" for n in nodes)
     for name, svc in frag.items():
         node = name.removesuffix("-net")
@@ -93,4 +93,6 @@ def test_tun_only_for_a_userspace_datapath(protocol: str, profile_id: str, var: 
 def test_baseline_has_no_fragment(tmp_path: Path) -> None:
     r = render_to("baseline", "all", tmp_path / "b")
     assert not (r.dir / compose_overlay.FRAGMENT).exists()
-    assert len((r.dir / layout.COMPOSE_FILES).read_text().split()) == 1
+    # base.yaml and the RAN's rendered services only
+    assert (r.dir / layout.COMPOSE_FILES).read_text().split() == [str(ROOT / "compose" / "base.yaml"),
+                                                                  str(r.dir / layout.RAN_COMPOSE_FILE)]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from testbed import planes, profiles, render, stack
+from testbed import planes, profiles, ran, render, stack
 from testbed.render import layout
 from tests.testbed.render.helpers import keys_root, plane_sets, render_to
 
@@ -51,10 +51,14 @@ def test_profile_renders(profile_id: str, plane: str, tmp_path: Path) -> None:
     for nf in ("nrf", "ausf", "udm", "udr", "pcf", "bsf", "nssf", "amf", "smf", "upf"):
         cfg = yaml.safe_load((r.dir / layout.OPEN5GS_DIR / f"{nf}.yaml").read_text())
         assert nf in cfg
-    for name in ("gnb", "ue1", "ue2", "ue-scale"):
-        assert (r.dir / layout.UERANSIM_DIR / f"{name}.yaml").is_file()
+    if r.ran == "ueransim":
+        for name in ("gnb", "ue1", "ue2", "ue-scale"):
+            assert (r.dir / layout.UERANSIM_DIR / f"{name}.yaml").is_file()
+    else:                          # the split RAN's planes (render_to picks RAN=split for them)
+        for name in ("cucp", "cuup", "du", "ue1", "ue2"):
+            assert (r.dir / layout.OAI_DIR / f"{name}.conf").is_file()
     env = (r.dir / layout.COMPOSE_ENV).read_text()
-    covered = profiles.planes_for(r.profile, plane)
+    covered = tuple(p for p in profiles.planes_for(r.profile, plane) if ran.has_plane(r.ran, p))
     assert f"PROFILE={profile_id}\n" in env and f"PLANE={planes.expr(covered)}\n" in env
     assert r.dir == tmp_path / "r" and r.plane == planes.expr(covered)
     files = (r.dir / layout.COMPOSE_FILES).read_text().split()
