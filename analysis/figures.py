@@ -167,7 +167,7 @@ def fig2_n3_rtt(tables: Tables, out: Path) -> list[Path]:
     exp = "n3" if (t["experiment"] == "n3").any() else None
     if exp:
         t = t[t["experiment"] == exp]
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 4.8))
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 4.8), layout="constrained")   # the right y label clears the left panel
     # one unit for the whole figure (us): the overheads are tens of us, the RTTs hundreds
     _bars(ax1, t, "mean", "ci", "size", scale=1000.0, group_fmt=lambda s: f"{s} B")
     ax1.set_ylabel("mean RTT (us), 99 % CI")
