@@ -16,12 +16,16 @@ from typing import Any, Iterable
 
 import pandas as pd
 
-from analysis.reference import REFERENCES, Reference
+from analysis.reference import RAN_REFERENCES, REFERENCES, Reference
 
-# which plane a published value was measured on, by the summary table it is compared with
+# which plane a published value was measured on, by the summary table it is compared with; the RAN
+# interfaces' values (table "ran") name their plane themselves (match "interface": f1c, f1u, e1)
 TABLE_PLANE = {"rtt": "n3", "throughput": "n3", "attach": "sbi", "cpu": "sbi", "cpu_slopes": "sbi"}
-# measurement dimensions of a reference's match (not properties of a profile)
-MEASUREMENT_KEYS = {"experiment", "role", "size", "transport"}
+RAN_PLANES = ("f1c", "f1u", "e1")
+# measurement dimensions of a reference's match (not properties of a profile); the RAN variant is
+# how the value was taken. `relay: net` (a DTLS value printed net of the relay's own cost) is
+# measured by the DTLS profiles, not by the relay-only profile (`relay: plain`)
+MEASUREMENT_KEYS = {"experiment", "role", "size", "transport", "interface", "ran"}
 # profile parameters that are names or labels, not settings (equal settings under two names)
 LABEL_PARAMS = {"paper", "esp_label", "label"}
 COLUMNS = ["profile", "plane", "configuration", "counterpart", "compared", "references", "same_settings_as"]
@@ -58,17 +62,27 @@ def _wanted(value: Any) -> list[str]:
 
 def measures(ref: Reference, attrs: dict[str, str], plane: str) -> bool:
     """True when ``ref`` measured this profile's configuration on this plane."""
-    if TABLE_PLANE.get(ref.table) != plane:
+    if reference_plane(ref) != plane:
         return False
     for key, value in ref.match.items():
         if key in MEASUREMENT_KEYS:
             continue
-        if key == "cipher_contains":
+        if key == "relay":
+            if attrs.get("relay", "") == "plain":
+                return False
+        elif key == "cipher_contains":
             if str(value).upper() not in attrs.get("cipher", "").upper():
                 return False
         elif attrs.get(key, "") not in _wanted(value):
             return False
     return True
+
+
+def reference_plane(ref: Reference) -> str | None:
+    """The plane a published value was measured on."""
+    if ref.table == "ran":
+        return str(ref.match.get("interface", "")) or None
+    return TABLE_PLANE.get(ref.table)
 
 
 def settings(profile: Any) -> tuple[str, tuple[tuple[str, str], ...]]:
@@ -91,15 +105,18 @@ def _compared(refs: list[Reference]) -> tuple[str, ...]:
 
 
 def _note(profile: Any, refs: list[Reference], plane: str) -> str:
+    params = profile.params
     if profile.protocol == "none":
         return "the papers' no-security baseline (every overhead is against it)"
+    if params.get("relay") == "plain":
+        return ("the DTLS relay's own cost (no crypto): reported beside the DTLS runs; the WiSec 2026 "
+                "paper printed its DTLS overheads net of it")
     if refs:
         return "; ".join(sorted({f"{r.source}, {r.section}" for r in refs}))
-    params = profile.params
     if profile.protocol == "ipsec" and params.get("mode") not in (None, "start", "trap"):
         return (f"no counterpart: IPsec {params.get('mode')} mode was measured by no paper "
                 "(the 2025 paper ran start and trap)")
-    if plane not in set(TABLE_PLANE.values()):
+    if plane not in {*TABLE_PLANE.values(), *RAN_PLANES}:
         return f"no counterpart: no paper measured the {plane} plane"
     return "no counterpart: no paper measured this configuration on this plane"
 
@@ -116,7 +133,7 @@ def counterparts(profiles: Iterable[Any], catalogue: Iterable[Any] | None = None
         attrs = attributes(p)
         twins = tuple(i for i in same.get(settings(p), []) if i != p.id)
         for plane in p.planes:
-            refs = [r for r in REFERENCES if measures(r, attrs, plane)]
+            refs = [r for r in REFERENCES + RAN_REFERENCES if measures(r, attrs, plane)]
             out.append(Counterpart(p.id, plane, p.label, tuple(r.key for r in refs), _compared(refs),
                                    twins, _note(p, refs, plane)))
     return out

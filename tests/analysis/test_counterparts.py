@@ -52,3 +52,19 @@ def test_a_subset_still_names_twins_from_the_whole_catalogue() -> None:
     assert set(frame["profile"]) == {"tls13-aes256gcm", "baseline"}
     assert _row(frame, "tls13-aes256gcm", "sbi")["same_settings_as"] == "tls13-ecdsa-aes256gcm"
     assert "baseline" in _row(frame, "baseline", "sbi")["counterpart"]
+
+
+def test_ran_interfaces_match_the_wisec_2026_values() -> None:
+    frame = counterpart_frame()
+    e1 = _row(frame, "aes128gcm", "e1")
+    assert set(e1["references"].split(", ")) == {"e1-ipsec", "e1-ipsec-aes128gcm"}
+    assert "WiSec 2026" in e1["counterpart"]
+    assert _row(frame, "aes256cbc", "f1u")["references"] == "f1u-ipsec"
+    # the DTLS profiles are the paper's DTLS (printed net of the relay); the relay-only run is not
+    dtls = _row(frame, "dtls12-aes128gcm", "f1c")
+    assert dtls["references"] == "f1c-dtls"
+    relay = _row(frame, "dtls-relay-plain", "f1c")
+    assert relay["references"] == "" and "relay's own cost" in relay["counterpart"]
+    # a suite the paper did not run on the RAN's interfaces is said so
+    wg = _row(frame, "wireguard", "f1u")
+    assert wg["references"] == "" and wg["counterpart"].startswith("no counterpart")
