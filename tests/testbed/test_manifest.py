@@ -207,3 +207,13 @@ def test_runs_on_other_planes_get_their_own_directory(tmp_path: Path) -> None:
     assert every["plane"] == "n3,sbi,n2,n4"
     with pytest.raises(Exception, match="cannot run on the n3 plane"):
         _create(tmp_path, "aes128gcm-psk", "sbi", PLANE="n3")
+
+
+def test_every_protocol_of_the_catalogue_fits_the_schema(tmp_path: Path) -> None:
+    # found in the guest: a DTLS run died at `manifest create` (protocol 'dtls' not in the schema)
+    from testbed import profiles
+    schema = json.loads((ROOT / "testbed" / "schemas" / "manifest.schema.json").read_text())
+    assert {p.protocol for p in profiles.load().values()} <= set(schema["properties"]["protocol"]["enum"])
+    run = _create(tmp_path, profile="dtls12-aes128gcm", experiment="sbi", PLANE="n2", NAS="nea2-nia2")
+    m = manifest.load(run)
+    assert manifest.validate(m) == [] and m["protocol"] == "dtls" and m["plane"] == "n2"
