@@ -18,7 +18,9 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 MANIFEST = "manifest.json"
-EXPERIMENTS = ("n3", "sbi", "cpu", "throughput", "overlay", "ran-procedures", "f1u", "secfn", "secfn-lab")
+# crypto: make bench-crypto's runs (no network; analysis/crypto.py reads them), in the same tree
+EXPERIMENTS = ("n3", "sbi", "cpu", "throughput", "overlay", "ran-procedures", "f1u", "secfn", "secfn-lab",
+               "crypto")
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,8 @@ class Run:
     def datapath(self) -> str:
         """``kernel``, ``userspace`` or ``none`` (no overlay); the label runs are grouped by."""
         dp = self.manifest.get("datapath") or {}
+        if not isinstance(dp, dict):        # make bench-crypto's runs say "cpu": no overlay datapath
+            return str(dp)
         if self.is_baseline:
             return "none"
         if dp.get("userspace") is True:

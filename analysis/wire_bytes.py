@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from testbed import tshark
 
@@ -193,6 +194,12 @@ def protected_lengths(pcap: Path, protocol: str, src: str | None = None) -> list
     return [_ip_len(r) for r in _rows(pcap, filt, ["frame.len", "ip.len", "ipv6.plen"])]
 
 
+def _wire_captures(run: Any) -> list[Any]:
+    """The run's captures of the wire; an endpoint's plaintext view (purpose "timing", e.g. the
+    gNB's view of an ESP-protected N2) carries no wire bytes."""
+    return [f for f in run.files("pcap") if f.attrs.get("purpose") != "timing"]
+
+
 def udp_encapsulated(pcap: Path) -> bool:
     """ESP inside UDP (NAT-T, or strongSwan's userspace ESP)?"""
     return tshark.count(pcap, "esp && udp") > 0
@@ -286,14 +293,14 @@ def results_table(results: Path) -> "pd.DataFrame":
     base_len: dict[str, list[int]] = {}
     for r in runs:
         if r.protocol == "none" and r.experiment in BASELINE_PACKETS:
-            for f in r.files("pcap"):
+            for f in _wire_captures(r):
                 lens = [_ip_len(x) for x in _rows(f.path, BASELINE_PACKETS[r.experiment],
                                                   ["frame.len", "ip.len", "ipv6.plen"])]
                 if lens:
                     base_len.setdefault(r.experiment, _classes(lens))
     rows = []
     for r in runs:
-        for f in r.files("pcap"):
+        for f in _wire_captures(r):
             row: dict[str, object] = {"experiment": r.experiment, "profile": r.profile,
                                       "protocol": r.protocol, "run": r.run_id, "capture": f.path.name}
             proto = r.protocol

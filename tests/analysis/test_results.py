@@ -77,3 +77,42 @@ def test_roles_from_the_suci_msin_of_real_registrations(shared, tmp_path):
     assert frame.loc["it01-n2.pcap", "role"] == "cold" and frame.loc["it01-n2.pcap", "msin"] == "0000000001"
     assert frame.loc["it02-n2.pcap", "role"] == "warm"
     assert f"{frame.loc['it02-n2.pcap', 'attach_ms']:.6f}" == "731.136847"
+
+
+def test_a_cipher_benchmark_in_the_same_tree_as_stack_runs(tmp_path):
+    # found on the guest's results: `make bench-crypto` writes into RESULTS like every driver, and
+    # `make report` then died on its manifest (datapath "cpu", a string, not an object)
+    import shutil
+    import subprocess
+    import sys
+
+    from analysis.report import build
+    from analysis.results import discover
+    from tests.conftest import ROOT
+    root = tmp_path / "results"
+    shutil.copytree(ROOT / "tests" / "data" / "vm-results-n2n4", root)
+    subprocess.run([sys.executable, "-m", "testbed", "bench-crypto", "--results", str(root), "--schemes",
+                    "aes128gcm16", "--sizes", "64", "--repeats", "2", "--min-time", "0.001",
+                    "--aesni", "on", "--speed-seconds", "0"], cwd=ROOT, check=True, capture_output=True)
+    runs = {r.experiment: r for r in discover(root)}
+    assert runs["crypto"].datapath == "cpu" and not runs["crypto"].notes
+    assert runs["sbi"].usable and runs["sbi"].datapath == "kernel"
+    out = tmp_path / "out"
+    build(root, out)
+    text = (out / "report.md").read_text()
+    assert "crypto" in text.lower() and "n2" in text
+
+
+def test_wire_bytes_leave_out_the_endpoints_plaintext_view(tmp_path):
+    # the guest's N2+N4 IPsec run: n2.pcap and n4.pcap are the wire (ESP), it01-n2-gnb.pcap the
+    # gNB's plaintext view for the attach timing: no wire bytes, no handshake row of its own
+    import shutil
+
+    from analysis import wire_bytes
+    from tests.conftest import ROOT, require_tools
+    require_tools("tshark")
+    root = tmp_path / "results"
+    shutil.copytree(ROOT / "tests" / "data" / "vm-results-n2n4", root)
+    frame = wire_bytes.results_table(root)
+    assert sorted(frame["capture"]) == ["it01-n2.pcap", "it01-n4.pcap"]
+    assert (frame["handshake_packets"] > 0).all()
