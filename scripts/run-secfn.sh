@@ -101,7 +101,7 @@ main() {
 
   local plan fields=()
   if [[ "$DRY_RUN" == 1 ]]; then
-    plan="$(printf 'udp\t100\t0\tITGSend\t-T\tUDP\t-a\t%s\t-sa\t%s\t-Ssa\t%s\t-c\t512\t-O\t100\t...' \
+    plan="$(printf 'udp\t100\t0\tITGSend\t-T\tUDP\t-a\t::ffff:%s\t-sa\t::ffff:%s\t-Ssa\t::ffff:%s\t-c\t512\t-O\t100\t...' \
       "$SERVER" "$UE_IP" "$UE_IP")"
     log "DRY_RUN: the flow order is drawn at the start of a real run (python -m testbed secfn-plan)"
   else

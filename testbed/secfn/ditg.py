@@ -47,14 +47,24 @@ def tag(protocol: str, rate: int, run: int) -> str:
     return f"{protocol}-{rate}-{run}"
 
 
+def v4mapped(address: str) -> str:
+    """`::ffff:a.b.c.d` for an IPv4 address (anything else as it is)."""
+    return f"::ffff:{address}" if re.fullmatch(r"\d{1,3}(\.\d{1,3}){3}", address) else address
+
+
 def send_command(server: str, protocol: str, rate: int, duration_s: float, send_log: Path | str,
                  recv_log: Path | str, source: str | None = None) -> list[str]:
     """ITGSend for one flow; `recv_log` is a path on the receiver's side (ITGRecv writes it)."""
-    argv = ["ITGSend", "-T", protocol.upper(), "-a", server]
-    if source:
+    if not source:
+        argv = ["ITGSend", "-T", protocol.upper(), "-a", server]
+    else:
         # the UE's address for the flow and for D-ITG's signalling: UERANSIM routes only what
-        # leaves from it into the PDU session, so both cross the UPF
-        argv += ["-sa", source, "-Ssa", source]
+        # leaves from it into the PDU session, so both cross the UPF. D-ITG 2.8.1 binds a source
+        # on an IPv6 socket: an IPv4 -sa fails ("Address family not supported by protocol",
+        # no packet sent), the IPv4-mapped forms of both ends work and send plain IPv4
+        # (tests/integration/test_secfn_ditg_source.py)
+        argv = ["ITGSend", "-T", protocol.upper(), "-a", v4mapped(server),
+                "-sa", v4mapped(source), "-Ssa", v4mapped(source)]
     return argv + ["-c", str(PAYLOAD), "-O", str(int(rate)), "-t", str(int(duration_s * 1000)),
                    "-l", str(send_log), "-x", str(recv_log)]
 
@@ -71,7 +81,8 @@ def parse(text: str, name: str = "ITGDec output") -> dict[str, float | str]:
             raise DitgError(f"{name}: no '{key}' in its totals")
         out[key] = float(m.group(1))
     src = re.search(r"^From\s+([0-9a-fA-F.:]+?):\d+\s*$", text, flags=re.M)
-    out["seen_source"] = src.group(1) if src else ""
+    # an IPv4-mapped source (a sender bound with -sa, send_command) is the IPv4 address it maps
+    out["seen_source"] = src.group(1).removeprefix("::ffff:") if src else ""
     return out
 
 

@@ -65,8 +65,9 @@ def test_stack_dry_run_sends_from_the_ue_to_the_n6_server(tmp_path: Path) -> Non
     assert any(c.startswith(f"dumpcap -q -i {inst.bridge_prefix}-n6 -c 20000") for c in cmds)
     assert any(f"exec -T ue-ditg /opt/testbed/secfn/probe.sh {server} 9999 UE_IP" in c for c in cmds)
     send = next(shlex.split(c) for c in cmds if " ITGSend " in c)
-    assert send[send.index("ITGSend"):][:13] == ["ITGSend", "-T", "UDP", "-a", server, "-sa", "UE_IP",
-                                                 "-Ssa", "UE_IP", "-c", "512", "-O", "100"]
+    assert send[send.index("ITGSend"):][:13] == ["ITGSend", "-T", "UDP", "-a", f"::ffff:{server}",
+                                                 "-sa", "::ffff:UE_IP", "-Ssa", "::ffff:UE_IP", "-c", "512",
+                                                 "-O", "100"]
     assert any(c.endswith("stop -t 45 secfn dn") for c in cmds)
     assert any("/secfn.compose.yaml" in c for c in cmds)                  # the fragment is in the stack
 

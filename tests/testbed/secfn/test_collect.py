@@ -31,7 +31,8 @@ def test_plan_prints_each_flow_with_its_itgsend_command(tmp_path: Path) -> None:
     assert len(rows) == 2 * 2 * 2 and sorted({tuple(r[:3]) for r in rows}) == sorted(
         (p, r, i) for p in ("udp", "tcp") for r in ("100", "300") for i in ("0", "1"))
     proto, rate, i, *argv = rows[0]
-    assert argv[:9] == ["ITGSend", "-T", proto.upper(), "-a", "10.100.6.20", "-sa", "10.45.0.3", "-Ssa", "10.45.0.3"]
+    assert argv[:9] == ["ITGSend", "-T", proto.upper(), "-a", "::ffff:10.100.6.20", "-sa", "::ffff:10.45.0.3",
+                        "-Ssa", "::ffff:10.45.0.3"]
     assert argv[-6:] == ["-t", "1500", "-l", f"/l/send-{proto}-{rate}-{i}.log", "-x", f"/l/recv-{proto}-{rate}-{i}.log"]
     flows = manifest.load(run)["flows"]
     assert flows["seed"] == 9 and flows["planned"] == 8 and [list(map(str, f)) for f in flows["order"]] == [r[:3] for r in rows]

@@ -54,5 +54,6 @@ def test_plan_is_seeded_and_complete() -> None:
     assert a == ditg.plan(["udp", "tcp"], [100, 1000], 3, seed=7) != ditg.plan(["udp", "tcp"], [100, 1000], 3, seed=8)
     assert sorted(a) == sorted((p, r, i) for i in range(3) for p in ("udp", "tcp") for r in (100, 1000))
     assert ditg.send_command("10.100.6.20", "udp", 1000, 5, "s", "r", source="10.45.0.2") == [
-        "ITGSend", "-T", "UDP", "-a", "10.100.6.20", "-sa", "10.45.0.2", "-Ssa", "10.45.0.2", "-c", "512",
+        "ITGSend", "-T", "UDP", "-a", "::ffff:10.100.6.20", "-sa", "::ffff:10.45.0.2", "-Ssa", "::ffff:10.45.0.2",
+        "-c", "512",
         "-O", "1000", "-t", "5000", "-l", "s", "-x", "r"]
