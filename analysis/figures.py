@@ -7,6 +7,7 @@ intervals; the baseline (protocol ``none``) is drawn in grey with a dashed refer
 """
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -67,6 +68,21 @@ def _empty(t: pd.DataFrame, figure: str, why: str) -> bool:
     if t.empty:
         log.info("%s: %s", figure, why)
     return t.empty
+
+
+Draw = Callable[[Tables, Path], list[Path]]
+
+
+def _drawn_from(table: str, figure: str, why: str) -> Callable[[Callable[[pd.DataFrame, Path], list[Path]]], Draw]:
+    """A figure drawn from one summary table: called with ``tables`` like every figure, it draws
+    ``tables[table]``, or is skipped (the log says why) when that table has no rows."""
+    def wrap(draw: Callable[[pd.DataFrame, Path], list[Path]]) -> Draw:
+        @functools.wraps(draw)
+        def drawn(tables: Tables, out: Path) -> list[Path]:
+            t = tables[table]
+            return [] if _empty(t, figure, why) else draw(t, out)
+        return drawn
+    return wrap
 
 
 def _save(fig: plt.Figure, out: Path, name: str) -> list[Path]:
@@ -190,10 +206,8 @@ def fig2_n3_rtt(tables: Tables, out: Path) -> list[Path]:
     return _save(fig, out, "fig2-n3-rtt")
 
 
-def fig3_attach_time(tables: Tables, out: Path) -> list[Path]:
-    t = tables["attach"]
-    if _empty(t, "fig3-attach-time", "no attach-time data"):
-        return []
+@_drawn_from("attach", "fig3-attach-time", "no attach-time data")
+def fig3_attach_time(t: pd.DataFrame, out: Path) -> list[Path]:
     roles = [r for r in ("cold", "warm") if (t["role"] == r).any()] or sorted(t["role"].astype(str).unique())
     fig, axes = plt.subplots(1, len(roles), figsize=(7 * len(roles), 5), squeeze=False)
     for ax, role in zip(axes[0], roles):
@@ -216,10 +230,8 @@ def fig3_attach_time(tables: Tables, out: Path) -> list[Path]:
     return _save(fig, out, "fig3-attach-time")
 
 
-def fig4_cpu_vs_ues(tables: Tables, out: Path) -> list[Path]:
-    t = tables["cpu"]
-    if _empty(t, "fig4-cpu-vs-ues", "no CPU accounting data"):
-        return []
+@_drawn_from("cpu", "fig4-cpu-vs-ues", "no CPU accounting data")
+def fig4_cpu_vs_ues(t: pd.DataFrame, out: Path) -> list[Path]:
     fig, ax = plt.subplots(figsize=(7.5, 5))
     dps = _datapaths(t)
     camps = t["campaign"].nunique()
@@ -238,10 +250,8 @@ def fig4_cpu_vs_ues(tables: Tables, out: Path) -> list[Path]:
     return _save(fig, out, "fig4-cpu-vs-ues")
 
 
-def fig_throughput(tables: Tables, out: Path) -> list[Path]:
-    t = tables["throughput"]
-    if _empty(t, "fig-throughput", "no iperf3 data"):
-        return []
+@_drawn_from("throughput", "fig-throughput", "no iperf3 data")
+def fig_throughput(t: pd.DataFrame, out: Path) -> list[Path]:
     fig, ax = plt.subplots(figsize=(8, 4.8))
     _bars(ax, t, "mean", "ci", "transport", group_fmt=lambda s: str(s).upper())
     ax.set_ylabel("throughput, receiver (Mbit/s), 99 % CI")
