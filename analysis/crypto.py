@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import stats
+from analysis.figure_files import write_figure
 
 log = logging.getLogger(__name__)
 
@@ -163,14 +164,7 @@ def figure(tab: pd.DataFrame, out: Path) -> list[Path]:
                   if tab["size"].max() >= 1 << 20 else "time per GB (s)")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    out.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for fmt in ("png", "pdf"):
-        p = out / f"fig_crypto.{fmt}"
-        fig.savefig(p, dpi=150)
-        paths.append(p)
-    plt.close(fig)
-    return paths
+    return write_figure(fig, out, "fig_crypto")
 
 
 def seed_comparison(tab: pd.DataFrame) -> pd.DataFrame:

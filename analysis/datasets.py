@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -81,22 +81,28 @@ def _parse(f: RawFile, parser: Callable[[Path], T], errors: list[str] | None) ->
         return None
 
 
-def ping(runs: list[Run], errors: list[str] | None = None) -> pd.DataFrame:
-    """One row per ICMP sequence number: size (payload bytes), set, path (the f1u experiment's
-    f1u | e2e; empty elsewhere), seq, rtt_ms, lost, dup."""
-    parts = []
+def _parsed(runs: list[Run], kind: str, parser: Callable[[Path], T],
+            errors: list[str] | None) -> Iterator[tuple[Run, RawFile, T]]:
+    """(run, file, what ``parser`` made of it) for each raw file of ``kind`` in the usable runs;
+    warm-up files (only ping writes them) and files that do not parse (see _parse) are left out."""
     for run in runs:
         if not run.usable:
             continue
-        for f in run.files("ping"):
+        for f in run.files(kind):
             if f.attrs.get("warmup"):
                 log.info("%s: warm-up file left out", f.path)
                 continue
-            frame = _parse(f, parse_ping, errors)
-            if frame is None:
-                continue
-            parts.append(_with_run(frame, run, size=f.attrs.get("size"), set=f.attrs.get("set"),
-                                   path=f.attrs.get("path"), file=f.path.name))
+            parsed = _parse(f, parser, errors)
+            if parsed is not None:
+                yield run, f, parsed
+
+
+def ping(runs: list[Run], errors: list[str] | None = None) -> pd.DataFrame:
+    """One row per ICMP sequence number: size (payload bytes), set, path (the f1u experiment's
+    f1u | e2e; empty elsewhere), seq, rtt_ms, lost, dup."""
+    parts = [_with_run(frame, run, size=f.attrs.get("size"), set=f.attrs.get("set"),
+                       path=f.attrs.get("path"), file=f.path.name)
+             for run, f, frame in _parsed(runs, "ping", parse_ping, errors)]
     if not parts:
         return _empty(["size", "set", "path", "file", "seq", "rtt_ms", "lost", "dup"])
     return pd.concat(parts, ignore_index=True)
@@ -168,16 +174,8 @@ def complete_attach(frame: pd.DataFrame) -> pd.DataFrame:
 
 def cpu(runs: list[Run], errors: list[str] | None = None) -> pd.DataFrame:
     """One row per (file, service): ues, rep, service, cpu_usec, cpu_s."""
-    parts = []
-    for run in runs:
-        if not run.usable:
-            continue
-        for f in run.files("cpu"):
-            frame = _parse(f, parse_cpu, errors)
-            if frame is None:
-                continue
-            parts.append(_with_run(frame, run, ues=f.attrs.get("ues"),
-                                   rep=f.attrs.get("rep"), file=f.path.name))
+    parts = [_with_run(frame, run, ues=f.attrs.get("ues"), rep=f.attrs.get("rep"), file=f.path.name)
+             for run, f, frame in _parsed(runs, "cpu", parse_cpu, errors)]
     if not parts:
         return _empty(["ues", "rep", "file", "service", "cpu_usec", "cpu_s"])
     return pd.concat(parts, ignore_index=True)
@@ -225,16 +223,10 @@ def cpu_host(frame: pd.DataFrame) -> pd.DataFrame:
 def throughput(runs: list[Run], errors: list[str] | None = None) -> pd.DataFrame:
     """One row per iperf3 file: transport, sender_mbps, receiver_mbps, ..."""
     rows = []
-    for run in runs:
-        if not run.usable:
-            continue
-        for f in run.files("iperf3"):
-            summary = _parse(f, iperf3_summary, errors)
-            if summary is None:
-                continue
-            if f.attrs.get("transport"):
-                summary["transport"] = f.attrs["transport"]
-            rows.append({**run_columns(run), "file": f.path.name, **summary})
+    for run, f, summary in _parsed(runs, "iperf3", iperf3_summary, errors):
+        if f.attrs.get("transport"):
+            summary["transport"] = f.attrs["transport"]
+        rows.append({**run_columns(run), "file": f.path.name, **summary})
     if not rows:
         return _empty(["file", "transport", "sender_mbps", "receiver_mbps"])
     return pd.DataFrame(rows)

@@ -7,6 +7,7 @@ intervals; the baseline (protocol ``none``) is drawn in grey with a dashed refer
 """
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,6 +20,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from analysis.figure_files import write_figure  # noqa: E402
+
 log = logging.getLogger(__name__)
 
 Tables = dict[str, pd.DataFrame]
@@ -26,7 +29,6 @@ PROTOCOL_COLOURS = {"none": "#7f7f7f", "ipsec": "#1f77b4", "wireguard": "#d62728
 PROTOCOL_ORDER = {"none": 0, "ipsec": 1, "wireguard": 2, "tls": 3}
 MODE_ORDER = {"start": 0, "trap": 1, "trap-drop": 2, "trap-queue": 3}
 MODE_HATCH = {"start": "", "trap": "//", "trap-drop": "xx", "trap-queue": ".."}
-FORMATS = ("png", "pdf")
 
 
 @dataclass(frozen=True)
@@ -61,16 +63,30 @@ def _order(table: pd.DataFrame) -> pd.DataFrame:
     return t.sort_values(["campaign", "_p", "_m", "profile", "datapath"]).drop(columns=["_p", "_m"])
 
 
+def _empty(t: pd.DataFrame, figure: str, why: str) -> bool:
+    """Whether the figure's table has no rows, so that the figure is skipped (and the log says why)."""
+    if t.empty:
+        log.info("%s: %s", figure, why)
+    return t.empty
+
+
+Draw = Callable[[Tables, Path], list[Path]]
+
+
+def _drawn_from(table: str, figure: str, why: str) -> Callable[[Callable[[pd.DataFrame, Path], list[Path]]], Draw]:
+    """A figure drawn from one summary table: called with ``tables`` like every figure, it draws
+    ``tables[table]``, or is skipped (the log says why) when that table has no rows."""
+    def wrap(draw: Callable[[pd.DataFrame, Path], list[Path]]) -> Draw:
+        @functools.wraps(draw)
+        def drawn(tables: Tables, out: Path) -> list[Path]:
+            t = tables[table]
+            return [] if _empty(t, figure, why) else draw(t, out)
+        return drawn
+    return wrap
+
+
 def _save(fig: plt.Figure, out: Path, name: str) -> list[Path]:
-    out.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for ext in FORMATS:
-        p = out / f"{name}.{ext}"
-        fig.savefig(p, dpi=150, bbox_inches="tight", metadata={"CreationDate": None} if ext == "pdf" else None)
-        paths.append(p)
-    plt.close(fig)
-    log.info("wrote %s", ", ".join(str(p) for p in paths))
-    return paths
+    return write_figure(fig, out, name, tight=True)
 
 
 def _bars(ax: plt.Axes, table: pd.DataFrame, value: str, err: str, group: str, scale: float = 1.0,
@@ -161,8 +177,7 @@ def fig2_n3_rtt(tables: Tables, out: Path) -> list[Path]:
     t = tables["rtt"]
     # N3 pings, else the namespace twin's; the f1u experiment's have their own figures (analysis/ran_figures.py)
     t = t[t["experiment"].isin(["n3", "overlay"])] if not t.empty else t
-    if t.empty:
-        log.info("fig2-n3-rtt: no ping data")
+    if _empty(t, "fig2-n3-rtt", "no ping data"):
         return []
     exp = "n3" if (t["experiment"] == "n3").any() else None
     if exp:
@@ -191,11 +206,8 @@ def fig2_n3_rtt(tables: Tables, out: Path) -> list[Path]:
     return _save(fig, out, "fig2-n3-rtt")
 
 
-def fig3_attach_time(tables: Tables, out: Path) -> list[Path]:
-    t = tables["attach"]
-    if t.empty:
-        log.info("fig3-attach-time: no attach-time data")
-        return []
+@_drawn_from("attach", "fig3-attach-time", "no attach-time data")
+def fig3_attach_time(t: pd.DataFrame, out: Path) -> list[Path]:
     roles = [r for r in ("cold", "warm") if (t["role"] == r).any()] or sorted(t["role"].astype(str).unique())
     fig, axes = plt.subplots(1, len(roles), figsize=(7 * len(roles), 5), squeeze=False)
     for ax, role in zip(axes[0], roles):
@@ -218,11 +230,8 @@ def fig3_attach_time(tables: Tables, out: Path) -> list[Path]:
     return _save(fig, out, "fig3-attach-time")
 
 
-def fig4_cpu_vs_ues(tables: Tables, out: Path) -> list[Path]:
-    t = tables["cpu"]
-    if t.empty:
-        log.info("fig4-cpu-vs-ues: no CPU accounting data")
-        return []
+@_drawn_from("cpu", "fig4-cpu-vs-ues", "no CPU accounting data")
+def fig4_cpu_vs_ues(t: pd.DataFrame, out: Path) -> list[Path]:
     fig, ax = plt.subplots(figsize=(7.5, 5))
     dps = _datapaths(t)
     camps = t["campaign"].nunique()
@@ -241,11 +250,8 @@ def fig4_cpu_vs_ues(tables: Tables, out: Path) -> list[Path]:
     return _save(fig, out, "fig4-cpu-vs-ues")
 
 
-def fig_throughput(tables: Tables, out: Path) -> list[Path]:
-    t = tables["throughput"]
-    if t.empty:
-        log.info("fig-throughput: no iperf3 data")
-        return []
+@_drawn_from("throughput", "fig-throughput", "no iperf3 data")
+def fig_throughput(t: pd.DataFrame, out: Path) -> list[Path]:
     fig, ax = plt.subplots(figsize=(8, 4.8))
     _bars(ax, t, "mean", "ci", "transport", group_fmt=lambda s: str(s).upper())
     ax.set_ylabel("throughput, receiver (Mbit/s), 99 % CI")

@@ -58,6 +58,39 @@ class Reference:
         return f"{self.value:g} {self.unit}"
 
 
+# The 2024 paper's Sec. 5 breakdown of its fourteen suites: (key, its words, the suites of the
+# group, cold %, warm %), each a cold and a warm row.
+TLS2024_GROUPS: tuple[tuple[str, str, dict[str, str], float, float], ...] = (
+    ("tls12", "TLS 1.2", {"version": "1.2"}, 29.06, 0.64),
+    ("tls13", "TLS 1.3", {"version": "1.3"}, 33.58, 0.83),
+    ("tls-ecdsa", "ECDSA", {"cert": "ecdsa"}, 28.01, 0.70),
+    ("tls-rsa", "RSA-2048", {"cert": "rsa"}, 34.63, 0.78),
+    ("tls-gcm", "AES-GCM", {"cipher_contains": "GCM"}, 31.27, 0.74),
+    ("tls-chacha", "ChaCha20-Poly1305", {"cipher_contains": "CHACHA20"}, 31.41, 0.75),
+)
+# The throughput source's iperf3 means: (key, its words, what of ours matches, TCP, UDP in Mbit/s).
+THROUGHPUTS: tuple[tuple[str, str, dict[str, str], float, float], ...] = (
+    ("baseline", "no IPsec", {"protocol": "none"}, 935, 951),
+    ("aes128gcm", "AES128-GCM16", {"profile": "aes128gcm"}, 899, 942),
+    ("aes128cbc", "AES128 + SHA256", {"profile": "aes128cbc"}, 710, 835),
+)
+
+
+def _tls2024_groups() -> list[Reference]:
+    return [Reference(f"{key}-{role}", WISEC2024, "Sec. 5", "attach", "overhead_pct", value, "%",
+                      f"{words}: {value:.2f} % {role}",
+                      {"experiment": "sbi", "profile": TLS2024, **group, "role": role})
+            for key, words, group, cold, warm in TLS2024_GROUPS
+            for role, value in (("cold", cold), ("warm", warm))]
+
+
+def _throughput() -> list[Reference]:
+    return [Reference(f"tp-{key}-{transport}", THROUGHPUT_SRC, f"IPv4 {transport.upper()}", "throughput", "mean",
+                      value, "Mbit/s", f"{words} {value:g} Mbit/s ({transport.upper()})", {**match, "transport": transport})
+            for key, words, match, tcp, udp in THROUGHPUTS
+            for transport, value in (("tcp", tcp), ("udp", udp))]
+
+
 REFERENCES: tuple[Reference, ...] = (
     # --- N3 RTT (Figure 2) ---
     Reference("n3-ipsec-64", WISEC2025, "Sec. 4, N3 (Fig. 2)", "rtt", "overhead", 55, "us",
@@ -105,45 +138,9 @@ REFERENCES: tuple[Reference, ...] = (
     Reference("tls-warm-range", WISEC2024, "Sec. 5, warm", "attach", "overhead_pct", None, "%",
               "warm: 0.64 % to 0.83 %", {"experiment": "sbi", "profile": TLS2024, "role": "warm"},
               range=(0.64, 0.83)),
-    Reference("tls12-cold", WISEC2024, "Sec. 5", "attach", "overhead_pct", 29.06, "%", "TLS 1.2: 29.06 % cold",
-              {"experiment": "sbi", "profile": TLS2024, "version": "1.2", "role": "cold"}),
-    Reference("tls12-warm", WISEC2024, "Sec. 5", "attach", "overhead_pct", 0.64, "%", "TLS 1.2: 0.64 % warm",
-              {"experiment": "sbi", "profile": TLS2024, "version": "1.2", "role": "warm"}),
-    Reference("tls13-cold", WISEC2024, "Sec. 5", "attach", "overhead_pct", 33.58, "%", "TLS 1.3: 33.58 % cold",
-              {"experiment": "sbi", "profile": TLS2024, "version": "1.3", "role": "cold"}),
-    Reference("tls13-warm", WISEC2024, "Sec. 5", "attach", "overhead_pct", 0.83, "%", "TLS 1.3: 0.83 % warm",
-              {"experiment": "sbi", "profile": TLS2024, "version": "1.3", "role": "warm"}),
-    Reference("tls-ecdsa-cold", WISEC2024, "Sec. 5", "attach", "overhead_pct", 28.01, "%", "ECDSA: 28.01 % cold",
-              {"experiment": "sbi", "profile": TLS2024, "cert": "ecdsa", "role": "cold"}),
-    Reference("tls-ecdsa-warm", WISEC2024, "Sec. 5", "attach", "overhead_pct", 0.70, "%", "ECDSA: 0.70 % warm",
-              {"experiment": "sbi", "profile": TLS2024, "cert": "ecdsa", "role": "warm"}),
-    Reference("tls-rsa-cold", WISEC2024, "Sec. 5", "attach", "overhead_pct", 34.63, "%", "RSA-2048: 34.63 % cold",
-              {"experiment": "sbi", "profile": TLS2024, "cert": "rsa", "role": "cold"}),
-    Reference("tls-rsa-warm", WISEC2024, "Sec. 5", "attach", "overhead_pct", 0.78, "%", "RSA-2048: 0.78 % warm",
-              {"experiment": "sbi", "profile": TLS2024, "cert": "rsa", "role": "warm"}),
-    Reference("tls-gcm-cold", WISEC2024, "Sec. 5", "attach", "overhead_pct", 31.27, "%", "AES-GCM: 31.27 % cold",
-              {"experiment": "sbi", "profile": TLS2024, "cipher_contains": "GCM", "role": "cold"}),
-    Reference("tls-gcm-warm", WISEC2024, "Sec. 5", "attach", "overhead_pct", 0.74, "%", "AES-GCM: 0.74 % warm",
-              {"experiment": "sbi", "profile": TLS2024, "cipher_contains": "GCM", "role": "warm"}),
-    Reference("tls-chacha-cold", WISEC2024, "Sec. 5", "attach", "overhead_pct", 31.41, "%",
-              "ChaCha20-Poly1305: 31.41 % cold",
-              {"experiment": "sbi", "profile": TLS2024, "cipher_contains": "CHACHA20", "role": "cold"}),
-    Reference("tls-chacha-warm", WISEC2024, "Sec. 5", "attach", "overhead_pct", 0.75, "%",
-              "ChaCha20-Poly1305: 0.75 % warm",
-              {"experiment": "sbi", "profile": TLS2024, "cipher_contains": "CHACHA20", "role": "warm"}),
+    *_tls2024_groups(),
     # --- throughput (REFERENCE.md, other source) ---
-    Reference("tp-baseline-tcp", THROUGHPUT_SRC, "IPv4 TCP", "throughput", "mean", 935, "Mbit/s",
-              "no IPsec 935 Mbit/s (TCP)", {"protocol": "none", "transport": "tcp"}),
-    Reference("tp-baseline-udp", THROUGHPUT_SRC, "IPv4 UDP", "throughput", "mean", 951, "Mbit/s",
-              "no IPsec 951 Mbit/s (UDP)", {"protocol": "none", "transport": "udp"}),
-    Reference("tp-aes128gcm-tcp", THROUGHPUT_SRC, "IPv4 TCP", "throughput", "mean", 899, "Mbit/s",
-              "AES128-GCM16 899 Mbit/s (TCP)", {"profile": "aes128gcm", "transport": "tcp"}),
-    Reference("tp-aes128gcm-udp", THROUGHPUT_SRC, "IPv4 UDP", "throughput", "mean", 942, "Mbit/s",
-              "AES128-GCM16 942 Mbit/s (UDP)", {"profile": "aes128gcm", "transport": "udp"}),
-    Reference("tp-aes128cbc-tcp", THROUGHPUT_SRC, "IPv4 TCP", "throughput", "mean", 710, "Mbit/s",
-              "AES128 + SHA256 710 Mbit/s (TCP)", {"profile": "aes128cbc", "transport": "tcp"}),
-    Reference("tp-aes128cbc-udp", THROUGHPUT_SRC, "IPv4 UDP", "throughput", "mean", 835, "Mbit/s",
-              "AES128 + SHA256 835 Mbit/s (UDP)", {"profile": "aes128cbc", "transport": "udp"}),
+    *_throughput(),
 )
 
 

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import stats
+from analysis.figure_files import write_figure
 
 log = logging.getLogger(__name__)
 
@@ -175,11 +176,7 @@ def figures(tab: pd.DataFrame, out: Path) -> list[Path]:
             fig.suptitle(f"UPF security functions {FORM_TITLE.get(form, form)} (userspace engines; "
                          f"intervals over runs, {int(stats.CONFIDENCE * 100)} %)", fontsize=9)
             fig.tight_layout(rect=(0, 0, 1 - 2.6 / (5.2 * len(protos) + 2.6), 1))
-            for fmt in ("png", "pdf"):
-                p = out / f"fig_secfn_{fname}{suffix}.{fmt}"
-                fig.savefig(p, dpi=140)
-                paths.append(p)
-            plt.close(fig)
+            paths += write_figure(fig, out, f"fig_secfn_{fname}{suffix}", dpi=140)
     return paths
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from analysis import attach_bytes, wire_bytes
+from analysis.figure_files import write_figure
 from analysis.markdown import table as md_table
 
 log = logging.getLogger(__name__)
@@ -62,13 +63,7 @@ def figure(runs: pd.DataFrame, attach: pd.DataFrame, out: Path) -> list[Path]:
     ax.set_ylabel("bytes per attach (all captured interfaces)")
     ax.set_title("Signalling bytes per UE attach")
     fig.tight_layout()
-    paths = []
-    for ext in ("png", "pdf"):
-        p = out / f"{FIGURE}.{ext}"
-        fig.savefig(p, dpi=150)
-        paths.append(p)
-    plt.close(fig)
-    return paths
+    return write_figure(fig, out, FIGURE)
 
 
 def markdown_section(results: Path, out: Path, link_dir: str = "", registrations: pd.DataFrame | None = None) -> str:

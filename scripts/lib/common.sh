@@ -361,19 +361,31 @@ record_file() {
   [[ "$kind" == log || "$kind" == pcap ]] || MEASURED=1
 }
 
+# _split_command CALLER ATTRS CMD [ATTR=VALUE ...] -- CMD...: the words before `--` into the array
+# named ATTRS, the command after it into the array named CMD (measure, capture_start).
+_split_command() {
+  local caller="$1"
+  local -n _split_attrs="$2" _split_cmd="$3"
+  shift 3
+  _split_attrs=()
+  while (($#)) && [[ "$1" != -- ]]; do
+    _split_attrs+=("$1")
+    shift
+  done
+  [[ "${1:-}" == -- ]] || die "$caller: missing -- before the command (a bug in $SCRIPT_NAME)" 1
+  shift
+  _split_cmd=("$@")
+}
+
 # measure REL KIND [ATTR=VALUE ...] -- CMD...: run CMD (interruptible) with stdout into RUN_DIR/REL
 # and stderr appended to RUN_DIR/driver-stderr.log, then record REL. If the run stops midway, the
 # exit trap records what was written with partial=true (kept, never thrown away).
 _PENDING=()
 measure() {
-  local rel="$1" kind="$2" attrs=() rc=0
+  local rel="$1" kind="$2" attrs=() cmd=() rc=0
   shift 2
-  while (($#)) && [[ "$1" != -- ]]; do
-    attrs+=("$1")
-    shift
-  done
-  [[ "${1:-}" == -- ]] || die "measure: missing -- before the command (a bug in $SCRIPT_NAME)" 1
-  shift
+  _split_command measure attrs cmd "$@"
+  set -- "${cmd[@]}"
   if [[ "$DRY_RUN" == 1 ]]; then
     _record_command "$@"
     return 0
@@ -447,14 +459,10 @@ run_end() {
 # carries its own -w); wait (deadline) until it captures. capture_stop records REL in the manifest
 # as kind pcap with the attributes (also when the run is cut short: the exit trap stops captures).
 capture_start() {
-  local name="$1" rel="$2" attrs=()
+  local name="$1" rel="$2" attrs=() cmd=()
   shift 2
-  while (($#)) && [[ "$1" != -- ]]; do
-    attrs+=("$1")
-    shift
-  done
-  [[ "${1:-}" == -- ]] || die "capture_start: missing -- before the command (a bug in $SCRIPT_NAME)" 1
-  shift
+  _split_command capture_start attrs cmd "$@"
+  set -- "${cmd[@]}"
   # the measuring tools on their own CPUs (CPUSET_TOOLS), apart from the stack's
   [[ -z "${CPUSET_TOOLS:-}" ]] || set -- taskset -c "$CPUSET_TOOLS" "$@"
   _record_command "$@"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import subprocess
 from dataclasses import dataclass, field
@@ -206,10 +207,15 @@ def test_open5gs_runtime_takes_libcurl_from_backports_on_bookworm() -> None:
     assert 'dpkg --compare-versions "${got}" ge "${CURL_MIN_VERSION}"' in run
 
 
+PATCH_SCRIPT = "images/lib/apply-patches.sh"
+
+
 def test_patches_are_applied_in_c_locale_sorted_order() -> None:
     df = parse(DOCKERFILES["open5gs"])
-    run = next(r for r in df.stages["open5gs-build"].runs() if "patches/open5gs" in r)
-    assert "LC_ALL=C sort" in run and "'*.patch'" in run
+    run = " ".join(next(r for r in df.stages["open5gs-build"].runs() if "patches/open5gs" in r).split())
+    assert f"cd /ctx && bash {PATCH_SCRIPT} patches/open5gs /src " in run and '"${APPLY_PATCHES}"' in run
+    script = (ROOT / PATCH_SCRIPT).read_text(encoding="utf-8")
+    assert "LC_ALL=C sort" in script and "'*.patch'" in script and "--fuzz=0" in script
     # the patch step runs after the source copy and before meson
     kinds = [(kw, rest) for kw, rest in df.stages["open5gs-build"].instructions if kw in ("COPY", "RUN")]
     idx_copy = next(i for i, (kw, rest) in enumerate(kinds) if kw == "COPY" and "open5gs-src" in rest)
@@ -219,9 +225,13 @@ def test_patches_are_applied_in_c_locale_sorted_order() -> None:
 
 
 def _patch_step(tmp: Path) -> str:
+    """The open5gs-build stage's patch command, on a build context at tmp/ctx that holds the
+    patch script as the bind mount of the build would."""
     df = parse(DOCKERFILES["open5gs"])
     run = next(r for r in df.stages["open5gs-build"].runs() if "patches/open5gs" in r)
     run = re.sub(r"^--mount=\S+\s+", "", run)
+    (tmp / "ctx" / PATCH_SCRIPT).parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(ROOT / PATCH_SCRIPT, tmp / "ctx" / PATCH_SCRIPT)
     for container, host in (("/ctx", tmp / "ctx"), ("/src", tmp / "src"), ("/out", tmp / "out")):
         run = run.replace(container, str(host))
     return run
@@ -292,11 +302,12 @@ def test_patch_step_accepts_no_patch_folder_and_apply_patches_0(tmp_path: Path) 
 def test_only_patches_reach_the_open5gs_build_context() -> None:
     ignore = (IMAGES / "open5gs" / "Dockerfile.dockerignore").read_text().split("\n")
     rules = [line.strip() for line in ignore if line.strip() and not line.startswith("#")]
-    assert rules == ["*", "!patches/open5gs/*.patch"]
-    for name in ("ueransim", "ferretdb", "snort"):
+    assert rules == ["*", "!patches/open5gs/*.patch", "!images/lib/clone-pinned.sh", "!images/lib/apply-patches.sh"]
+    for name, want in (("ueransim", ["*", "!images/lib/clone-pinned.sh"]), ("snort", ["*", "!images/lib/clone-pinned.sh"]),
+                       ("ferretdb", ["*"])):
         rules = [line.strip() for line in (IMAGES / name / "Dockerfile.dockerignore").read_text().splitlines()
                  if line.strip() and not line.startswith("#")]
-        assert rules == ["*"], f"images/{name}/Dockerfile.dockerignore"
+        assert rules == want, f"images/{name}/Dockerfile.dockerignore"
     rules = [line.strip() for line in (IMAGES / "tools" / "Dockerfile.dockerignore").read_text().splitlines()
              if line.strip() and not line.startswith("#")]
     assert rules == ["*", "!testbed/secfn/engines/nfq_accept.c"]        # the pass-through's source only
@@ -308,13 +319,39 @@ def test_nothing_privileged() -> None:
             assert "privileged" not in path.read_text(encoding="utf-8").lower(), f"{path} mentions privileged"
 
 
-def test_source_clones_verify_the_pinned_commit() -> None:
-    for image, stage, var in (("open5gs", "open5gs-git", "OPEN5GS"), ("ueransim", "ueransim-git", "UERANSIM"),
-                              ("snort", "libdaq-git", "LIBDAQ"), ("snort", "snort-git", "SNORT")):
-        df = parse(DOCKERFILES[image])
-        run = " ".join(df.stages[stage].runs())
-        assert 'git clone --depth 1 --branch "${%s_VERSION}"' % var in run
-        assert 'rev-parse HEAD' in run and '"${%s_COMMIT}"' % var in run
+CLONE_SCRIPT = "images/lib/clone-pinned.sh"
+# every pinned upstream source: (image, stage, ARG prefix, fetched by tag or by commit)
+PINNED_CLONES = (("open5gs", "open5gs-git", "OPEN5GS", "VERSION"), ("ueransim", "ueransim-git", "UERANSIM", "VERSION"),
+                 ("snort", "libdaq-git", "LIBDAQ", "VERSION"), ("snort", "snort-git", "SNORT", "VERSION"),
+                 ("oai", "oai-git", "OAI", "VERSION"), ("oai", "asn1c-git", "ASN1C", "COMMIT"),
+                 ("oai", "simde-git", "SIMDE", "COMMIT"))
+
+
+def clone_call(image: str, stage: str) -> list[str]:
+    """The arguments a `*-git` stage passes to images/lib/clone-pinned.sh (its one RUN)."""
+    runs = parse(DOCKERFILES[image]).stages[stage].runs()
+    assert len(runs) == 1 and f"bash /ctx/{CLONE_SCRIPT} " in runs[0], \
+        f"images/{image}/Dockerfile ({stage}): the clone must go through {CLONE_SCRIPT}"
+    assert runs[0].startswith("--mount=type=bind,target=/ctx ")
+    return shlex.split(runs[0].split(CLONE_SCRIPT, 1)[1])
+
+
+def test_every_pinned_clone_goes_through_the_shared_script() -> None:
+    """One clone-and-verify (images/lib/clone-pinned.sh) for every upstream source: each `*-git`
+    stage passes its own REPO, tag (or commit), COMMIT, /src and the ARG to update; the script is
+    in that image's build context, and no Dockerfile clones by itself."""
+    stages = {(image, stage) for image, path in DOCKERFILES.items()
+              for stage in parse(path).stages if stage.endswith("-git")}
+    assert stages == {(image, stage) for image, stage, _, _ in PINNED_CLONES}
+    for image, stage, var, ref in PINNED_CLONES:
+        assert clone_call(image, stage) == [f"${{{var}_REPO}}", f"${{{var}_{ref}}}", f"${{{var}_COMMIT}}", "/src",
+                                            f"{var}_COMMIT in images/{image}/Dockerfile"], (image, stage)
+        args = parse(DOCKERFILES[image]).stages[stage].args()
+        assert {f"{var}_REPO", f"{var}_COMMIT"} <= set(args) and re.fullmatch(r"[0-9a-f]{40}", args[f"{var}_COMMIT"])
+        ignore = (IMAGES / image / "Dockerfile.dockerignore").read_text(encoding="utf-8").splitlines()
+        assert f"!{CLONE_SCRIPT}" in ignore, f"images/{image}/Dockerfile.dockerignore must let {CLONE_SCRIPT} in"
+    for path in DOCKERFILES.values():
+        assert not re.search(r"git (clone|fetch)", path.read_text(encoding="utf-8")), path
 
 
 def test_open5gs_meson_uses_nodownload_when_subprojects_are_present() -> None:

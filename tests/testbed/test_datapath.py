@@ -75,19 +75,20 @@ def test_userspace_fallbacks_are_the_real_programs(facts: dict) -> None:
         assert Path(facts["kernel_libipsec"]).is_file()
 
 
-def test_datapath_choice_follows_the_facts(facts: dict) -> None:
-    if facts["xfrm_esp"]:
-        assert facts["ipsec"] == "kernel"
-    elif facts["kernel_libipsec"] and facts["tun"]:
-        assert facts["ipsec"] == "libipsec"      # this development machine: no kernel ESP
+# (overlay, the kernel's fact, the userspace fallback's fact, the fallback's name); this development
+# machine has neither kernel ESP nor a WireGuard module, so it takes the fallbacks
+@pytest.mark.parametrize("overlay, kernel, userspace, fallback", [
+    ("ipsec", "xfrm_esp", "kernel_libipsec", "libipsec"),
+    ("wireguard", "wireguard_kernel", "wireguard_go", "wireguard-go"),
+])
+def test_datapath_choice_follows_the_facts(facts: dict, overlay: str, kernel: str, userspace: str,
+                                           fallback: str) -> None:
+    if facts[kernel]:
+        assert facts[overlay] == "kernel"
+    elif facts[userspace] and facts["tun"]:
+        assert facts[overlay] == fallback
     else:
-        assert facts["ipsec"] == "unavailable"
-    if facts["wireguard_kernel"]:
-        assert facts["wireguard"] == "kernel"
-    elif facts["wireguard_go"] and facts["tun"]:
-        assert facts["wireguard"] == "wireguard-go"  # this development machine: no WireGuard module
-    else:
-        assert facts["wireguard"] == "unavailable"
+        assert facts[overlay] == "unavailable"
 
 
 def test_manifest_entry_marks_userspace(facts: dict) -> None:

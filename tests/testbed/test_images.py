@@ -34,12 +34,24 @@ def store(*built: tuple[str, str]) -> images.Inspect:
 def test_the_inputs_are_the_dockerfile_its_ignore_file_and_what_that_lets_in(repo: Path) -> None:
     files = [f.as_posix() for f in images.input_files("open5gs", repo)]
     patches = sorted(p.relative_to(repo).as_posix() for p in (repo / "patches/open5gs").glob("*.patch"))
-    assert files == ["images/open5gs/Dockerfile", "images/open5gs/Dockerfile.dockerignore", *patches]
+    assert files == ["images/open5gs/Dockerfile", "images/open5gs/Dockerfile.dockerignore",
+                     "images/lib/apply-patches.sh", "images/lib/clone-pinned.sh", *patches]
     assert patches, "the Open5GS patches are build inputs"
     (repo / "patches/open5gs/README.md").write_text("not in the build context\n")
     assert [f.as_posix() for f in images.input_files("open5gs", repo)] == files
     assert [f.as_posix() for f in images.input_files("tools", repo)] == \
         ["images/tools/Dockerfile", "images/tools/Dockerfile.dockerignore"]
+
+
+def test_the_shared_clone_script_is_an_input_of_every_image_that_clones(repo: Path) -> None:
+    """images/lib/clone-pinned.sh runs in the `*-git` stages of open5gs, ueransim, snort and oai:
+    a change to it is a new tag for exactly those images."""
+    env: dict[str, str] = {}
+    before = {name: images.input_hash(name, env, repo) for name in images.BUILT}
+    script = repo / "images/lib/clone-pinned.sh"
+    script.write_text(script.read_text() + "\n")
+    changed = {name for name in images.BUILT if images.input_hash(name, env, repo) != before[name]}
+    assert changed == {"open5gs", "ueransim", "snort", "oai"}
 
 
 def test_a_patch_change_triggers_the_rebuild_decision(repo: Path) -> None:
