@@ -47,6 +47,9 @@ def gnb_nodes(variant: str) -> list[str]:
     return ["gnb"] if variant == "oai" else ["cucp", "cuup", "du"]
 
 
+RADIO_NODES = ("gnb", "du")           # the nodes with a radio: the RF simulator's server side
+
+
 def radio_node(variant: str) -> str:
     """The node the nrUEs' RF simulator connects to (TCP on the `ran` network)."""
     return "gnb" if variant == "oai" else "du"
@@ -99,7 +102,7 @@ def _program(node: str, depends: list[str]) -> dict[str, Any]:
     conf = f"/etc/oai/{node}.conf"
     return {
         **rc.least("oai-ran", image=IMAGE),
-        "command": [WRAPPER, PROGRAM[node], "-O", conf],
+        "command": [WRAPPER, PROGRAM[node], "-O", conf, *(cfg.radio_args() if node in RADIO_NODES else [])],
         "network_mode": f"service:{node}-net",
         "volumes": [ENTRYPOINTS, f"${{RENDER_DIR}}/{CONF_DIR}/{node}.conf:{conf}:ro"],
         "env_file": [f"${{RENDER_DIR}}/env/{node}.env"],

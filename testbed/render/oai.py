@@ -187,6 +187,13 @@ def ue_config(imsi: str, k: str, opc: str, values: dict[str, Any] | None = None)
     return {"uicc0": uicc, "log_config": _log(v)}
 
 
+def radio_args() -> list[str]:
+    """The radio node's (monolithic gNB, DU) device: OAI's RF simulator (lib/librfsimulator.so).
+    Without it nr-softmodem loads liboai_device.so, a real radio's, which the image has not, and
+    exits (seen in the full-kernel guest: `Library oai_device couldn't be loaded`, exit 139)."""
+    return ["--rfsim"]
+
+
 def ue_args(radio_node: str, values: dict[str, Any] | None = None) -> list[str]:
     """The nrUE's command-line options for the cell (they are not config keys in OAI v2.3.0) and
     the RF simulator server it connects to (the DU, or the monolithic gNB)."""

@@ -57,6 +57,15 @@ class Netns:
         subprocess.run(["ip", "netns", "del", self.name], check=False)
 
 
+def _command(variant: str, node: str, render_dir: Path) -> list[str]:
+    """The node's command exactly as the rendered Compose file runs it (without the log wrapper),
+    its config path the rendered file's."""
+    import yaml
+    svc = yaml.safe_load((render_dir / layout.RAN_COMPOSE_FILE).read_text())["services"][node]
+    conf = f"/etc/oai/{node}.conf"
+    return [str(render_dir / layout.OAI_DIR / f"{node}.conf") if a == conf else str(a) for a in svc["command"][1:]]
+
+
 def _wait_for(log: Path, text: str, deadline_s: float, proc: subprocess.Popen[bytes]) -> bool:
     end = time.monotonic() + deadline_s
     while time.monotonic() < end:
@@ -86,7 +95,7 @@ def test_du_takes_its_f1c_and_f1u_addresses_from_the_rendered_config(tmp_path: P
     ns = Netns([stack.address("du", n) for n in ("f1c", "f1u", "ran")])
     log = tmp_path / "du.log"
     try:
-        du = ns.start(tree, ["nr-softmodem", "-O", str(r.dir / layout.OAI_DIR / "du.conf")], log, tmp_path)
+        du = ns.start(tree, _command("split", "du", r.dir), log, tmp_path)
         ok = _wait_for(log, "waiting for F1 Setup Response", 60, du)
     finally:
         _stop(*(p for p in [locals().get("du")] if p is not None))
@@ -107,8 +116,7 @@ def test_nrue_synchronises_to_the_rendered_cell_over_the_rf_simulator(tmp_path: 
     gnb_log, ue_log = tmp_path / "gnb.log", tmp_path / "ue.log"
     procs: list[subprocess.Popen[bytes]] = []
     try:
-        procs.append(ns.start(tree, ["nr-softmodem", "-O", str(r.dir / layout.OAI_DIR / "gnb.conf"), "--rfsim",
-                                     "--phy-test"], gnb_log, tmp_path))
+        procs.append(ns.start(tree, [*_command("oai", "gnb", r.dir), "--phy-test"], gnb_log, tmp_path))
         assert _wait_for(gnb_log, "Frame.Slot", 60, procs[0]), gnb_log.read_text(errors="replace")[-3000:]
         args = oai.ue_args("gnb")
         procs.append(ns.start(tree, ["nr-uesoftmodem", "-O", str(r.dir / layout.OAI_DIR / "ue1.conf"), "--phy-test",

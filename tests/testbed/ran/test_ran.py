@@ -61,6 +61,9 @@ def test_split_services_and_start_order() -> None:
     assert "amf" in s["cucp"]["depends_on"] and "cucp" in s["cuup"]["depends_on"]
     assert {"cucp", "cuup"} <= set(s["du"]["depends_on"]) and set(s["ue1"]["depends_on"]) == {"du"}
     assert s["cuup"]["command"][1] == "nr-cuup" and s["du"]["command"][1] == "nr-softmodem"
+    # the radio node runs the RF simulator (without --rfsim nr-softmodem wants a real radio's
+    # library and exits: seen in the guest); the CU-CP and CU-UP have no radio
+    assert s["du"]["command"][-1] == "--rfsim" and "--rfsim" not in s["cucp"]["command"] + s["cuup"]["command"]
     assert s["ue2"]["profiles"] == ["ue2"]
     for name, svc in s.items():
         # each service holds its role of nf-configs/privileges.yaml and nothing more
