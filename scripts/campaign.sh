@@ -126,7 +126,7 @@ main() {
       unit=(SECFN_UNIT="${profile#*.}")
       profile="${profile%%.*}"
     fi
-    env PROFILE="$profile" "${unit[@]}" CAMPAIGN="$CAMPAIGN" SLOT="$slot" BOOT="$rep" BOOTS="$BLOCKS" RESULTS="$RESULTS" "$driver" &
+    env PROFILE="$profile" "${unit[@]}" CAMPAIGN="$CAMPAIGN" SLOT="$slot" BOOT="$rep" BOOTS="$BLOCKS" RESULTS="$RESULTS" "$driver" </dev/null &
     CURRENT_PID=$!
     wait "$CURRENT_PID" || rc=$?
     CURRENT_PID=""

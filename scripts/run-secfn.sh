@@ -64,7 +64,7 @@ flow() {
     rel="ditg/$side-$tag.log"
     [[ -f "$RUN_DIR/$rel" ]] || { warn "no $rel"; continue; }
     mapfile -d '' -t cmd < <(dc_exec ue-ditg ITGDec "$DITG_AT/$side-$tag.log")
-    "${cmd[@]}" >"$RUN_DIR/$rel.txt" 2>>"$RUN_DIR/driver-stderr.log" || warn "ITGDec $rel failed"
+    "${cmd[@]}" </dev/null >"$RUN_DIR/$rel.txt" 2>>"$RUN_DIR/driver-stderr.log" || warn "ITGDec $rel failed"
     record_file "$rel" ditg "protocol=$proto" "rate=$rate" "run=$run" "side=$side"
   done
 }
@@ -108,9 +108,11 @@ main() {
     plan="$(tb secfn-plan "$RUN_DIR" --server "$SERVER" --source "$UE_IP" --log-dir "$DITG_AT")" \
       || die "could not plan the D-ITG flows of $RUN_DIR" 1
   fi
-  while IFS=$'\t' read -r -a fields; do
+  # the plan on its own descriptor: `docker compose exec` reads its standard input, and read from
+  # the loop's it swallowed every flow after the first (seen in the guest: 1 of 8 flows)
+  while IFS=$'\t' read -r -u 5 -a fields; do
     ((${#fields[@]} > 3)) && flow "${fields[@]}"
-  done <<<"$plan"
+  done 5<<<"$plan"
 
   local died=() stop=(dn)
   if [[ "$SECFN" != none && "$SECFN" != nat ]]; then
