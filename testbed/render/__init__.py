@@ -166,20 +166,21 @@ def render(profile: Profile, plane: str, out_dir: Path, *, subscribers: dict[str
     # the overlay's, then each dimension's (same hook, same signature)
     nf_hooks = [h for h in (_hook(mod, "nf_config_overrides"),
                             *(_dimensions.hook(d, "nf_config_overrides") for d in dims)) if h is not None]
-    for nf in nodes:
-        cfg = open5gs.nf_config(nf, v, scp)
-        for nf_hook in nf_hooks:
-            cfg = deep_merge(cfg, nf_hook(nf, profile, v) or {})
-        written.append(_write(out_dir / layout.OPEN5GS_DIR / f"{nf}.yaml", _dump_yaml(cfg, header)))
 
-    def ran_overrides(node: str) -> dict[str, Any]:
+    def overrides(node: str) -> dict[str, Any]:
+        """Every hook's overrides of one node's config, merged in hook order."""
         merged: dict[str, Any] = {}
         for nf_hook in nf_hooks:
             merged = deep_merge(merged, nf_hook(node, profile, v) or {})
         return merged
+
+    for nf in nodes:
+        cfg = deep_merge(open5gs.nf_config(nf, v, scp), overrides(nf))
+        written.append(_write(out_dir / layout.OPEN5GS_DIR / f"{nf}.yaml", _dump_yaml(cfg, header)))
+
     ran_ctx = ran.RenderContext(
         values=v, subscribers=subscribers, out_dir=out_dir, header=header.lstrip("# ").rstrip("\n"), uu=uu,
-        overrides=ran_overrides if nf_hooks else None)
+        overrides=overrides if nf_hooks else None)
     written += ran_mod.render(ran_name, ran_ctx)
     ran_file = _write(out_dir / layout.RAN_COMPOSE_FILE, ran.compose_text(ran_mod.compose(ran_name, v), ran_name,
                                                                           profile.id))
