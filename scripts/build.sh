@@ -98,11 +98,12 @@ require_dir() {
   [[ -e "$dir/$marker" ]] || die "$var=$dir does not look right: $dir/$marker is missing (docs/images.md)" 2
 }
 
-# common_args NAME: what every image build gets: its version, its inputs hash and base as labels,
-# and the base image override if any.
+# common_args NAME [SOURCE]: what every image build gets: its version, and as labels its inputs
+# hash, its base and, for a compiled image, what it is built from (SOURCE, default upstream: then
+# also the pins of images/NAME/sources.env); the base image override if any.
 common_args() {
   local name="$1" image_var="${1^^}_IMAGE" labels=()
-  mapfile -t labels < <(cd "$TESTBED_ROOT" && "$PYTHON" -m testbed.cli.images labels "$name") \
+  mapfile -t labels < <(cd "$TESTBED_ROOT" && "$PYTHON" -m testbed.cli.images labels "$name" ${2:+--source "$2"}) \
     || die "cannot compute the build inputs hash of $name (see above)" 1
   ((${#labels[@]})) || die "cannot compute the build inputs hash of $name" 1
   printf '%s\n' --build-arg "IMAGE_VERSION=$(image_version "${!image_var}")" "${labels[@]}"
@@ -121,26 +122,27 @@ run_build() {
 }
 
 # build_compiled NAME IMAGE INSTALL_MARKER SRC_MARKER [EXTRA_ARG...]: an image compiled from
-# upstream (open5gs, ueransim). $<NAME>_INSTALL (a prebuilt install tree) replaces the compile
-# stage, $<NAME>_SRC (a local tree) the clone stage, both as BuildKit named build contexts.
+# upstream (open5gs, ueransim, snort, oai). $<NAME>_INSTALL (a prebuilt install tree) replaces the
+# compile stage, $<NAME>_SRC (a local tree) the source stage, both as BuildKit named build contexts;
+# what was used goes into the image (its contents file) and its label testbed.<name>.source.
 build_compiled() {
   local name="$1" image="$2" install_marker="$3" src_marker="$4"
   shift 4
   local upper="${name^^}"
   local install_var="${upper}_INSTALL" src_var="${upper}_SRC"
-  local args=()
-  mapfile -t args < <(common_args "$name")
-  ((${#args[@]})) || exit 1
+  local args=() context=() source=upstream
   if [[ -n "${!install_var:-}" ]]; then
     require_dir "$install_var" "${!install_var}" "$install_marker"
-    args+=(--build-context "$name-install=${!install_var}"
-      --build-arg "${upper}_SOURCE=prebuilt:$(basename "${!install_var}")")
+    context=(--build-context "$name-install=${!install_var}")
+    source="prebuilt:$(basename "${!install_var}")"
   elif [[ -n "${!src_var:-}" ]]; then
     require_dir "$src_var" "${!src_var}" "$src_marker"
-    args+=(--build-context "$name-src=${!src_var}"
-      --build-arg "${upper}_SOURCE=$(describe_tree "${!src_var}")")
+    context=(--build-context "$name-src=${!src_var}")
+    source="$(describe_tree "${!src_var}")"
   fi
-  args+=("$@")
+  mapfile -t args < <(common_args "$name" "$source")
+  ((${#args[@]})) || exit 1
+  args+=("${context[@]}" --build-arg "${upper}_SOURCE=$source" "$@")
   [[ -z "${BUILD_JOBS:-}" ]] || args+=(--build-arg "BUILD_JOBS=$BUILD_JOBS")
   run_build "$DOCKER" buildx build --load -f "images/$name/Dockerfile" "${args[@]}" -t "$image" .
 }

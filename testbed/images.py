@@ -37,6 +37,7 @@ HASH_LEN = 12
 INPUTS_LABEL = "testbed.inputs"
 BASE_LABEL = "testbed.base"
 CONTENTS_FILE = "/etc/testbed-image.txt"
+SOURCES_FILE = "sources.env"                   # images/<name>/sources.env: the upstream pins
 # MONGO_IMAGE=ferretdb: the testbed's own FerretDB image, under its hashed tag
 FERRETDB_ALIAS = "ferretdb"
 
@@ -110,6 +111,48 @@ def input_files(name: str, root: Path = ROOT) -> list[Path]:
     if missing:
         raise ImageError(f"build inputs of {name} missing: {', '.join(missing)}")
     return files
+
+
+def sources(name: str, root: Path = ROOT) -> dict[str, dict[str, str]]:
+    """The pinned upstream sources of a compiled image, from images/<name>/sources.env (the one home
+    of its pins; images/lib/clone-pinned.sh reads the same file in the build): source -> {repo,
+    version, commit}, version being the release tag or, for a source fetched by hash, the commit.
+    {} for an image that compiles nothing."""
+    path = Path(root) / "images" / name / SOURCES_FILE
+    if not path.is_file():
+        return {}
+    out: dict[str, dict[str, str]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, sep, value = line.partition("=")
+        prefix, _, field = key.rpartition("_")
+        if not sep or not prefix or field not in ("REPO", "VERSION", "COMMIT"):
+            raise ImageError(f"{path}: {line!r} is not a <SOURCE>_REPO|_VERSION|_COMMIT=value line")
+        out.setdefault(prefix.lower(), {})[field.lower()] = value.strip()
+    for src, pin in out.items():
+        if not {"repo", "commit"} <= set(pin):
+            raise ImageError(f"{path}: {src.upper()}_REPO and {src.upper()}_COMMIT are both needed")
+        pin.setdefault("version", pin["commit"])
+    return out
+
+
+def labels(name: str, source: str | None = None, env: Mapping[str, str] | None = None,
+           root: Path = ROOT) -> dict[str, str]:
+    """The testbed.* labels scripts/build.sh gives an image: its inputs hash and base and, for a
+    compiled image, what it was compiled from (`source`: upstream, local:..., prebuilt:...) and,
+    when that is the pinned upstream, each source's tag and commit."""
+    out = {INPUTS_LABEL: input_hash(name, env, root), BASE_LABEL: base_image(name, env, root)}
+    pins = sources(name, root)
+    if pins:
+        source = source or "upstream"
+        out[f"testbed.{name}.source"] = source
+        if source == "upstream":
+            for src, pin in pins.items():
+                out[f"testbed.{src}.version"] = pin["version"]
+                out[f"testbed.{src}.commit"] = pin["commit"]
+    return out
 
 
 def knobs(name: str, env: Mapping[str, str]) -> dict[str, str]:

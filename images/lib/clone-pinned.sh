@@ -1,22 +1,45 @@
 #!/usr/bin/env bash
-# The `*-git` stages of images/*/Dockerfile: fetch one pinned upstream source into DEST and prove
-# it is the pinned commit, so that a moved tag fails the build instead of changing the image.
+# The source step of every compiled image (images/*/Dockerfile, `*-build` stages): put the pinned
+# upstream source NAME into DEST, unless a named build context already put a tree there.
 #
-#   clone-pinned.sh REPO REF COMMIT DEST PIN
+#   clone-pinned.sh PINS NAME DEST
 #
-# REF is a release tag (a shallow clone that keeps the tag, for `git describe`), or COMMIT itself
-# (a shallow fetch of that commit: nothing upstream can move it). PIN says what to update when the
-# tag moved, e.g. "OPEN5GS_COMMIT in images/open5gs/Dockerfile". git and the CA certificates are
-# installed from the stage's Debian suite when the stage lacks them.
+# PINS is the image's sources.env (e.g. images/open5gs/sources.env): NAME_REPO, NAME_COMMIT and, for a
+# release, NAME_VERSION (its tag). The Dockerfile copies the `<name>-src` stage to DEST first: that
+# stage is empty unless `--build-context <name>-src=/path/to/tree` replaced it, so a non-empty DEST is
+# the user's tree, used as it is. Otherwise the tag is cloned shallow (keeping it, for `git
+# describe`) or, without a tag, the commit is fetched by its hash; either way the result must be
+# NAME_COMMIT, so that a moved tag fails the build instead of changing the image. git and the CA
+# certificates are installed from the stage's Debian suite when the stage lacks them.
 set -euo pipefail
 
-if [[ $# -ne 5 ]]; then
-  echo "usage: clone-pinned.sh REPO REF COMMIT DEST PIN" >&2
+if [[ $# -ne 3 ]]; then
+  echo "usage: clone-pinned.sh PINS NAME DEST" >&2
   exit 2
 fi
-repo=$1 ref=$2 commit=$3 dest=$4 pin=$5
+pins=$1 name=$2 dest=$3
 
-if ! command -v git >/dev/null; then
+# pin KEY: the value of NAME_KEY in PINS (plain KEY=VALUE lines; the file is read, never sourced)
+pin() {
+  local key="${name}_$1" k v
+  while IFS='=' read -r k v; do
+    [[ "$k" == "$key" ]] && { printf '%s\n' "$v"; return 0; }
+  done < "$pins"
+  return 1
+}
+
+[[ -r "$pins" ]] || { echo "clone-pinned.sh: $pins is missing or unreadable" >&2; exit 2; }
+if [[ -d "$dest" && -n "$(ls -A "$dest")" ]]; then
+  echo "$name: $dest holds the tree given as a named build context; used as it is (no clone)"
+  exit 0
+fi
+if ! repo="$(pin REPO)" || ! commit="$(pin COMMIT)"; then
+  echo "clone-pinned.sh: $pins lacks ${name}_REPO or ${name}_COMMIT" >&2
+  exit 2
+fi
+ref="$(pin VERSION)" || ref=$commit
+
+if ! command -v git >/dev/null || [[ ! -e /etc/ssl/certs/ca-certificates.crt ]]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update
   apt-get install -y --no-install-recommends ca-certificates git
@@ -32,7 +55,7 @@ else
 fi
 got="$(git -C "$dest" rev-parse HEAD)"
 if [[ "$got" != "$commit" ]]; then
-  echo "$repo $ref resolved to $got, expected $commit: the tag moved; check upstream and update $pin" >&2
+  echo "$repo $ref resolved to $got, expected $commit: the tag moved; check upstream and update ${name}_COMMIT in $pins" >&2
   exit 1
 fi
 echo "$repo $ref: $got"

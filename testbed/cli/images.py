@@ -4,7 +4,8 @@
     hash NAME      the content hash of NAME's build inputs
     inputs NAME    the files (with their SHA-256) and knobs that make the hash
     plan [NAME..]  per image: ok | build | stale, and why (needs Docker to look at the images)
-    labels NAME    the --label arguments scripts/build.sh gives the image
+    labels NAME    the --label arguments scripts/build.sh gives the image (--source: what a
+                   compiled image is built from, default upstream)
 """
 from __future__ import annotations
 
@@ -23,6 +24,8 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument("action", choices=ACTIONS)
     parser.add_argument("names", nargs="*", metavar="NAME", help=f"image: {', '.join(images.BUILT)}")
     parser.add_argument("--docker", default=os.environ.get("DOCKER") or "docker", help="the Docker CLI (plan)")
+    parser.add_argument("--source", default=None,
+                        help="labels: upstream (default), local:<dir>@<rev> or prebuilt:<dir>")
 
 
 def _one(args: argparse.Namespace) -> str:
@@ -44,9 +47,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         for k, v in images.knobs(name, os.environ).items():
             print(f"knob  {k}={v}")
     elif args.action == "labels":
-        name = _one(args)
-        print(f"--label\n{images.INPUTS_LABEL}={images.input_hash(name)}\n"
-              f"--label\n{images.BASE_LABEL}={images.base_image(name)}")
+        for key, value in images.labels(_one(args), args.source).items():
+            print(f"--label\n{key}={value}")
     elif args.action == "plan":
         bad = [n for n in args.names if n not in images.BUILT]
         if bad:

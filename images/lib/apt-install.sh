@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Every package install of images/*/Dockerfile: Debian packages without their recommends, from the
+# stage's own suite or, with -t, from another suite of the same mirror (bookworm-backports: a newer
+# libcurl, Go, Suricata). Packages come by suite, never by an exact version (a point release moves;
+# docs/images.md): a Dockerfile that needs a floor checks it after the install.
+#
+#   apt-install.sh [-t SUITE] PKG...
+#
+# A failed update or install is retried once after a pause (a mirror that is being synced or a
+# dropped connection), and says so; the package lists are removed afterwards, as the image does not
+# need them. DEBIAN_MIRROR (the Dockerfile's ARG, default deb.debian.org) is where SUITE comes from.
+set -euo pipefail
+
+usage() {
+  echo "usage: apt-install.sh [-t SUITE] PKG..." >&2
+  exit 2
+}
+
+suite=""
+if [[ "${1:-}" == -t ]]; then
+  [[ $# -ge 2 ]] || usage
+  suite=$2
+  shift 2
+fi
+(($#)) || usage
+export DEBIAN_FRONTEND=noninteractive
+opts=(-y --no-install-recommends)
+
+if [[ -n "$suite" ]]; then
+  printf 'Types: deb\nURIs: %s\nSuites: %s\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+    "${DEBIAN_MIRROR:-http://deb.debian.org/debian}" "$suite" > "/etc/apt/sources.list.d/$suite.sources"
+  opts+=(-t "$suite")
+fi
+
+install() {
+  apt-get update && apt-get install "${opts[@]}" "$@"
+}
+
+if ! install "$@"; then
+  echo "apt-install.sh: installing $* failed; retrying once in 10 s" >&2
+  sleep 10
+  install "$@" || { echo "apt-install.sh: installing $* failed twice; is the Debian mirror reachable from the build?" >&2; exit 1; }
+fi
+rm -rf /var/lib/apt/lists/*
