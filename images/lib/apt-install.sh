@@ -9,7 +9,12 @@
 # A failed update or install is retried once after a pause (a mirror that is being synced or a
 # dropped connection), and says so; the package lists are removed afterwards, as the image does not
 # need them. DEBIAN_MIRROR (the Dockerfile's ARG, default deb.debian.org) is where SUITE comes from.
+# APT_SOURCES, APT_LISTS and APT_RETRY_PAUSE exist for tests/images/test_image_steps.py only.
 set -euo pipefail
+
+sources_dir="${APT_SOURCES:-/etc/apt/sources.list.d}"
+lists_dir="${APT_LISTS:-/var/lib/apt/lists}"
+pause="${APT_RETRY_PAUSE:-10}"
 
 usage() {
   echo "usage: apt-install.sh [-t SUITE] PKG..." >&2
@@ -28,17 +33,17 @@ opts=(-y --no-install-recommends)
 
 if [[ -n "$suite" ]]; then
   printf 'Types: deb\nURIs: %s\nSuites: %s\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
-    "${DEBIAN_MIRROR:-http://deb.debian.org/debian}" "$suite" > "/etc/apt/sources.list.d/$suite.sources"
+    "${DEBIAN_MIRROR:-http://deb.debian.org/debian}" "$suite" > "$sources_dir/$suite.sources"
   opts+=(-t "$suite")
 fi
 
-install() {
+attempt() {
   apt-get update && apt-get install "${opts[@]}" "$@"
 }
 
-if ! install "$@"; then
-  echo "apt-install.sh: installing $* failed; retrying once in 10 s" >&2
-  sleep 10
-  install "$@" || { echo "apt-install.sh: installing $* failed twice; is the Debian mirror reachable from the build?" >&2; exit 1; }
+if ! attempt "$@"; then
+  echo "apt-install.sh: installing $* failed; retrying once in ${pause} s" >&2
+  sleep "$pause"
+  attempt "$@" || { echo "apt-install.sh: installing $* failed twice; is the Debian mirror reachable from the build?" >&2; exit 1; }
 fi
-rm -rf /var/lib/apt/lists/*
+rm -rf "${lists_dir:?}"/*

@@ -11,6 +11,7 @@
 # PREFIX    the install tree: its share/testbed/build-info.txt (what the build stage recorded:
 #           upstream version and commit, compiler ...) is appended
 # FILE      the programs and modules that must be there, each with every library it links found
+# CONTENTS (default /etc/testbed-image.txt) exists for tests/images/test_image_steps.py only.
 set -euo pipefail
 
 if [[ $# -lt 6 ]]; then
@@ -19,7 +20,7 @@ if [[ $# -lt 6 ]]; then
 fi
 image=$1 version=$2 source=$3 prefix=$4 packages=$5
 shift 5
-out=/etc/testbed-image.txt
+out="${CONTENTS:-/etc/testbed-image.txt}"
 
 {
   echo "image=$image"

@@ -1,6 +1,8 @@
-"""images/lib/clone-pinned.sh, the clone step of every `*-git` stage, run for real with git on a
-local upstream repository (file://): a pinned tag clones and keeps the tag, a pinned commit is
-fetched by its hash, a moved tag fails naming the ARG to update, and a wrong call is a usage error."""
+"""images/lib/clone-pinned.sh, the source step of every compiled image's build stage, run for real
+with git on a local upstream repository (file://): a pinned tag clones and keeps the tag, a pinned
+commit is fetched by its hash, a moved tag fails naming the pin to update, a tree a named build
+context put in DEST is used as it is, and a wrong call or pins file is a usage error. Each pins file
+is written the way images/<name>/sources.env is."""
 from __future__ import annotations
 
 import subprocess
@@ -11,7 +13,6 @@ import pytest
 from tests.conftest import ROOT, require_tools
 
 SCRIPT = ROOT / "images" / "lib" / "clone-pinned.sh"
-PIN = "X_COMMIT in images/x/Dockerfile"
 
 
 def _git(*args: str, cwd: Path) -> str:
@@ -33,13 +34,19 @@ def upstream(tmp_path: Path) -> tuple[str, str]:
     return f"file://{repo}", _git("rev-parse", "HEAD", cwd=repo)
 
 
+def _pins(tmp_path: Path, **values: str) -> Path:
+    path = tmp_path / "sources.env"
+    path.write_text("# pins\n" + "".join(f"X_{k}={v}\n" for k, v in values.items()), encoding="utf-8")
+    return path
+
+
 def _clone(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["bash", str(SCRIPT), *args], capture_output=True, text=True, check=False)
 
 
 def test_a_pinned_tag_clones_at_its_commit_and_keeps_the_tag(upstream: tuple[str, str], tmp_path: Path) -> None:
     url, commit = upstream
-    res = _clone(url, "v1", commit, str(tmp_path / "src"), PIN)
+    res = _clone(str(_pins(tmp_path, REPO=url, VERSION="v1", COMMIT=commit)), "X", str(tmp_path / "src"))
     assert res.returncode == 0, res.stderr
     assert _git("rev-parse", "HEAD", cwd=tmp_path / "src") == commit
     assert _git("describe", "--tags", cwd=tmp_path / "src") == "v1"     # build-info's version
@@ -47,21 +54,40 @@ def test_a_pinned_tag_clones_at_its_commit_and_keeps_the_tag(upstream: tuple[str
 
 def test_a_pinned_commit_is_fetched_by_its_hash(upstream: tuple[str, str], tmp_path: Path) -> None:
     url, commit = upstream
-    res = _clone(url, commit, commit, str(tmp_path / "src"), PIN)
+    (tmp_path / "src").mkdir()            # as the Dockerfile leaves it: the empty <name>-src stage copied in
+    res = _clone(str(_pins(tmp_path, REPO=url, COMMIT=commit)), "X", str(tmp_path / "src"))
     assert res.returncode == 0, res.stderr
     assert _git("rev-parse", "HEAD", cwd=tmp_path / "src") == commit
     assert (tmp_path / "src" / "README").read_text() == "one\n"
 
 
-def test_a_moved_tag_fails_naming_the_arg_to_update(upstream: tuple[str, str], tmp_path: Path) -> None:
+def test_a_moved_tag_fails_naming_the_pin_to_update(upstream: tuple[str, str], tmp_path: Path) -> None:
     url, commit = upstream
-    res = _clone(url, "v1", "0" * 40, str(tmp_path / "src"), PIN)
+    pins = _pins(tmp_path, REPO=url, VERSION="v1", COMMIT="0" * 40)
+    res = _clone(str(pins), "X", str(tmp_path / "src"))
     assert res.returncode == 1
     assert f"v1 resolved to {commit}, expected {'0' * 40}: the tag moved" in res.stderr
-    assert res.stderr.rstrip().endswith(f"update {PIN}")
+    assert res.stderr.rstrip().endswith(f"update X_COMMIT in {pins}")
 
 
-def test_a_wrong_call_is_a_usage_error() -> None:
+def test_a_tree_from_a_named_context_is_used_as_it_is(tmp_path: Path) -> None:
+    """--build-context x-src=/path: DEST already holds the user's tree; nothing is fetched (the
+    pinned repository here does not even exist)."""
     require_tools("bash")
-    res = _clone("only", "three", "args")
-    assert res.returncode == 2 and res.stderr.startswith("usage: clone-pinned.sh REPO REF COMMIT DEST PIN")
+    dest = tmp_path / "src"
+    dest.mkdir()
+    (dest / "mine.c").write_text("int main(void) { return 0; }\n")
+    res = _clone(str(_pins(tmp_path, REPO="file:///nonexistent", COMMIT="0" * 40)), "X", str(dest))
+    assert res.returncode == 0, res.stderr
+    assert "holds the tree given as a named build context" in res.stdout
+    assert sorted(p.name for p in dest.iterdir()) == ["mine.c"]
+
+
+def test_a_wrong_call_or_pins_file_is_a_usage_error(tmp_path: Path) -> None:
+    require_tools("bash")
+    res = _clone("only", "two")
+    assert res.returncode == 2 and res.stderr.startswith("usage: clone-pinned.sh PINS NAME DEST")
+    res = _clone(str(tmp_path / "missing.env"), "X", str(tmp_path / "src"))
+    assert res.returncode == 2 and "missing or unreadable" in res.stderr
+    res = _clone(str(_pins(tmp_path, REPO="file:///x")), "X", str(tmp_path / "src"))
+    assert res.returncode == 2 and "lacks X_REPO or X_COMMIT" in res.stderr

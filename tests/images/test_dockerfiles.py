@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from testbed import images
 from tests.conftest import ROOT, require_tools
 
 IMAGES = ROOT / "images"
@@ -134,9 +135,13 @@ def test_apt_never_pins_an_exact_point_release(dockerfile: tuple[str, Dockerfile
     name, df = dockerfile
     for stage in df.stages.values():
         for run in stage.runs():
-            for cmd in re.findall(r"apt-get install[^;&|]*", run):
+            assert "apt-get install" not in run, f"{df.path} ({stage.name}): install through {APT_SCRIPT}"
+            for cmd in re.findall(r"apt-install\.sh[^;&|]*", run):
                 pinned = [w for w in cmd.split() if re.match(r"^\"?[a-z0-9][a-z0-9.+-]*=\S", w)]
                 assert not pinned, f"{df.path} ({stage.name}): exact version pin {pinned}"
+
+
+APT_SCRIPT = "images/lib/apt-install.sh"
 
 
 def test_no_syntax_directive_so_offline_builds_work(dockerfile: tuple[str, Dockerfile]) -> None:
@@ -165,24 +170,34 @@ def test_install_stage_is_a_bare_tree_the_runtime_copies_whole(image: str, prefi
     assert f"{prefix}-install" in runtime_sources, f"{df.path}: runtime must COPY --from={prefix}-install"
     if image != "ferretdb":
         assert runtime_sources[f"{prefix}-install"] == "/"
+        # the source stage is empty (the build then clones the pin) unless a named context replaces it
         src = df.stages[f"{prefix}-src"]
-        assert src.base == "scratch" and src.copies_from()[0][1] == "/src/"
+        assert src.base == "scratch" and src.instructions == []
         build_sources = {c[0]: c[1] for c in df.stages[f"{prefix}-build"].copies_from()}
         assert build_sources.get(f"{prefix}-src") == "/", f"{df.path}: the build must COPY --from={prefix}-src /"
 
 
-@pytest.mark.parametrize("image,key", [("open5gs", "open5gs_version"), ("ueransim", "ueransim_version")])
-def test_version_args_match_stack_yaml(image: str, key: str, stack_values: dict) -> None:
-    df = parse(DOCKERFILES[image])
-    want = stack_values[key]
-    var = f"{image.upper()}_VERSION"
-    commit_var = f"{image.upper()}_COMMIT"
-    found = {s.name: s.args()[var] for s in df.stages.values() if var in s.args()}
-    assert found and set(found.values()) == {want}, \
-        f"{df.path}: ARG {var} = {found}, but nf-configs/stack.yaml {key} = {want}"
-    commits = {s.args()[commit_var] for s in df.stages.values() if commit_var in s.args()}
-    assert len(commits) == 1 and re.fullmatch(r"[0-9a-f]{40}", commits.pop()), \
-        f"{df.path}: ARG {commit_var} must be one full commit hash in every stage"
+@pytest.mark.parametrize("image,key", [("open5gs", "open5gs_version"), ("ueransim", "ueransim_version"),
+                                       ("oai", "oai_version")])
+def test_pinned_versions_match_stack_yaml(image: str, key: str, stack_values: dict) -> None:
+    pin = images.sources(image)[image]
+    assert pin["version"] == stack_values[key], \
+        f"images/{image}/sources.env: {image.upper()}_VERSION {pin['version']}, but nf-configs/stack.yaml {key} " \
+        f"= {stack_values[key]}"
+
+
+def test_every_pin_is_a_repository_and_a_full_commit() -> None:
+    pinned = {image: images.sources(image) for image in DOCKERFILES}
+    assert {image: sorted(p) for image, p in pinned.items() if p} == {
+        "oai": ["asn1c", "oai", "simde"], "open5gs": ["open5gs"], "snort": ["libdaq", "snort"],
+        "ueransim": ["ueransim"]}
+    for image, pins in pinned.items():
+        for src, pin in pins.items():
+            assert re.fullmatch(r"[0-9a-f]{40}", pin["commit"]), (image, src)
+            assert re.fullmatch(r"https://\S+\.git", pin["repo"]), (image, src)
+            # no Dockerfile carries a second copy of a pin
+            text = DOCKERFILES[image].read_text(encoding="utf-8")
+            assert pin["commit"] not in text and f"{src.upper()}_COMMIT" not in text, (image, src)
 
 
 def test_open5gs_version_meets_the_floor(stack_values: dict) -> None:
@@ -198,8 +213,7 @@ def test_open5gs_runtime_takes_libcurl_from_backports_on_bookworm() -> None:
         pytest.skip("base is not bookworm: its own libcurl is new enough")
     runtime = df.stages["runtime"]
     run = " ".join(runtime.runs())
-    assert "Suites: bookworm-backports" in run
-    assert re.search(r"-t bookworm-backports\s+libcurl3-gnutls;", run), \
+    assert re.search(r"apt-install\.sh -t bookworm-backports libcurl3-gnutls(\s|$)", run), \
         "libcurl3-gnutls must come from the bookworm-backports suite"
     minimum = runtime.args()["CURL_MIN_VERSION"]
     assert int(minimum.split(".")[0]) >= 8, f"CURL_MIN_VERSION {minimum}: 7.x breaks the SBI"
@@ -299,18 +313,23 @@ def test_patch_step_accepts_no_patch_folder_and_apply_patches_0(tmp_path: Path) 
     assert res.returncode == 0 and "patches applied: 0" in res.stdout, res.stderr
 
 
-def test_only_patches_reach_the_open5gs_build_context() -> None:
-    ignore = (IMAGES / "open5gs" / "Dockerfile.dockerignore").read_text().split("\n")
-    rules = [line.strip() for line in ignore if line.strip() and not line.startswith("#")]
-    assert rules == ["*", "!patches/open5gs/*.patch", "!images/lib/clone-pinned.sh", "!images/lib/apply-patches.sh"]
-    for name, want in (("ueransim", ["*", "!images/lib/clone-pinned.sh"]), ("snort", ["*", "!images/lib/clone-pinned.sh"]),
-                       ("ferretdb", ["*"])):
-        rules = [line.strip() for line in (IMAGES / name / "Dockerfile.dockerignore").read_text().splitlines()
-                 if line.strip() and not line.startswith("#")]
-        assert rules == want, f"images/{name}/Dockerfile.dockerignore"
-    rules = [line.strip() for line in (IMAGES / "tools" / "Dockerfile.dockerignore").read_text().splitlines()
-             if line.strip() and not line.startswith("#")]
-    assert rules == ["*", "!testbed/secfn/engines/nfq_accept.c"]        # the pass-through's source only
+STEP_SCRIPTS = ["!images/lib/clone-pinned.sh", "!images/lib/apt-install.sh", "!images/lib/record-image.sh"]
+
+
+def _ignore_rules(image: str) -> list[str]:
+    return [line.strip() for line in (IMAGES / image / "Dockerfile.dockerignore").read_text().splitlines()
+            if line.strip() and not line.startswith("#")]
+
+
+def test_only_patches_pins_and_step_scripts_reach_the_build_contexts() -> None:
+    for image in ("open5gs", "oai"):
+        assert _ignore_rules(image) == ["*", f"!patches/{image}/*.patch", "!images/lib/apply-patches.sh",
+                                        f"!images/{image}/sources.env", *STEP_SCRIPTS], image
+    for image in ("ueransim", "snort"):
+        assert _ignore_rules(image) == ["*", f"!images/{image}/sources.env", *STEP_SCRIPTS], image
+    assert _ignore_rules("ferretdb") == ["*", "!images/lib/apt-install.sh"]
+    # the pass-through's source only
+    assert _ignore_rules("tools") == ["*", "!testbed/secfn/engines/nfq_accept.c", "!images/lib/apt-install.sh"]
 
 
 def test_nothing_privileged() -> None:
@@ -320,38 +339,61 @@ def test_nothing_privileged() -> None:
 
 
 CLONE_SCRIPT = "images/lib/clone-pinned.sh"
-# every pinned upstream source: (image, stage, ARG prefix, fetched by tag or by commit)
-PINNED_CLONES = (("open5gs", "open5gs-git", "OPEN5GS", "VERSION"), ("ueransim", "ueransim-git", "UERANSIM", "VERSION"),
-                 ("snort", "libdaq-git", "LIBDAQ", "VERSION"), ("snort", "snort-git", "SNORT", "VERSION"),
-                 ("oai", "oai-git", "OAI", "VERSION"), ("oai", "asn1c-git", "ASN1C", "COMMIT"),
-                 ("oai", "simde-git", "SIMDE", "COMMIT"))
+# every pinned upstream source: (image, source, the build stage's destination of its tree)
+PINNED_CLONES = (("open5gs", "open5gs", "/src"), ("ueransim", "ueransim", "/src"),
+                 ("snort", "libdaq", "/src/libdaq"), ("snort", "snort", "/src/snort3"),
+                 ("oai", "oai", "/src"), ("oai", "asn1c", "/asn1c-src"), ("oai", "simde", "/usr/include/simde"))
 
 
-def clone_call(image: str, stage: str) -> list[str]:
-    """The arguments a `*-git` stage passes to images/lib/clone-pinned.sh (its one RUN)."""
-    runs = parse(DOCKERFILES[image]).stages[stage].runs()
-    assert len(runs) == 1 and f"bash /ctx/{CLONE_SCRIPT} " in runs[0], \
-        f"images/{image}/Dockerfile ({stage}): the clone must go through {CLONE_SCRIPT}"
-    assert runs[0].startswith("--mount=type=bind,target=/ctx ")
-    return shlex.split(runs[0].split(CLONE_SCRIPT, 1)[1])
+def clone_calls(image: str) -> dict[str, list[str]]:
+    """source -> the arguments images/<image>/Dockerfile's build stage gives images/lib/clone-pinned.sh."""
+    df = parse(DOCKERFILES[image])
+    build = next(s for s in df.stages.values() if s.name.endswith("-build") and s.base == "${DEBIAN_IMAGE}")
+    runs = [" ".join(r.split()) for r in build.runs() if CLONE_SCRIPT in r]
+    assert len(runs) == 1 and runs[0].startswith("--mount=type=bind,source=images,target=/ctx/images cd /ctx && ")
+    calls = [shlex.split(c.split(CLONE_SCRIPT, 1)[1]) for c in runs[0].split("&&")[1:]]
+    return {args[1].lower(): args for args in calls}
 
 
-def test_every_pinned_clone_goes_through_the_shared_script() -> None:
-    """One clone-and-verify (images/lib/clone-pinned.sh) for every upstream source: each `*-git`
-    stage passes its own REPO, tag (or commit), COMMIT, /src and the ARG to update; the script is
-    in that image's build context, and no Dockerfile clones by itself."""
-    stages = {(image, stage) for image, path in DOCKERFILES.items()
-              for stage in parse(path).stages if stage.endswith("-git")}
-    assert stages == {(image, stage) for image, stage, _, _ in PINNED_CLONES}
-    for image, stage, var, ref in PINNED_CLONES:
-        assert clone_call(image, stage) == [f"${{{var}_REPO}}", f"${{{var}_{ref}}}", f"${{{var}_COMMIT}}", "/src",
-                                            f"{var}_COMMIT in images/{image}/Dockerfile"], (image, stage)
-        args = parse(DOCKERFILES[image]).stages[stage].args()
-        assert {f"{var}_REPO", f"{var}_COMMIT"} <= set(args) and re.fullmatch(r"[0-9a-f]{40}", args[f"{var}_COMMIT"])
-        ignore = (IMAGES / image / "Dockerfile.dockerignore").read_text(encoding="utf-8").splitlines()
-        assert f"!{CLONE_SCRIPT}" in ignore, f"images/{image}/Dockerfile.dockerignore must let {CLONE_SCRIPT} in"
+def test_every_pinned_source_goes_through_the_shared_script() -> None:
+    """One clone-and-verify (images/lib/clone-pinned.sh) for every upstream source, in the build
+    stage, right after the COPY of its `<source>-src` stage to the same place (a named context's
+    tree there is used as it is); the pins come from the image's sources.env, and no Dockerfile
+    clones by itself."""
+    for image, src, dest in PINNED_CLONES:
+        assert clone_calls(image)[src] == [f"images/{image}/sources.env", src.upper(), dest], (image, src)
+        build = next(s for s in parse(DOCKERFILES[image]).stages.values() if s.name.endswith("-build")
+                     and s.base == "${DEBIAN_IMAGE}")
+        assert (f"{src}-src", "/", dest) in build.copies_from(), (image, src)
+        assert src in images.sources(image), (image, src)
     for path in DOCKERFILES.values():
         assert not re.search(r"git (clone|fetch)", path.read_text(encoding="utf-8")), path
+
+
+RECORD_SCRIPT = "images/lib/record-image.sh"
+
+
+def record_call(image: str) -> list[str]:
+    """The arguments the image's runtime stage gives images/lib/record-image.sh."""
+    runs = [r for r in parse(DOCKERFILES[image]).stages["runtime"].runs() if "record-image.sh" in r]
+    assert len(runs) == 1 and runs[0].startswith("--mount=type=bind,source=images/lib,target=/ctx bash "
+                                                 "/ctx/record-image.sh ")
+    return shlex.split(runs[0].split("record-image.sh", 1)[1])
+
+
+@pytest.mark.parametrize("image,programs", [
+    ("open5gs", ["/opt/open5gs/bin/open5gs-*"]),
+    ("ueransim", ["/opt/ueransim/bin/nr-gnb", "/opt/ueransim/bin/nr-ue", "/opt/ueransim/bin/nr-cli"]),
+    ("snort", ["/opt/snort/bin/snort"]),
+    ("oai", ["/opt/oai/bin/nr-softmodem", "/opt/oai/bin/nr-cuup", "/opt/oai/bin/nr-uesoftmodem",
+             "/opt/oai/lib/librfsimulator.so", "/opt/oai/lib/libparams_libconfig.so"])])
+def test_every_compiled_image_records_its_contents_and_checks_its_programs(image: str, programs: list[str]) -> None:
+    """The contents file the manifests read (its source, its packages, the build's own record) and the
+    refusal of a tree without its programs or their libraries: one step, images/lib/record-image.sh."""
+    args = record_call(image)
+    assert args[:4] == [image, "${IMAGE_VERSION}", f"${{{image.upper()}_SOURCE}}", f"/opt/{image}"]
+    assert set(programs) <= set(args[5:])
+    assert f"!{RECORD_SCRIPT}" in _ignore_rules(image)
 
 
 def test_open5gs_meson_uses_nodownload_when_subprojects_are_present() -> None:
@@ -363,12 +405,11 @@ def test_open5gs_meson_uses_nodownload_when_subprojects_are_present() -> None:
 
 
 def test_labels_record_versions() -> None:
-    for image, keys in (("open5gs", ["testbed.open5gs.version", "testbed.open5gs.commit", "testbed.libcurl.min"]),
-                        ("ueransim", ["testbed.ueransim.version", "testbed.ueransim.commit"]),
+    """The Dockerfiles label what they require (minimum versions); what a build was made from (the
+    pins, the source tree) is labelled by scripts/build.sh from testbed/images.py (tests/testbed/test_images.py)."""
+    for image, keys in (("open5gs", ["testbed.libcurl.min"]), ("ueransim", []), ("oai", []), ("snort", []),
                         ("tools", ["testbed.strongswan.min", "testbed.wireguard_go.min", "testbed.tshark.min",
                                    "testbed.suricata.min", "testbed.ditg.min"]),
-                        ("snort", ["testbed.snort.version", "testbed.snort.commit", "testbed.libdaq.version",
-                                   "testbed.libdaq.commit"]),
                         ("ferretdb", ["testbed.ferretdb.version"])):
         runtime = parse(DOCKERFILES[image]).stages["runtime"]
         labels = " ".join(rest for kw, rest in runtime.instructions if kw == "LABEL")
@@ -451,7 +492,8 @@ def test_open5gs_runtime_registers_both_library_dirs() -> None:
     subproject installs libprom.so in lib/x86_64-linux-gnu/ (seen in the VM build)."""
     run = " ".join(parse(DOCKERFILES["open5gs"]).stages["runtime"].runs())
     assert "/opt/open5gs/lib\\n/opt/open5gs/lib/x86_64-linux-gnu" in run and "ldconfig" in run
-    assert "grep 'not found'" in run   # and the build fails on any unresolved library
+    # and then the build fails on any unresolved library
+    assert run.index("ldconfig") < run.index("record-image.sh")
 
 
 def test_snort_install_stage_is_a_bare_tree_and_the_runtime_checks_nfq() -> None:
@@ -465,11 +507,11 @@ def test_snort_install_stage_is_a_bare_tree_and_the_runtime_checks_nfq() -> None
     assert "--prefix=/opt/snort" in build and "PKG_CONFIG_PATH=/opt/snort/lib/pkgconfig" in build
     assert "libdaq_static_nfq.pc" in build                    # the NFQ module really built
     runtime = " ".join(df.stages["runtime"].runs())
-    assert "--daq-list | grep -q '^nfq('" in runtime and "grep 'not found'" in runtime
+    assert "--daq-list | grep -q '^nfq('" in runtime and "/opt/snort/bin/snort" in record_call("snort")
     assert " iptables " in runtime                              # the entrypoint's NFQUEUE rules
     # the pair that builds together (docs/secfn.md): snort3 3.11.1.0 with libdaq v3.0.25
-    args = {**df.stages["libdaq-git"].args(), **df.stages["snort-git"].args()}
-    assert args["LIBDAQ_VERSION"] == "v3.0.25" and args["SNORT_VERSION"] == "3.11.1.0"
+    pins = images.sources("snort")
+    assert pins["libdaq"]["version"] == "v3.0.25" and pins["snort"]["version"] == "3.11.1.0"
 
 
 def test_tools_image_builds_the_passthrough_from_the_repository_source() -> None:

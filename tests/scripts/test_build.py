@@ -81,6 +81,14 @@ def test_local_trees_become_named_build_contexts(tmp_path: Path) -> None:
     assert f"testbed.inputs={images.input_hash('open5gs', {'APPLY_PATCHES': '0'})}" in o5cmd
     assert o5cmd[o5cmd.index("-t") + 1] == "me/open5gs:dev"
     assert f"ueransim-install={ue}" in uecmd and uecmd[uecmd.index("-t") + 1] == "me/ueransim:dev"
+    # the labels say what each was built from, and claim no pin a local or prebuilt tree may not match
+    assert "testbed.open5gs.source=local:open5gs" in o5cmd and "testbed.ueransim.source=prebuilt:ueransim-install" in uecmd
+    assert not [a for a in o5cmd + uecmd if a.startswith(("testbed.open5gs.commit", "testbed.ueransim.commit"))]
+    # from the pinned upstream: source, tag and commit of images/ueransim/sources.env
+    (cmd,) = commands(run_build("--dry-run", "ueransim"))
+    pin = images.sources("ueransim")["ueransim"]
+    assert {"testbed.ueransim.source=upstream", f"testbed.ueransim.version={pin['version']}",
+            f"testbed.ueransim.commit={pin['commit']}", "UERANSIM_SOURCE=upstream"} <= set(cmd)
 
 
 def test_bad_input_is_a_usage_error_naming_the_fix(tmp_path: Path) -> None:

@@ -35,23 +35,53 @@ def test_the_inputs_are_the_dockerfile_its_ignore_file_and_what_that_lets_in(rep
     files = [f.as_posix() for f in images.input_files("open5gs", repo)]
     patches = sorted(p.relative_to(repo).as_posix() for p in (repo / "patches/open5gs").glob("*.patch"))
     assert files == ["images/open5gs/Dockerfile", "images/open5gs/Dockerfile.dockerignore",
-                     "images/lib/apply-patches.sh", "images/lib/clone-pinned.sh", *patches]
+                     "images/lib/apply-patches.sh", "images/lib/apt-install.sh", "images/lib/clone-pinned.sh",
+                     "images/lib/record-image.sh", "images/open5gs/sources.env", *patches]
     assert patches, "the Open5GS patches are build inputs"
     (repo / "patches/open5gs/README.md").write_text("not in the build context\n")
     assert [f.as_posix() for f in images.input_files("open5gs", repo)] == files
     assert [f.as_posix() for f in images.input_files("tools", repo)] == \
-        ["images/tools/Dockerfile", "images/tools/Dockerfile.dockerignore"]
+        ["images/tools/Dockerfile", "images/tools/Dockerfile.dockerignore", "images/lib/apt-install.sh"]
 
 
-def test_the_shared_clone_script_is_an_input_of_every_image_that_clones(repo: Path) -> None:
-    """images/lib/clone-pinned.sh runs in the `*-git` stages of open5gs, ueransim, snort and oai:
-    a change to it is a new tag for exactly those images."""
+@pytest.mark.parametrize("changed_file,rebuilt", [
+    # the source step of the build stages of the compiled images, and their contents step
+    ("images/lib/clone-pinned.sh", {"open5gs", "ueransim", "snort", "oai"}),
+    ("images/lib/record-image.sh", {"open5gs", "ueransim", "snort", "oai"}),
+    # every package install of every image
+    ("images/lib/apt-install.sh", set(images.BUILT)),
+    # a moved pin: that image only
+    ("images/snort/sources.env", {"snort"}),
+])
+def test_a_shared_step_or_a_pin_is_an_input_of_exactly_the_images_it_serves(
+        repo: Path, changed_file: str, rebuilt: set[str]) -> None:
     env: dict[str, str] = {}
     before = {name: images.input_hash(name, env, repo) for name in images.BUILT}
-    script = repo / "images/lib/clone-pinned.sh"
+    script = repo / changed_file
     script.write_text(script.read_text() + "\n")
     changed = {name for name in images.BUILT if images.input_hash(name, env, repo) != before[name]}
-    assert changed == {"open5gs", "ueransim", "snort", "oai"}
+    assert changed == rebuilt
+
+
+def test_labels_say_what_a_build_was_made_from(repo: Path) -> None:
+    """scripts/build.sh labels a compiled image with its source and, for the pinned upstream, each
+    pin of images/<name>/sources.env; a local or prebuilt tree gets no pin labels it may not match."""
+    env: dict[str, str] = {}
+    upstream = images.labels("oai", None, env, repo)
+    assert upstream[images.INPUTS_LABEL] == images.input_hash("oai", env, repo)
+    assert upstream["testbed.oai.source"] == "upstream"
+    assert upstream["testbed.oai.version"] == "v2.3.0"
+    assert upstream["testbed.asn1c.version"] == upstream["testbed.asn1c.commit"]    # fetched by hash
+    local = images.labels("oai", "local:openairinterface5g@8bf6d5d7da8c", env, repo)
+    assert local["testbed.oai.source"] == "local:openairinterface5g@8bf6d5d7da8c"
+    assert not any(k.endswith((".version", ".commit")) for k in local)
+    assert set(images.labels("tools", None, env, repo)) == {images.INPUTS_LABEL, images.BASE_LABEL}
+    (repo / "images/oai/sources.env").write_text("OAI_REPO=https://example.org/oai.git\n")
+    with pytest.raises(images.ImageError, match="OAI_REPO and OAI_COMMIT are both needed"):
+        images.sources("oai", repo)
+    (repo / "images/oai/sources.env").write_text("OAI_TAG=v1\n")
+    with pytest.raises(images.ImageError, match="is not a <SOURCE>_REPO"):
+        images.sources("oai", repo)
 
 
 def test_a_patch_change_triggers_the_rebuild_decision(repo: Path) -> None:
