@@ -10,7 +10,7 @@
 # the user's tree, used as it is. Otherwise the tag is cloned shallow (keeping it, for `git
 # describe`) or, without a tag, the commit is fetched by its hash; either way the result must be
 # NAME_COMMIT, so that a moved tag fails the build instead of changing the image. git and the CA
-# certificates are installed from the stage's Debian suite when the stage lacks them.
+# certificates are installed (images/lib/apt-install.sh, beside this script) when the stage lacks them.
 set -euo pipefail
 
 if [[ $# -ne 3 ]]; then
@@ -40,10 +40,7 @@ fi
 ref="$(pin VERSION)" || ref=$commit
 
 if ! command -v git >/dev/null || [[ ! -e /etc/ssl/certs/ca-certificates.crt ]]; then
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update
-  apt-get install -y --no-install-recommends ca-certificates git
-  rm -rf /var/lib/apt/lists/*
+  bash "$(dirname "${BASH_SOURCE[0]}")/apt-install.sh" ca-certificates git
 fi
 
 if [[ "$ref" == "$commit" ]]; then

@@ -91,3 +91,30 @@ def test_a_wrong_call_or_pins_file_is_a_usage_error(tmp_path: Path) -> None:
     assert res.returncode == 2 and "missing or unreadable" in res.stderr
     res = _clone(str(_pins(tmp_path, REPO="file:///x")), "X", str(tmp_path / "src"))
     assert res.returncode == 2 and "lacks X_REPO or X_COMMIT" in res.stderr
+
+
+def test_a_stage_without_git_gets_it_through_the_package_step(upstream: tuple[str, str], tmp_path: Path) -> None:
+    """Where the stage lacks git, the script installs it with images/lib/apt-install.sh; here
+    `apt-get` is a script on PATH that logs its call and "installs" the host's git."""
+    import os
+    import shutil
+    url, commit = upstream
+    git, bash = shutil.which("git"), shutil.which("bash")
+    assert git and bash
+    bin_dir, lists = tmp_path / "bin", tmp_path / "lists"
+    bin_dir.mkdir()
+    lists.mkdir()
+    for tool in ("bash", "dirname", "ls", "rm", "ln"):
+        found = shutil.which(tool)
+        assert found
+        (bin_dir / tool).symlink_to(found)
+    (bin_dir / "apt-get").write_text(f"#!{bash}\necho \"$*\" >> {tmp_path}/apt-calls\n"
+                                     f"[[ $1 != install ]] || ln -sf {git} {bin_dir}/git\n")
+    (bin_dir / "apt-get").chmod(0o755)
+    env = {**os.environ, "PATH": str(bin_dir), "APT_LISTS": str(lists), "APT_RETRY_PAUSE": "0"}
+    res = subprocess.run([bash, str(SCRIPT), str(_pins(tmp_path, REPO=url, VERSION="v1", COMMIT=commit)), "X",
+                          str(tmp_path / "src")], capture_output=True, text=True, env=env, check=False)
+    assert res.returncode == 0, res.stderr
+    assert (tmp_path / "apt-calls").read_text().splitlines()[-1] == \
+        "install -y --no-install-recommends ca-certificates git"
+    assert _git("rev-parse", "HEAD", cwd=tmp_path / "src") == commit
