@@ -351,6 +351,22 @@ def nas_record(run_dir: Path, m: dict[str, Any]) -> tuple[dict[str, Any], Verdic
                            f"in {len(per_capture)} N2 capture(s)")
 
 
+def attach_verdict(m: dict[str, Any]) -> Verdict | None:
+    """A run whose UEs all failed to attach measured nothing: invalid, whatever its captures show
+    (the overlay may well have been in force while the core or the RAN refused every UE). Runs
+    that record no UEs (run-n3's own pings, run-secfn) are not judged here; a run where some
+    attached keeps its failures in attach_failures and stays valid."""
+    ues = [u for u in m.get("ues") or [] if isinstance(u, dict)]
+    if not ues:
+        return None
+    attached = sum(1 for u in ues if u.get("attached") is True)
+    if attached:
+        return Verdict(True, 0, 0, f"{attached} of {len(ues)} UE registrations attached")
+    failures = len([a for a in m.get("attach_failures") or [] if isinstance(a, dict)])
+    return Verdict(False, 0, 0, f"no UE attached: {len(ues)} registrations, {failures} failed "
+                   "attempts (attach_failures) -> INVALID")
+
+
 def check_run(run_dir: Path, record: bool = True) -> Verdict:
     """Check every validation capture of a run; write the verdict into its manifest."""
     run_dir = Path(run_dir)
@@ -399,6 +415,9 @@ def check_run(run_dir: Path, record: bool = True) -> Verdict:
             verdicts.append(nas_rec[1])
         if record:
             manifest.set_field(run_dir, "nas", nas_rec[0])
+    attach = attach_verdict(m)
+    if attach is not None:
+        verdicts.append(attach)
     waits = path_waits(run_dir, m)
     if waits is not None:
         verdicts.append(trap_verdict(waits))

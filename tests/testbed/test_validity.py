@@ -180,3 +180,31 @@ def test_nas_param_is_checked_before_anything_starts() -> None:
         runparams.validate("sbi", {"NAS": "nea3-nia1"})
     assert runparams.validate("sbi", {"NAS": "nea1-nia2"})["nas"] == "nea1-nia2"
     assert runparams.validate("sbi", {})["nas"] == ""
+
+
+REAL_RUN = Path(__file__).resolve().parents[1] / "data" / "vm-results-n2n4" / "adhoc" / "sbi" / \
+    "aes128gcm@n2+n4" / "20261125T084414Z-09a8"
+
+
+def test_a_run_where_no_ue_attached_is_invalid_though_its_overlay_was_in_force(tmp_path: Path) -> None:
+    """A real SBI run from the guest (tests/data/vm-results-n2n4): valid with its two UEs attached;
+    the same run with every registration failed measured nothing and must not count as valid."""
+    require_tools("tshark")
+    run = tmp_path / "run"
+    shutil.copytree(REAL_RUN, run)
+    v = validity.check_run(run)
+    assert v.valid and "2 of 2 UE registrations attached" in v.details, v.details
+    m = manifest.load(run)
+    for ue in m["ues"]:
+        ue["attached"] = False
+    m["attach_failures"] = [{"ue": u["name"], "attempt": 1, "iteration": 1, "final": True,
+                             "reason": "no PDU session within 60s"} for u in m["ues"]]
+    manifest.write(run, m)
+    v = validity.check_run(run)
+    assert not v.valid and "no UE attached: 2 registrations, 2 failed attempts" in v.details, v.details
+    assert "n2: ESP 60" in v.details                 # the overlay itself was in force
+    assert manifest.load(run)["valid"] is False
+    m = manifest.load(run)
+    m["ues"][0]["attached"] = True                      # one of two attached: a number, kept valid
+    manifest.write(run, m)
+    assert validity.check_run(run).valid
