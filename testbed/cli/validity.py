@@ -29,6 +29,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     bar = "!" * 78
     print(f"{bar}\nINVALID RUN {args.run_dir}\n{verdict.details}\n"
-          "The overlay this run claims was not on the wire, or plaintext leaked: its data must not be "
-          f"used. Check the overlay (make doctor, the run's logs) and run again.\n{bar}", file=sys.stderr)
+          "Its data must not be used. The check above says why: the overlay it claims not on the wire, "
+          "plaintext, other algorithms negotiated, no UE attached, ... Check the overlay and the stack "
+          f"(make doctor, the run's logs) and run again.\n{bar}", file=sys.stderr)
     return 1
