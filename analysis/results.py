@@ -126,7 +126,7 @@ def load_run(directory: Path) -> Run:
     valid = manifest.get("valid")
     if valid is False:
         details = (manifest.get("validity") or {}).get("details", "")
-        run.problems.append(f"invalid (capture check failed{': ' + details if details else ''})")
+        run.problems.append(f"invalid (validity check failed{': ' + details if details else ''})")
     elif valid is not True:
         # a number whose overlay was never proven is worse than no number: left out
         run.problems.append("validity not checked (valid is null): left out")
