@@ -17,7 +17,6 @@ WG_GO_PID=""
 LINK_CREATED=0
 RULE_ADDED=0
 DATAPATH=""
-SLEEP_PID=""
 PRIVATE_RUN=0
 CONFIG_DIR=""
 TIMEOUT=""
@@ -223,7 +222,9 @@ exited() {
 teardown() {
     local rc=$?
     trap - EXIT INT TERM
-    [[ -n "$SLEEP_PID" ]] && kill "$SLEEP_PID" 2>/dev/null
+    # Every step here must tolerate failure: under `set -e` one failing command would end the
+    # teardown half done (with the table, the link and wireguard-go left behind).
+    stop_idler
     rm -f "$READY_FILE"
     if (( RULE_ADDED )); then
         ip rule del pref "$WG_RULE_PREF" 2>/dev/null || log "could not remove ip rule pref ${WG_RULE_PREF}"
@@ -247,16 +248,28 @@ teardown() {
     exit "$rc"
 }
 
-# Stay in the foreground; fail if wireguard-go dies under us.
+# stop_idler: end the kernel datapath's idle `sleep` (any background job but wireguard-go) and
+# reap it, so no process is left in the namespace. Found by `jobs -p`, not by a saved PID: a
+# signal can arrive between `sleep &` and the assignment of `$!`.
+stop_idler() {
+    local job
+    for job in $(jobs -p); do
+        [[ "$job" == "$WG_GO_PID" ]] && continue
+        kill "$job" 2>/dev/null || true
+        wait "$job" 2>/dev/null || true
+    done
+}
+
+# Stay in the foreground without polling: `wait` returns when wireguard-go exits (a failure) or
+# at once when SIGTERM/SIGINT arrives (the traps then exit through teardown).
 run_foreground() {
+    if [[ -n "$WG_GO_PID" ]]; then
+        wait "$WG_GO_PID" || true
+        die "wireguard-go exited unexpectedly"
+    fi
     while :; do
-        if [[ -n "$WG_GO_PID" ]] && exited "$WG_GO_PID"; then
-            die "wireguard-go exited unexpectedly"
-        fi
-        sleep 1 &
-        SLEEP_PID=$!
-        wait "$SLEEP_PID" || true
-        SLEEP_PID=""
+        sleep infinity &
+        wait "$!" || true
     done
 }
 
