@@ -5,6 +5,8 @@ Needs the ``bench`` extra (pyshark). Not used by the analysis itself.
 """
 from __future__ import annotations
 
+import asyncio
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,16 @@ def _all(layer: Any, name: str) -> list[str]:
     if field is None:
         return []
     return [f.show for f in field.all_fields]
+
+
+def _detach_child_watcher() -> None:
+    """pyshark attaches asyncio's SafeChildWatcher to the main thread's event loop: a SIGCHLD
+    handler and a signal wakeup fd that outlive the capture. Once that loop's socket is closed,
+    every later child exit in this process prints "Exception ignored when trying to write to the
+    signal wakeup fd". Closing the watcher removes both (pyshark attaches a new one next time)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)     # the watcher API is deprecated in 3.12
+        asyncio.get_child_watcher().close()
 
 
 def pyshark_attach_times(capture: Path | str, display_filter: str | None = None,
@@ -54,6 +66,7 @@ def pyshark_attach_times(capture: Path | str, display_filter: str | None = None,
                 rows[open_.pop((dst, ran))]["ns_pdu_session_accept"] = ns
     finally:
         cap.close()
+        _detach_child_watcher()
     out = pd.DataFrame(rows, columns=["ue", "ns_registration_request", "ns_pdu_session_accept"])
     out["ns_pdu_session_accept"] = pd.array(out["ns_pdu_session_accept"].tolist(), dtype="Int64")
     out["ns_registration_request"] = pd.array(out["ns_registration_request"].tolist(), dtype="Int64")

@@ -2,6 +2,8 @@
 the same real capture (small size here; `make bench-analysis` runs the large one)."""
 from __future__ import annotations
 
+import signal
+
 import pytest
 
 from analysis.bench import REQUIRED_SPEEDUP, build_ping_text, run_benchmark
@@ -39,3 +41,15 @@ def test_ping_bench_input_is_valid_ping_output(shared):
     values = shared / "rwth-internal-ran-security" / "f1u-ping" / "noenc_2025-08-20-T02-45-02.txt"
     frame = parse_ping_text(build_ping_text(values, 70_000))       # crosses the 16-bit icmp_seq wrap
     assert len(frame) == 70_000 and not frame["lost"].any() and frame["seq"].is_monotonic_increasing
+
+
+def test_pyshark_leaves_no_signal_handler_behind(shared):
+    """pyshark's child watcher must not outlive the capture: with it, every later child exit in
+    the test process wrote to a closed signal wakeup fd ("Exception ignored ...")."""
+    pytest.importorskip("pyshark", reason="pyshark (the bench extra) is not installed: pip install '.[bench]'")
+    require_tools("tshark")
+    from analysis.bench_pyshark import pyshark_attach_times
+    frame = pyshark_attach_times(shared / "open5gs-docs-pcaps" / "5g-roaming-lbo.pcapng")
+    assert frame["attach_ms"].tolist() == [150.986991]
+    assert signal.getsignal(signal.SIGCHLD) == signal.SIG_DFL
+    assert signal.set_wakeup_fd(-1) == -1
