@@ -5,7 +5,8 @@
 # Brings up one WireGuard interface in the current network namespace from a rendered config
 # dir (testbed/overlays/wireguard.py), steers plaintext traffic to the peers' real addresses
 # into it by fwmark policy routing (the tunnel's own UDP packets carry the fwmark and use the
-# main table), waits with a deadline until a handshake with every peer has completed, prints
+# main table), waits with a deadline until a handshake with every peer has completed (started by
+# the end of each pair whose node name sorts first), prints
 # and writes the datapath line, and stays in the foreground until SIGTERM, when it removes
 # the rule, the routes and the interface.
 set -euo pipefail
@@ -142,7 +143,9 @@ create_link() {
         [[ -c /dev/net/tun ]] || die "wireguard-go needs /dev/net/tun: add it to the container's devices"
         WG_PROCESS_FOREGROUND=1 wireguard-go -f "$WG_IF" &
         WG_GO_PID=$!
-        wait_for 10 "wireguard-go to create ${WG_IF}" ip link show "$WG_IF" \
+        # ready when its UAPI socket answers (`wg` reaches wireguard-go there), which comes
+        # after the link appears
+        wait_for 10 "wireguard-go to create ${WG_IF}" wg show "$WG_IF" \
             || die "wireguard-go did not create ${WG_IF} (needs CAP_NET_ADMIN and /dev/net/tun)"
         DATAPATH="wireguard-go"
     fi
@@ -160,32 +163,70 @@ route_src() {
     echo "$WG_ADDRESS"
 }
 
-# The interface is up with routes before it gets keys, so no packet to a peer leaves in the clear.
+# Keys and the listening port come before the rule that steers traffic to the peers into the
+# tunnel. The other way round, a peer's early handshake initiation drew an ICMP port-unreachable
+# that the rule sent into the tunnel, and that packet made this end initiate too (a crossed
+# handshake, see `probes`). Nothing leaves in the clear meanwhile: the nftables filter loaded
+# first drops every packet to a peer outside the tunnel, that error included.
 configure() {
     local peer addr
     ip link set "$WG_IF" mtu "$WG_MTU" up
+    wg setconf "$WG_IF" "$WG_CONF"
     for peer in $WG_PEERS; do
         addr="${peer#*=}"
         ip route replace "${addr}/32" dev "$WG_IF" src "$(route_src "$addr")" table "$WG_TABLE"
     done
     ip rule add not fwmark "$WG_FWMARK" table "$WG_TABLE" pref "$WG_RULE_PREF"
     RULE_ADDED=1
-    wg setconf "$WG_IF" "$WG_CONF"
+}
+
+# peer_key ADDR: the public key of the peer whose allowed IPs hold ADDR.
+peer_key() {
+    wg show "$WG_IF" allowed-ips | awk -v a="$1/32" '{ for (i = 2; i <= NF; i++) if ($i == a) print $1 }'
 }
 
 # missing_handshakes: print "name=addr" of every peer without a completed handshake.
 missing_handshakes() {
     local peer key ts
     for peer in $WG_PEERS; do
-        key="$(wg show "$WG_IF" allowed-ips | awk -v a="${peer#*=}/32" '{ for (i = 2; i <= NF; i++) if ($i == a) print $1 }')"
+        key="$(peer_key "${peer#*=}")"
         ts="$(wg show "$WG_IF" latest-handshakes | awk -v k="$key" '$1 == k { print $2 }')"
         [[ -n "$ts" && "$ts" != "0" ]] || echo "$peer"
     done
 }
 
-# A datagram to a peer's discard port makes WireGuard initiate the handshake (no ping needed).
+# probes PEER: true if this end starts the handshake with PEER ("name=addr"): the end whose
+# node name sorts first. Both ends compare the same two names, so exactly one probes, also when
+# a pair shares several planes (one WireGuard peer, several addresses). When both ends sent at
+# once, both initiated; with crossed initiations wireguard-go (0.0.20220316 here) sometimes kept
+# a session in which one end's packets did not decrypt at the other although both showed a
+# handshake: one direction dead until WireGuard's own re-handshake 15 s later (seen as a lost
+# ping after readiness, about one SBI lab in 90 on a loaded host).
+probes() {
+    local LC_ALL=C     # byte order: both ends agree whatever their locales
+    [[ "$WG_NODE" < "${1%%=*}" ]]
+}
+
+# rearm KEY: set one peer up afresh (removed, then added with its endpoint and allowed IPs), so
+# its handshake state is forgotten and the next datagram initiates at once. WireGuard itself
+# sends at most one initiation per 5 s, and the first is lost when the other end's interface
+# was not up yet; the other end does not initiate (see `probes`).
+rearm() {
+    local key="$1" ips endpoint
+    ips="$(wg show "$WG_IF" allowed-ips | awk -v k="$key" '$1 == k { $1 = ""; print }' | xargs | tr ' ' ',')"
+    endpoint="$(wg show "$WG_IF" endpoints | awk -v k="$key" '$1 == k { print $2 }')"
+    wg set "$WG_IF" peer "$key" remove
+    wg set "$WG_IF" peer "$key" endpoint "$endpoint" allowed-ips "$ips"
+}
+
+# A datagram to a peer's discard port makes WireGuard initiate the handshake (no ping needed);
+# the other end only waits: the first data packet on the new session (the datagram, or the
+# initiator's keepalive) completes its handshake. An attempt without an answer is set up afresh
+# after 0.25 s, then after twice as long each time up to 4 s (a handshake takes milliseconds
+# here; a loaded host gets the longer waits).
 wait_handshakes() {
-    local deadline missing peer
+    local deadline missing peer key now
+    local -A began=() wait_ms=()
     deadline=$(( $(date +%s) + WG_READY_TIMEOUT ))
     while :; do
         missing="$(missing_handshakes)"
@@ -193,10 +234,21 @@ wait_handshakes() {
         if (( $(date +%s) >= deadline )); then
             die "no WireGuard handshake within ${WG_READY_TIMEOUT}s with: $(echo "$missing" | tr '\n' ' ')- is their overlay up and UDP ${WG_LISTEN_PORT:-51820} reachable? ($(wg show "$WG_IF" | tr '\n' ' '))"
         fi
+        now=$(( $(date +%s%N) / 1000000 ))
         for peer in $missing; do
+            probes "$peer" || continue
+            key="$(peer_key "${peer#*=}")"
+            if [[ -z "${began[$key]:-}" ]]; then
+                began[$key]=$now
+                wait_ms[$key]=250
+            elif (( now - began[$key] >= wait_ms[$key] )); then
+                rearm "$key"
+                began[$key]=$now
+                wait_ms[$key]=$(( wait_ms[$key] < 4000 ? wait_ms[$key] * 2 : 4000 ))
+            fi
             { printf 'x' >"/dev/udp/${peer#*=}/9"; } 2>/dev/null || true
         done
-        sleep 0.5
+        sleep 0.1
     done
 }
 
