@@ -215,8 +215,10 @@ rearm() {
     local key="$1" ips endpoint
     ips="$(wg show "$WG_IF" allowed-ips | awk -v k="$key" '$1 == k { $1 = ""; print }' | xargs | tr ' ' ',')"
     endpoint="$(wg show "$WG_IF" endpoints | awk -v k="$key" '$1 == k { print $2 }')"
-    wg set "$WG_IF" peer "$key" remove
-    wg set "$WG_IF" peer "$key" endpoint "$endpoint" allowed-ips "$ips"
+    [[ -n "$ips" && -n "$endpoint" ]] || die "peer ${key} has no allowed IPs or endpoint in ${WG_IF}"
+    wg set "$WG_IF" peer "$key" remove || die "could not remove peer ${key} from ${WG_IF} to set it up afresh"
+    wg set "$WG_IF" peer "$key" endpoint "$endpoint" allowed-ips "$ips" \
+        || die "could not add peer ${key} (${endpoint}, ${ips}) back to ${WG_IF}"
 }
 
 # A datagram to a peer's discard port makes WireGuard initiate the handshake (no ping needed);
