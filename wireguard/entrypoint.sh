@@ -133,6 +133,14 @@ NFT
     FILTER_LOADED=1
 }
 
+# uapi_listening: wireguard-go's UAPI socket for WG_IF listens. Read from the socket table, not
+# probed with `wg`: a `wg` that connects between wireguard-go's bind and listen gets
+# ECONNREFUSED and unlinks the socket as stale, and wireguard-go then fails ("Failed to listen on
+# uapi socket").
+uapi_listening() {
+    ss -xlnH | awk -v p="/wireguard/${WG_IF}.sock" 'index($5, p) { found = 1 } END { exit !found }'
+}
+
 create_link() {
     if [[ "$DATAPATH_CHOICE" != "wireguard-go" ]] && ip link add "$WG_IF" type wireguard 2>/dev/null; then
         DATAPATH="kernel"
@@ -143,9 +151,8 @@ create_link() {
         [[ -c /dev/net/tun ]] || die "wireguard-go needs /dev/net/tun: add it to the container's devices"
         WG_PROCESS_FOREGROUND=1 wireguard-go -f "$WG_IF" &
         WG_GO_PID=$!
-        # ready when its UAPI socket answers (`wg` reaches wireguard-go there), which comes
-        # after the link appears
-        wait_for 10 "wireguard-go to create ${WG_IF}" wg show "$WG_IF" \
+        # ready when its UAPI socket (where `wg` reaches it) listens, which comes after the link
+        wait_for 10 "wireguard-go to create ${WG_IF}" uapi_listening \
             || die "wireguard-go did not create ${WG_IF} (needs CAP_NET_ADMIN and /dev/net/tun)"
         DATAPATH="wireguard-go"
     fi
