@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from testbed import instance as stack_instance
 from testbed import statelock
 from tests.conftest import ROOT
 
@@ -74,7 +75,12 @@ def test_two_concurrent_make_up_dry_runs_the_second_fails_naming_the_first(tmp_p
 
 def test_another_state_runs_its_own_stack_beside(tmp_path: Path) -> None:
     python, gate = gated_python(tmp_path)
-    a, b = tmp_path / "a", tmp_path / "b"
+    # the address slot comes from a hash of the directory (1 of 99, testbed/instance.py): two
+    # random directories meet on one slot about once in 99, which the docs leave to STACK_SLOT,
+    # so the second directory is one whose slot differs
+    a = tmp_path / "a"
+    b = next(d for d in (tmp_path / f"b{i}" for i in range(100))
+             if stack_instance.of(d, env={}).slot != stack_instance.of(a, env={}).slot)
     first = make_up(a, python)
     try:
         wait_for_holder(a, first)
