@@ -169,7 +169,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 # Report sections of their own: command -> (module, what to run first when there is no data).
 SECTIONS = {"crypto": ("crypto", "make bench-crypto"),
-            "wire-bytes": ("wire_bytes", "an experiment with captures"),
+            "wire-bytes": ("wire_bytes_report", "an experiment with captures"),
             "secfn": ("secfn", "make run-secfn-lab"),
             "ran": ("ran_report", "make run-ran-procedures or make run-f1u")}
 

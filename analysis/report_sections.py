@@ -44,7 +44,7 @@ def extra_sections(results: Path, out: Path, attach: pd.DataFrame, ds: Datasets)
     try:
         sections.append(wire_bytes_report.markdown_section(results, out / "wire-bytes", link_dir="wire-bytes/",
                                                            registrations=registrations))
-    except Exception as exc:  # noqa: BLE001 - a section that cannot be built is flagged, not fatal
+    except Exception as exc:
         log.warning("bytes section left out: %s", exc)
         sections.append(f"## Bytes on the wire\n\n_(left out: {exc})_\n")
     sections.append(crypto.markdown_section(results, out / "crypto", link_dir="crypto/"))

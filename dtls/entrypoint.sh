@@ -2,7 +2,7 @@
 # DTLS relay overlay entrypoint (docs/contracts.md, "Overlays"; docs/overlays/dtls.md): the same
 # script runs in the containers' network-namespace holders and in the namespace tests.
 #
-# Starts one socat per relay line of the rendered config dir (testbed/overlays/dtls.py):
+# Starts one socat per relay line of the rendered config dir (dtls/overlay.py):
 #   client: listens where the NF connects (SCTP) and carries each association over DTLS/UDP
 #           (or plain UDP for the no-crypto relay) to the server node's relay;
 #   server: listens for the client's relay (DTLS/UDP) and connects (SCTP) to the real NF.
@@ -25,7 +25,7 @@ usage() {
 usage: dtls/entrypoint.sh [--nf-transport sctp|tcp] [--timeout SECONDS] NODE_CONFIG_DIR
 
 Starts the node's DTLS relays (socat) from NODE_CONFIG_DIR (rendered by
-testbed/overlays/dtls.py: overlay.env, openssl.cnf, node.key, node.crt, ca.crt), waits until
+dtls/overlay.py: overlay.env, openssl.cnf, node.key, node.crt, ca.crt), waits until
 every listener is bound (deadline: --timeout, default DTLS_READY_TIMEOUT of overlay.env),
 prints `datapath: dtls=socat`, writes the ready file and stays in the foreground until
 SIGTERM/SIGINT, when it stops the relays.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # IPsec overlay entrypoint: run strongSwan's charon in the current network namespace with a
-# config dir rendered by testbed/overlays/ipsec.py, wait until the overlay is in force, stay in
+# config dir rendered by ipsec/overlay.py, wait until the overlay is in force, stay in
 # the foreground until SIGTERM. The same script runs in the `<node>-net` holder containers
 # (the render's overlay.compose.yaml) and in the namespace lab (testbed/netns.py).
 # See docs/overlays/ipsec.md.
@@ -27,7 +27,7 @@ usage() {
 usage: $PROG [--private-run] [--datapath auto|kernel|libipsec] [--timeout SECONDS] CONFIG_DIR
 
 Starts charon in the current network namespace with CONFIG_DIR (rendered by
-testbed/overlays/ipsec.py: swanctl.conf, strongswan*.conf, nftables.conf, overlay.env),
+ipsec/overlay.py: swanctl.conf, strongswan*.conf, nftables.conf, overlay.env),
 loads the fail-closed nftables filter and the connections, waits (deadline) until every
 CHILD_SA is INSTALLED (start mode) or every trap policy is in place (trap modes), writes
 $READY_FILE, prints 'datapath: ipsec=kernel|libipsec' and stays in the foreground until
@@ -77,7 +77,7 @@ load_config() {
     [ -d "$CONFIG_DIR" ] || die "config dir $CONFIG_DIR does not exist: render it (python -m testbed lab up / make render PROFILE=...)"
     local f
     for f in overlay.env swanctl.conf strongswan.conf strongswan-libipsec.conf nftables.conf; do
-        [ -f "$CONFIG_DIR/$f" ] || die "$CONFIG_DIR/$f missing: the dir was not rendered by testbed/overlays/ipsec.py"
+        [ -f "$CONFIG_DIR/$f" ] || die "$CONFIG_DIR/$f missing: the dir was not rendered by ipsec/overlay.py"
     done
     # shellcheck source=/dev/null
     . "$CONFIG_DIR/overlay.env"

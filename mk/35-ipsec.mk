@@ -17,4 +17,4 @@ lab-list: ## list the namespace labs recorded under $(STATE)/lab
 	$(PYTHON) -m testbed lab --state "$(STATE)" list
 
 test-ipsec: ## IPsec render + namespace tests (every start profile on N3 and SBI, N2/N4 and N2+N3+N4; root, ~4 min)
-	$(PYTHON) -m pytest -ra tests/testbed/overlays/test_ipsec_render.py tests/testbed/render/test_compose_overlay.py tests/testbed/test_channels.py tests/testbed/test_planes.py tests/testbed/test_netns.py tests/integration/test_ipsec_netns.py tests/integration/test_planes_netns.py
+	$(PYTHON) -m pytest -ra tests/ipsec/test_render.py tests/testbed/render/test_compose_overlay.py tests/testbed/test_channels.py tests/testbed/test_planes.py tests/testbed/test_netns.py tests/integration/test_ipsec_netns.py tests/integration/test_planes_netns.py

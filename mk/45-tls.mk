@@ -5,4 +5,4 @@ open5gs-host-build: ## build the patched open5gs-nrfd/ausfd on this host for the
 	bash patches/build-host.sh
 
 test-tls: ## run the TLS overlay and Open5GS patch tests (Open5GS parts skip without OPEN5GS_BUILD)
-	$(PYTHON) -m pytest -ra tests/patches tests/testbed/overlays/test_tls_render.py tests/integration/test_tls_openssl.py tests/integration/test_tls_open5gs.py tests/integration/test_open5gs_trap_wait.py $(PYTEST_ARGS)
+	$(PYTHON) -m pytest -ra tests/patches tests/tls/test_render.py tests/integration/test_tls_openssl.py tests/integration/test_tls_open5gs.py tests/integration/test_open5gs_trap_wait.py $(PYTEST_ARGS)

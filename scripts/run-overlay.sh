@@ -34,32 +34,21 @@ EOF
 }
 
 preflight() {
-  local tools=(ip ping tshark)
-  case "$PROTOCOL" in
-    ipsec) tools+=(swanctl) ;;
-    wireguard) tools+=(wg) ;;
-    none) ;;
-    *) die "profile $PROFILE ($PROTOCOL) has no namespace overlay; use an n3 profile (make profiles PLANE=n3)" 2 ;;
-  esac
+  local tools=(ip ping tshark) extra=()
+  # the namespace lab runs the overlays with an entrypoint on n3 (make profiles PLANE=n3)
+  mapfile -t extra < <(overlay_ask lab-tools) || die "profile $PROFILE: $(overlay_ask lab-tools 2>&1 | tail -n 1)" 2
+  tools+=("${extra[@]}")
   # a dry run only prints the plan: it needs none of the host's prerequisites
   [[ "$DRY_RUN" == 1 ]] && return 0
   require_root
   require_tools "${tools[@]}"
   [[ -c /dev/net/tun || "$PROTOCOL" == none ]] \
     || die "/dev/net/tun is missing: the userspace overlays need TUN (modprobe tun); see make doctor" 1
-  if [[ "$PROTOCOL" == ipsec ]]; then
-    # a profile userspace ESP cannot run (e.g. AES-GMAC, trap modes) stops here on a host without
-    # kernel ESP, before anything starts (the overlay module knows which ones)
-    local why
-    why="$("$PYTHON" -c 'import sys
-from testbed import datapath, profiles
-from testbed.overlays import ipsec
-if datapath.detect()["ipsec"] == "libipsec":
-    ok, why = ipsec.libipsec_capable(profiles.get(sys.argv[1]))
-    if not ok:
-        print(why); sys.exit(1)' "$PROFILE")" \
-      || die "profile $PROFILE cannot run on this host: ${why:-datapath check failed} (make doctor)" 1
-  fi
+  # a profile this host's datapath cannot run (e.g. AES-GMAC or a trap mode on userspace ESP)
+  # stops here, before anything starts (the overlay plug-in knows which ones)
+  local why
+  why="$(overlay_ask cannot-run)" \
+    || die "profile $PROFILE cannot run on this host: ${why:-datapath check failed} (make doctor)" 1
 }
 
 # keep_lab_logs: the overlay entrypoints' logs (datapath line, IKE/handshake) into the run
@@ -102,28 +91,28 @@ state_dir() {
   esac
 }
 
-# overlay_state TAG: what the overlay negotiated, per endpoint (swanctl --list-sas / wg show),
-# kept as logs TAG-<node>.txt.
+# overlay_state TAG: what the overlay negotiated, per endpoint (the plug-in's state command, e.g.
+# `swanctl --list-sas`), kept as logs TAG-<node>.txt.
 overlay_state() {
   local tag="$1" node cmd=()
-  case "$PROTOCOL" in
-    ipsec) cmd=(swanctl --list-sas) ;;
-    wireguard) cmd=(wg show) ;;
-    *) return 0 ;;
-  esac
+  mapfile -t cmd < <(overlay_ask state-command)
+  ((${#cmd[@]})) || return 0
   for node in gnb upf; do
     run_cmd "$PYTHON" -m testbed lab --name "$LAB" exec "$node" -- "${cmd[@]}" \
       >"$(out_path "$tag-$node.txt")" 2>&1 || warn "could not read the overlay state of $node ($tag)"
   done
 }
 
-# overlay_daemons NS...: "ns comm" of every overlay daemon (charon, wireguard-go) in the namespaces.
+# overlay_daemons NS...: "ns comm" of every overlay daemon (the plug-in's daemons: charon,
+# wireguard-go ...) in the namespaces.
 overlay_daemons() {
-  local ns pids
+  local ns pids names
+  names="$(overlay_ask daemons | paste -sd'|')"
+  [[ -n "$names" ]] || return 0
   for ns in "$@"; do
     pids="$(ip netns pids "$ns" 2>/dev/null | tr '\n' ',' | sed 's/,$//')"
     [[ -n "$pids" ]] || continue
-    ps -o comm= -p "$pids" 2>/dev/null | grep -xE 'charon|wireguard-go' | sed "s/^/$ns /" || true
+    ps -o comm= -p "$pids" 2>/dev/null | grep -xE "$names" | sed "s/^/$ns /" || true
   done | sort -u
 }
 

@@ -71,9 +71,9 @@ iteration() {
   fi
   render_hashes "$RENDER" "$tag-rendered-configs.sha256"
   local failed=0
-  # WireGuard: no session may exist when the cold UE starts (whatever time passed since the
-  # holders' start-up handshakes): forget them all; validity checks the capture for new ones
-  stack_wg_holders "$tag-wg-reset" bash /opt/testbed/wireguard/reset-sessions.sh
+  # the overlay's own steps before the cold UE (WireGuard forgets every session: the cold attach
+  # must include its handshakes; validity checks the capture for new ones)
+  stack_holder_commands "$tag" before-cold
   attach_ue "$it" ue1 cold "$tag-stack.log" || failed=1
   if [[ "$MODE" != cold ]]; then
     if ((failed)); then
@@ -83,8 +83,8 @@ iteration() {
     else
       # pacing only (the warm UE must come within the 118 s idle limit; checked by params)
       [[ "$DRY_RUN" == 1 ]] || sleep "$WARM_GAP"
-      # the warm UE needs every session younger than WireGuard's 120 s rekey time: recorded
-      stack_wg_holders "$tag-wg-before-warm" sh -c 'date +%s; wg show all latest-handshakes'
+      # ... and before the warm one (WireGuard: every session's age, recorded)
+      stack_holder_commands "$tag" before-warm
       attach_ue "$it" ue2 warm "$tag-stack.log" || true
     fi
   fi

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from testbed import crypto_schemes
+from testbed import crypto_schemes, programs
 
 DEFAULT_SIZES = tuple(64 * 4 ** i for i in range(11))        # 64 B .. 64 MiB
 DEFAULT_REPEATS = 20
@@ -179,7 +179,7 @@ def run(results: Path, campaign: str, schemes: list[str], sizes: list[int], repe
     run_id = mf.new_run_id()
     run_dir = parent / run_id
     run_dir.mkdir()
-    commit, dirty = mf.git_commit()
+    commit, dirty = programs.git_revision()
     manifest: dict[str, Any] = {
         "schema_version": 1, "experiment": "crypto", "profile": "ciphers", "plane": None,
         "protocol": None, "campaign": campaign or "adhoc", "run": run_id, "state": "running",

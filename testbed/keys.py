@@ -6,8 +6,7 @@ Layout (docs/contracts.md, "State and secrets"):
     keys/ca/ca-rsa.crt, ca-rsa.key          testbed CA, RSA-2048 (RSA TLS profiles)
     keys/nodes/<node>/{ecdsa,rsa}.{key,crt} CN=<node>.<fqdn_domain>, SAN DNS:<fqdn> + IP:<each address>,
                                             EKU serverAuth+clientAuth, signed by the CA of the same key type
-    keys/psk/<a>--<b>.psk                   IPsec PSK per pair (names sorted), 32 random bytes as hex
-    keys/wg/<node>.key, <node>.pub          WireGuard key pair (base64, as `wg genkey`/`wg pubkey` print)
+    keys/<overlay material>                 each overlay plug-in's own (ensure_keys: IPsec PSKs, WireGuard keys)
     keys/subscribers.yaml                   random 128-bit K and OPc (hex) per subscriber of stack.yaml
 
 Endpoint nodes are the nodes of stack.yaml with an address on a plane network (the networks of
@@ -15,14 +14,14 @@ nf-configs/channels.yaml: sbi, n2, n3, n4): every Open5GS NF (scp included), the
 not mongo, provision or the UEs.
 
 `ensure()` is idempotent: it creates what is missing and never replaces an existing key,
-PSK or K/OPc. A certificate whose names no longer match stack.yaml, or that no longer
-verifies against its CA, is re-issued for the same key. It creates a PSK for every pair of
-endpoint nodes eagerly (105 small files for 15 nodes); `psk(a, b)` also creates a missing one on demand.
-Certificates are made by the openssl CLI through tls-certs/make-ca.sh and make-cert.sh.
+PSK or K/OPc; every file is written whole or not at all (temporary file, then link or rename),
+and an existing key that does not parse stops it with the command that makes a new one
+(`damaged`). A certificate whose names no longer match stack.yaml, or that no longer verifies
+against its CA, is re-issued for the same key. Certificates are made by the openssl CLI through
+tls-certs/make-ca.sh and make-cert.sh; then every overlay plug-in adds its own material.
 """
 from __future__ import annotations
 
-import itertools
 import logging
 import os
 import secrets
@@ -33,7 +32,7 @@ from typing import Any
 
 import yaml
 
-from testbed import ROOT, planes, stack
+from testbed import ROOT, planes, registry, stack
 
 log = logging.getLogger(__name__)
 
@@ -80,21 +79,6 @@ def cert_names(node: str, values: dict[str, Any] | None = None) -> tuple[str, li
     return name, [f"DNS:{name}"] + [f"IP:{ip}" for ip in ips]
 
 
-def pair_name(a: str, b: str) -> str:
-    if a == b:
-        raise ValueError(f"a PSK pair needs two different nodes, got {a!r} twice")
-    x, y = sorted((a, b))
-    return f"{x}--{y}"
-
-
-def psk_path(root: Path, a: str, b: str) -> Path:
-    return Path(root) / "psk" / f"{pair_name(a, b)}.psk"
-
-
-def wg_paths(root: Path, node: str) -> tuple[Path, Path]:
-    return Path(root) / "wg" / f"{node}.key", Path(root) / "wg" / f"{node}.pub"
-
-
 # --- small file helpers -------------------------------------------------------------------
 
 def _mkdir(path: Path) -> None:
@@ -106,7 +90,7 @@ def _mkdir(path: Path) -> None:
     os.chmod(path, 0o700)
 
 
-def _write_new(path: Path, text: str, mode: int) -> bool:
+def write_new(path: Path, text: str, mode: int) -> bool:
     """Write `text` to `path` unless it exists (atomic, never replaces). True if written."""
     if path.exists():
         return False
@@ -126,7 +110,26 @@ def _write_new(path: Path, text: str, mode: int) -> bool:
         tmp.unlink(missing_ok=True)
 
 
-def _run(cmd: list[str], what: str, stdin: str | None = None) -> str:
+def damaged(path: Path, why: str) -> KeysError:
+    """The error for an existing key file that is unusable (a disk-full moment, a hand edit):
+    never replaced silently, since results may have been made with it; the message says how to
+    make a new one."""
+    return KeysError(f"{path} is damaged ({why}); it is never replaced on its own: remove it and "
+                     f"make a new one with `rm {path} && make keys`")
+
+
+def check_pem_key(path: Path) -> None:
+    """KeysError (damaged) unless an existing private key file parses (openssl pkey)."""
+    if not path.exists():
+        return
+    res = subprocess.run(["openssl", "pkey", "-in", str(path), "-noout"], capture_output=True, text=True,
+                         check=False)
+    if res.returncode != 0:
+        why = "empty file" if path.stat().st_size == 0 else "openssl pkey cannot read it"
+        raise damaged(path, why)
+
+
+def run_tool(cmd: list[str], what: str, stdin: str | None = None) -> str:
     try:
         res = subprocess.run(cmd, input=stdin, capture_output=True, text=True, check=False)
     except FileNotFoundError:
@@ -144,7 +147,7 @@ def _cert_matches(crt: Path, ca_crt: Path, cn: str, san: list[str]) -> bool:
                             capture_output=True, text=True, check=False)
     if verify.returncode != 0:
         return False
-    out = _run(["openssl", "x509", "-in", str(crt), "-noout", "-subject", "-nameopt", "RFC2253",
+    out = run_tool(["openssl", "x509", "-in", str(crt), "-noout", "-subject", "-nameopt", "RFC2253",
                 "-ext", "subjectAltName"], f"reading {crt}")
     lines = [ln.strip() for ln in out.splitlines()]
     subject = next((ln for ln in lines if ln.startswith("subject=")), "")
@@ -156,7 +159,8 @@ def _cert_matches(crt: Path, ca_crt: Path, cn: str, san: list[str]) -> bool:
 def _ensure_ca(root: Path, keytype: str) -> None:
     prefix = ca_prefix(root, keytype)
     _mkdir(prefix.parent)
-    _run([str(CERT_SCRIPTS / "make-ca.sh"), keytype, str(prefix), CA_CN[keytype]],
+    check_pem_key(prefix.with_suffix(".key"))
+    run_tool([str(CERT_SCRIPTS / "make-ca.sh"), keytype, str(prefix), CA_CN[keytype]],
          f"creating the {keytype} CA {prefix}.crt")
 
 
@@ -164,36 +168,18 @@ def _ensure_node_cert(root: Path, node: str, keytype: str, values: dict[str, Any
     ndir = node_dir(root, node)
     _mkdir(ndir)
     prefix = ndir / keytype
+    check_pem_key(prefix.with_suffix(".key"))
     ca = ca_prefix(root, keytype)
     cn, san = cert_names(node, values)
     crt = prefix.with_suffix(".crt")
     if crt.exists() and not _cert_matches(crt, ca.with_suffix(".crt"), cn, san):
         log.warning("re-issuing %s (names or CA changed since it was made; the key is kept)", crt)
         crt.unlink()
-    _run([str(CERT_SCRIPTS / "make-cert.sh"), keytype, str(ca), str(prefix), cn, ",".join(san)],
+    run_tool([str(CERT_SCRIPTS / "make-cert.sh"), keytype, str(ca), str(prefix), cn, ",".join(san)],
          f"creating the {keytype} certificate of {node} ({crt})")
 
 
-# --- PSKs, WireGuard keys, subscribers ----------------------------------------------------
-
-def psk(root: Path, a: str, b: str) -> str:
-    """The IPsec PSK (64 hex digits) of the pair a, b; created if missing."""
-    path = psk_path(root, a, b)
-    _write_new(path, secrets.token_hex(32) + "\n", 0o600)
-    return path.read_text(encoding="utf-8").strip()
-
-
-def wg_keys(root: Path, node: str) -> tuple[str, str]:
-    """(private, public) WireGuard keys of a node, base64; created with `wg` if missing."""
-    key, pub = wg_paths(root, node)
-    if not key.exists():
-        _write_new(key, _run(["wg", "genkey"], f"WireGuard key of {node}").strip() + "\n", 0o600)
-    private = key.read_text(encoding="utf-8").strip()
-    if not pub.exists():
-        public = _run(["wg", "pubkey"], f"WireGuard public key of {node}", stdin=private + "\n").strip()
-        _write_new(pub, public + "\n", 0o644)
-    return private, pub.read_text(encoding="utf-8").strip()
-
+# --- subscribers ------------------------------------------------------------------------
 
 def _ensure_subscribers(root: Path, values: dict[str, Any]) -> None:
     """Add K/OPc for every subscriber of stack.yaml; keep existing K/OPc, refresh the rest."""
@@ -234,9 +220,8 @@ def subscribers(root: Path) -> dict[str, Any]:
 def ensure(state_dir: Path | None = None, values: dict[str, Any] | None = None) -> Path:
     """Create every missing key, certificate, PSK and secret under state_dir/keys; return that root."""
     v = values or stack.load()
-    for tool in ("openssl", "wg"):
-        if shutil.which(tool) is None:
-            raise KeysError(f"`{tool}` not found (needed for `make keys`): run `make setup`")
+    if shutil.which("openssl") is None:
+        raise KeysError("`openssl` not found (needed for `make keys`): run `make setup`")
     root = keys_root(state_dir if state_dir is not None else default_state_dir())
     _mkdir(root)
     nodes = endpoint_nodes(v)
@@ -244,10 +229,8 @@ def ensure(state_dir: Path | None = None, values: dict[str, Any] | None = None) 
         _ensure_ca(root, keytype)
         for node in nodes:
             _ensure_node_cert(root, node, keytype, v)
-    for a, b in itertools.combinations(nodes, 2):
-        psk(root, a, b)
-    for node in nodes:
-        wg_keys(root, node)
+    for overlay in registry.overlays():         # each overlay's own material (PSKs, WireGuard keys)
+        overlay.ensure_keys(root, nodes, v)
     _ensure_subscribers(root, v)
     log.info("keys ready under %s (%d endpoint nodes)", root, len(nodes))
     return root

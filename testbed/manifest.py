@@ -15,14 +15,12 @@ import os
 import platform
 import re
 import secrets
-import shutil
 import socket
-import subprocess
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from testbed import ROOT, profiles, runparams, stack
+from testbed import ROOT, profiles, programs, runparams, stack
 
 log = logging.getLogger(__name__)
 
@@ -50,26 +48,8 @@ def new_run_id(now: dt.datetime | None = None) -> str:
 
 # ---------------------------------------------------------------- facts about host and tools
 
-def _out(argv: list[str], timeout: float = 5.0) -> str | None:
-    """First non-empty line of a command's output, or None when it is absent or fails."""
-    if shutil.which(argv[0]) is None and not Path(argv[0]).is_file():
-        return None
-    try:
-        res = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    text = (res.stdout or "") + (res.stderr or "")
-    for line in text.splitlines():
-        if line.strip():
-            return line.strip()
-    return None
-
-
-def _version(pattern: str, line: str | None) -> str | None:
-    if line is None:
-        return None
-    m = re.search(pattern, line)
-    return m.group(1) if m else line
+_out = programs.first_line
+_version = programs.version
 
 
 def host_facts() -> dict[str, Any]:
@@ -112,19 +92,6 @@ def cpu_power_facts() -> dict[str, Any]:
             "cpus_allowed": ",".join(map(str, allowed))}
 
 
-def git_commit() -> tuple[str | None, bool | None]:
-    commit = _out(["git", "-C", str(ROOT), "rev-parse", "HEAD"])
-    if commit is None or not re.fullmatch(r"[0-9a-f]{40}", commit):
-        return None, None
-    try:
-        res = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
-                             capture_output=True, text=True, timeout=10, check=False)
-        dirty = bool(res.stdout.strip())
-    except (OSError, subprocess.TimeoutExpired):
-        dirty = None
-    return commit, dirty
-
-
 def image_facts(refs: list[str]) -> dict[str, Any]:
     """Image reference -> what the local Docker engine says of it (testbed/images.py facts: id,
     digests, version/inputs/base/source labels, the contents file read from inside), None when
@@ -135,28 +102,14 @@ def image_facts(refs: list[str]) -> dict[str, Any]:
 
 
 # What the stack's programs are, read from inside the images that ran them (the contents file of
-# images/*/Dockerfile): manifest key -> (image, key in its /etc/testbed-image.txt).
+# images/*/Dockerfile): manifest key -> (image, key in its /etc/testbed-image.txt). The overlay
+# and RAN plug-ins add their own (`image_versions`).
 IMAGE_VERSIONS = {
     "open5gs": ("open5gs", "open5gs_version"),
     "open5gs_commit": ("open5gs", "open5gs_commit"),
     "openssl": ("open5gs", "libssl3"),                    # the NFs' TLS server library
     "libcurl": ("open5gs", "libcurl3-gnutls"),            # the NFs' SBI client library
-    "ueransim": ("ueransim", "ueransim_version"),
-    "ueransim_commit": ("ueransim", "ueransim_commit"),
-    "iperf3": ("ueransim", "iperf3"),                     # run-throughput runs it in the UE
-    "ping": ("ueransim", "iputils-ping"),                 # run-n3 pings from the UE
-    "strongswan": ("tools", "strongswan-charon"),         # the overlay endpoints (holders)
-    "wireguard_tools": ("tools", "wireguard-tools"),
-    "wireguard_go": ("tools", "wireguard-go"),
     "image_tshark": ("tools", "tshark"),
-}
-# An OpenAirInterface RAN (parameter `ran` oai|split) runs OAI's image instead of UERANSIM's: its
-# programs, and the UE's ping and iperf3, are read from that image.
-OAI_VERSIONS = {
-    "oai": ("oai", "oai_version"),
-    "oai_commit": ("oai", "oai_commit"),
-    "iperf3": ("oai", "iperf3"),
-    "ping": ("oai", "iputils-ping"),
 }
 
 
@@ -167,12 +120,11 @@ TSHARK_VERSION = r"TShark \(Wireshark\) (\d+(?:\.\d+)*)"
 
 @lru_cache(maxsize=1)
 def tool_versions() -> dict[str, str | None]:
-    """Versions of the host programs a run uses (probed once per process)."""
-    charon = "/usr/lib/ipsec/charon"
+    """Versions of the host programs a run uses (probed once per process): the overlay plug-ins'
+    own, tshark, iperf3, ping, openssl."""
+    from testbed import registry
     return {
-        "strongswan": _version(r"strongSwan ([\d.]+)", _out([charon, "--version"])),
-        "wireguard_tools": _version(r"v([\d.]+)", _out(["wg", "--version"])),
-        "wireguard_go": _version(r"v([\d.]+)", _out(["wireguard-go", "--version"])),
+        **{k: v for ov in registry.overlays() for k, v in ov.versions().items()},
         "tshark": _version(TSHARK_VERSION, _out(["tshark", "--version"])),
         "iperf3": _version(r"iperf ([\d.]+)", _out(["iperf3", "--version"])),
         "ping": _version(r"iputils (\S+)", _out(["ping", "-V"])),
@@ -193,26 +145,37 @@ def versions(images: list[str] | None = None, stack_run: bool = True, ran: str |
     the host's programs otherwise (`programs_from` says which). `tshark` is always the host's:
     it takes the captures and judges validity."""
     values = stack.load()
-    commit, dirty = git_commit()
+    commit, dirty = programs.git_revision()
     facts = image_facts(images or [])
     host = tool_versions()
     out: dict[str, Any] = {"testbed_commit": commit, "testbed_dirty": dirty}
     if stack_run:
         inside = {str(c.get("image")): c for f in facts.values()
                   if f and isinstance(c := f.get("contents"), dict)}
-        table = dict(IMAGE_VERSIONS)
-        oai_ran = bool(ran) and ran != "ueransim"
-        if oai_ran:
-            table.update(OAI_VERSIONS)
-        out.update({key: inside.get(img, {}).get(field) for key, (img, field) in table.items()})
-        out.update({"open5gs_pinned": values.get("open5gs_version"), "ueransim_pinned": values.get("ueransim_version"),
-                    "tshark": host["tshark"], "programs_from": "images"})
-        if oai_ran:
-            out.update({"ueransim": None, "ueransim_commit": None, "ueransim_pinned": None,
-                        "oai_pinned": values.get("oai_version")})
+        out.update(_image_versions(inside, ran, values))
+        out.update({"tshark": host["tshark"], "programs_from": "images"})
     else:
-        out.update({"open5gs": None, "ueransim": None, **host, "programs_from": "host"})
+        # no stack ran: no Open5GS nor RAN version is claimed; the host's programs are the ones that ran
+        from testbed import registry
+        out.update({key: None for r in registry.rans() for key in r.image_versions()})
+        out.update({"open5gs": None, **host, "programs_from": "host"})
     out["images"] = facts
+    return out
+
+
+def _image_versions(inside: dict[str, Any], ran_name: str | None, values: dict[str, Any]) -> dict[str, Any]:
+    """The stack's programs read from its images: the core's, every overlay plug-in's and the run's
+    RAN's (the other RANs' keys null), with the versions stack.yaml pins."""
+    from testbed import ran, registry
+    run_ran = registry.ran(ran_name or ran.default(values))
+    table = {**IMAGE_VERSIONS, **{k: v for ov in registry.overlays() for k, v in ov.image_versions().items()}}
+    out: dict[str, Any] = {key: None for r in registry.rans() for key in r.image_versions()}
+    out.update({key: None for r in registry.rans() if r.pinned_key for key in [r.pinned_key.replace("_version", "_pinned")]})
+    table.update(run_ran.image_versions())
+    out.update({key: inside.get(img, {}).get(field) for key, (img, field) in table.items()})
+    out["open5gs_pinned"] = values.get("open5gs_version")
+    if run_ran.pinned_key:
+        out[run_ran.pinned_key.replace("_version", "_pinned")] = values.get(run_ran.pinned_key)
     return out
 
 
@@ -224,36 +187,38 @@ def _instance() -> dict[str, Any]:
 
 
 def datapath_for(protocol: str, facts: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The manifest's datapath object: what the host offers for the profile's protocol.
-
-    `facts` is testbed.datapath.detect() when available. The driver overwrites it with what the
-    overlay entrypoint actually reported (`datapath: ipsec=...` lines) via set_datapath().
-    """
-    dp: dict[str, Any] = {"ipsec": None, "wireguard": None, "userspace": False}
-    if protocol == "dtls":
-        # the DTLS relay is socat in userspace, always (testbed/overlays/dtls.py)
-        return {**dp, "dtls": "socat", "userspace": True}
-    if protocol not in ("ipsec", "wireguard"):
-        return dp                    # baseline and TLS: no kernel/userspace choice to record
+    """The manifest's datapath object: what the host offers for the profile's protocol
+    (testbed/datapath.py manifest_entry). `facts` is testbed.datapath.detect() when available. The
+    driver overwrites it with what the overlay entrypoint actually reported (`datapath: <name>=...`
+    lines) via set_datapath()."""
+    from testbed import datapath, registry
+    if not registry.overlay(protocol).datapaths:
+        return {"userspace": False}          # baseline and TLS: no kernel/userspace choice to record
     if facts is None:
         try:
-            from testbed import datapath  # wireguard area; optional at import time
             facts = datapath.detect()
-        except Exception as exc:  # noqa: BLE001 - detection must never stop a run
+        except Exception as exc:
             log.warning("datapath detection unavailable: %s", exc)
             facts = {}
-    if protocol == "ipsec":
-        dp["ipsec"] = _datapath_value(facts.get("ipsec"), ("kernel", "libipsec"))
-    elif protocol == "wireguard":
-        dp["wireguard"] = _datapath_value(facts.get("wireguard"), ("kernel", "wireguard-go"))
-    dp["userspace"] = dp["ipsec"] == "libipsec" or dp["wireguard"] == "wireguard-go"
-    return dp
+    return datapath.manifest_entry(protocol, facts)
 
 
-def _datapath_value(v: Any, allowed: tuple[str, ...]) -> str | None:
-    if isinstance(v, dict):
-        v = v.get("datapath") or v.get("mode")
-    return v if v in allowed else None
+def datapath_problems(dp: dict[str, Any]) -> list[str]:
+    """What is wrong with a manifest's datapath object: every key but `userspace` must name an
+    overlay plug-in and hold one of its datapaths (or null)."""
+    from testbed import registry
+    problems = []
+    for key, value in dp.items():
+        if key == "userspace":
+            continue
+        try:
+            allowed = registry.overlay(key).datapaths
+        except registry.UnknownPlugin:
+            problems.append(f"datapath/{key}: not an overlay")
+            continue
+        if value is not None and value not in allowed:
+            problems.append(f"datapath/{key}: {value!r} is not one of {', '.join(allowed)}")
+    return problems
 
 
 # ---------------------------------------------------------------- reading and writing
@@ -295,6 +260,8 @@ def validate(manifest: dict[str, Any]) -> list[str]:
     for e in sorted(validator.iter_errors(manifest), key=lambda e: list(e.absolute_path)):
         where = "/".join(str(x) for x in e.absolute_path) or "(top)"
         errors.append(f"{where}: {e.message}")
+    if isinstance(manifest.get("datapath"), dict):
+        errors += datapath_problems(manifest["datapath"])
     return errors
 
 
@@ -448,19 +415,34 @@ def add_event(run_dir: Path, level: str, message: str) -> None:
     write(run_dir, m)
 
 
-def set_datapath(run_dir: Path, ipsec: str | None = None, wireguard: str | None = None,
-                 dtls: str | None = None) -> dict[str, Any]:
-    """Record the datapath the overlay reported; returns the new datapath object."""
+DATAPATH_LINE = re.compile(r"datapath: ([a-z0-9-]+)=(\S+)")
+
+
+def datapaths_in_logs(files: list[Path]) -> dict[str, str]:
+    """{overlay: datapath} from the `datapath: <overlay>=<datapath>` lines the overlay entrypoints
+    print, of overlays and values the plug-ins know (anything else is not a datapath line)."""
+    from testbed import registry
+    known = {ov.name: ov.datapaths for ov in registry.overlays()}
+    found: dict[str, str] = {}
+    for f in files:
+        text = f.read_text(encoding="utf-8", errors="replace") if f.is_file() else ""
+        for name, value in DATAPATH_LINE.findall(text):
+            if value in known.get(name, ()):
+                found[name] = value
+    return found
+
+
+def set_datapath(run_dir: Path, reported: dict[str, str]) -> dict[str, Any]:
+    """Record the datapaths the overlay entrypoints reported ({overlay: datapath}); returns the
+    new datapath object (`userspace` true when any of them is a userspace datapath)."""
+    from testbed import registry
     m = _running(run_dir)
-    dp = dict(m["datapath"])
-    if ipsec is not None:
-        dp["ipsec"] = ipsec
-    if wireguard is not None:
-        dp["wireguard"] = wireguard
-    if dtls is not None:
-        dp["dtls"] = dtls
-    dp["userspace"] = (dp["ipsec"] == "libipsec" or dp["wireguard"] == "wireguard-go"
-                       or dp.get("dtls") is not None)
+    dp = {**m["datapath"], **reported}
+    problems = datapath_problems(dp)
+    if problems:
+        raise ManifestError("; ".join(problems))
+    dp["userspace"] = any(registry.overlay(k).userspace_datapaths & {v} for k, v in dp.items()
+                          if k != "userspace" and v is not None)
     m["datapath"] = dp
     write(run_dir, m)
     return dp

@@ -20,7 +20,6 @@ from another process (the CLI). CLI: `python -m testbed lab up|down|exec|list`.
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import json
 import logging
 import os
@@ -32,7 +31,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from testbed import ROOT, channels, keys, overlays, planes, profiles, ran, stack
+from testbed import channels, keys, planes, profiles, ran, registry, stack
 
 log = logging.getLogger(__name__)
 
@@ -109,13 +108,13 @@ class Lab:
         self.planes = profiles.planes_for(self.profile, plane)
         # the nodes of the RAN variant whose interfaces these are (the split's f1c, f1u, e1; the
         # default RAN's gnb otherwise), as the stack renderer sees them (testbed/ran)
-        variant = "split" if any(p in ran.SPLIT_PLANES for p in self.planes) else ran.default()
+        variant = next((r.name for r in registry.rans() if set(r.planes) & set(self.planes)), ran.default())
         self.values = ran.restrict(values or stack.load(), variant)
         self.plane = planes.expr(self.planes)
         self.networks = list(dict.fromkeys(planes.network(p) for p in self.planes))
         self.network = self.networks[0]
-        module = overlays.get(self.profile.protocol)
-        all_nodes = (module.endpoints(self.plane, self.values) if module is not None
+        overlay = registry.overlay(self.profile.protocol)
+        all_nodes = (overlay.endpoints(self.plane, self.values) if overlay.protects
                      else channels.endpoints(self.planes, self.values))
         self.nodes = list(nodes) if nodes is not None else all_nodes
         bad = [n for n in self.nodes if not self.node_networks(n)]
@@ -234,30 +233,26 @@ class Lab:
               "net.ipv6.conf.default.disable_ipv6=1"], f"disabling IPv6 in {ns}", check=False)
 
     def _render(self) -> dict[str, Path]:
-        module = overlays.get(self.profile.protocol)
-        if module is None:
+        overlay = registry.overlay(self.profile.protocol)
+        if not overlay.protects:
             return {}
         keys_dir = self.keys_dir or keys.ensure(self.state_dir, self.values)
-        dirs = self._render_one(module, self.profile, keys_dir, self.dir / "render")
+        dirs = dict(overlay.render(self.profile, self.plane, self.values, keys_dir, self.dir / "render", nodes=self.nodes))
         for node, prof in self.profile_overrides.items():
             if prof.protocol != self.profile.protocol:
                 raise LabError(f"override for {node}: {prof.id} is {prof.protocol}, the lab runs {self.profile.protocol}")
-            dirs[node] = self._render_one(module, prof, keys_dir, self.dir / f"render-{node}")[node]
+            dirs[node] = overlay.render(prof, self.plane, self.values, keys_dir, self.dir / f"render-{node}",
+                                        nodes=self.nodes)[node]
         return dirs
 
-    def _render_one(self, module: Any, profile: profiles.Profile, keys_dir: Path, out: Path) -> dict[str, Path]:
-        if "nodes" in inspect.signature(module.render).parameters:
-            return dict(module.render(profile, self.plane, self.values, keys_dir, out, nodes=self.nodes))
-        # an overlay without the `nodes` keyword renders every endpoint; the lab uses its nodes' dirs
-        return dict(module.render(profile, self.plane, self.values, keys_dir, out))
-
     def _start(self, node: str, config_dir: Path) -> None:
-        entry = ROOT / self.profile.protocol / "entrypoint.sh"
-        if not entry.is_file():
-            raise LabError(f"{entry} missing: the {self.profile.protocol} overlay has no entrypoint")
+        overlay = registry.overlay(self.profile.protocol)
+        entry = overlay.folder / overlay.entrypoint if overlay.entrypoint else None
+        if entry is None or not entry.is_file():
+            raise LabError(f"the {self.profile.protocol} overlay has no entrypoint ({overlay.folder})")
         argv = ["ip", "netns", "exec", self.netns(node), "unshare", "--mount", "--propagation", "private",
                 "sh", "-c", PRIVATE_RUN_WRAPPER, str(entry), *self.entrypoint_args, str(config_dir)]
-        logf = open(self.log_path(node), "ab")       # noqa: SIM115 (handed to the child)
+        logf = open(self.log_path(node), "ab")
         try:
             proc = subprocess.Popen(argv, stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                     start_new_session=True)

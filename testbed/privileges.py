@@ -1,4 +1,5 @@
-"""Least privilege per container role: the table nf-configs/privileges.yaml, typed.
+"""Least privilege per container role: the table nf-configs/privileges.yaml plus each overlay
+plug-in's own roles (<plug-in folder>/privileges.yaml: its holder, its NFs), typed.
 
 check-config (testbed/check/privilege_rules.py) compares every compose service with the role
 its `testbed.role` label names; the compose fragment renderer writes a role's fields with
@@ -87,9 +88,8 @@ def _role(name: str, spec: dict[str, Any], path: Path) -> Role:
                 writable=str(spec["writable"]) if spec.get("writable") else None)
 
 
-@lru_cache(maxsize=4)
-def load(path: Path = PRIVILEGES_FILE) -> dict[str, Role]:
-    """Every role of the table, by name."""
+def _table(path: Path, protocol: str | None = None) -> dict[str, Role]:
+    """The roles of one table; a plug-in's roles belong to its protocol."""
     try:
         data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
     except (OSError, yaml.YAMLError) as exc:
@@ -97,7 +97,29 @@ def load(path: Path = PRIVILEGES_FILE) -> dict[str, Role]:
     roles = data.get("roles")
     if not isinstance(roles, dict) or not roles:
         raise PrivilegeError(f"{path}: no roles")
-    return {str(n): _role(str(n), spec or {}, Path(path)) for n, spec in roles.items()}
+    out = {str(n): _role(str(n), spec or {}, Path(path)) for n, spec in roles.items()}
+    if protocol is not None:
+        out = {n: dataclasses.replace(r, protocols=(protocol,)) for n, r in out.items()}
+    return out
+
+
+@lru_cache(maxsize=4)
+def load(path: Path = PRIVILEGES_FILE) -> dict[str, Role]:
+    """Every role, by name: the table at `path`, and with the default table every overlay
+    plug-in's own (<folder>/privileges.yaml); a role named twice is an error."""
+    roles = _table(path)
+    if Path(path) != PRIVILEGES_FILE:
+        return roles
+    from testbed import registry
+    for ov in registry.overlays():
+        own = ov.folder / "privileges.yaml"
+        if own.is_file():
+            extra = _table(own, ov.name)
+            twice = sorted(set(extra) & set(roles))
+            if twice:
+                raise PrivilegeError(f"{own}: role(s) {', '.join(twice)} already defined")
+            roles.update(extra)
+    return roles
 
 
 def role(name: str, path: Path = PRIVILEGES_FILE) -> Role:

@@ -20,7 +20,6 @@ from testbed import planes as planes_mod
 
 CATALOGUE = ROOT / "profiles.yaml"
 PLANES = planes_mod.names()          # every plane of nf-configs/channels.yaml, catalogue order
-PROTOCOLS = ("none", "ipsec", "wireguard", "tls", "dtls")
 
 
 class ProfileError(ValueError):
@@ -30,7 +29,7 @@ class ProfileError(ValueError):
 @dataclasses.dataclass(frozen=True)
 class Profile:
     id: str
-    protocol: str                      # none | ipsec | wireguard | tls
+    protocol: str                      # "none" or an overlay plug-in's name (testbed/registry.py)
     planes: tuple[str, ...]
     label: str
     params: dict[str, Any]
@@ -41,58 +40,13 @@ class Profile:
                 "label": self.label, "params": dict(self.params), "refused": self.refused}
 
 
-def _ipsec_profiles(cat: dict[str, Any]) -> list[Profile]:
-    out: list[Profile] = []
-    ike = cat["ike_proposal"]
-    for esp_id, esp in cat["esp"].items():
-        for auth_id, auth in cat["auth"].items():
-            for mode_id, mode in cat["modes"].items():
-                planes = [p for p in mode["planes"]
-                          if p != "n3" or auth_id in cat.get("n3_auth", ["cert"])]
-                if not planes:
-                    continue
-                pid = f"{esp_id}{auth['suffix']}{mode['suffix']}"
-                params = {
-                    "ike_proposal": ike,
-                    "esp": esp_id,
-                    "esp_proposal": esp["keyword"],
-                    "esp_label": esp["label"],
-                    "esp_encryption": esp["encryption"],
-                    "esp_integrity": esp["integrity"],
-                    "auth": auth_id,
-                    "mode": mode_id,
-                    "start_action": "start" if mode_id == "start" else "trap",
-                    "patched_wait": bool(mode.get("patched", False)),
-                    "xfrm_larval_drop": int(mode.get("larval_drop", 1)),
-                }
-                label = f"IPsec {esp['label']}, {auth['label']}, {mode_id}"
-                out.append(Profile(pid, "ipsec", tuple(planes), label, params))
-    return out
-
-
-def _dtls_profiles(cat: dict[str, Any]) -> list[Profile]:
-    out: list[Profile] = []
-    for pid, d in cat["profiles"].items():
-        params = {k: v for k, v in d.items() if k != "refused"}
-        params.setdefault("relay", "dtls")
-        label = (f"DTLS {d['version']} {d['cipher']} relay ({str(d['cert']).upper()})"
-                 if params["relay"] == "dtls" else "relay without DTLS (plain UDP): the relay's own cost")
-        refused = " ".join(str(d["refused"]).split()) if d.get("refused") else None
-        out.append(Profile(pid, "dtls", tuple(cat["planes"]), label, params, refused))
-    return out
-
-
 def _expand(raw: dict[str, Any]) -> dict[str, Profile]:
-    # the baseline runs on every plane
-    profiles: list[Profile] = [Profile("baseline", "none", PLANES, "no overlay", {})]
-    profiles += _ipsec_profiles(raw["ipsec"])
-    for pid, wg in raw["wireguard"].items():
-        profiles.append(Profile(pid, "wireguard", tuple(wg["planes"]), wg["label"], {}))
-    for pid, tls in raw["tls"]["profiles"].items():
-        params = dict(tls)
-        label = f"TLS {tls['version']} {tls['cipher']} ({tls['cert'].upper()})"
-        profiles.append(Profile(pid, "tls", ("sbi",), label, params))
-    profiles += _dtls_profiles(raw.get("dtls") or {"planes": [], "profiles": {}})
+    """The baseline, then each overlay plug-in's profiles from its own section of the catalogue
+    (testbed/registry.py order); ids must be unique."""
+    from testbed import registry
+    profiles: list[Profile] = []
+    for plugin in (registry.baseline(), *registry.overlays()):
+        profiles += plugin.expand(raw.get(plugin.name) or {}, PLANES)
     by_id: dict[str, Profile] = {}
     for p in profiles:
         if p.id in by_id:

@@ -37,6 +37,8 @@ gen_key() {
         ecdsa) openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$tmp" 2>/dev/null ;;
         rsa)   openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$tmp" 2>/dev/null ;;
     esac || die "openssl could not generate a $keytype key for $path"
+    # a full disk can leave openssl's output empty with exit 0: only a key that parses is moved in
+    openssl pkey -in "$tmp" -noout 2>/dev/null || { rm -f "$tmp"; die "openssl wrote no usable $keytype key for $path (disk full?)"; }
     chmod 0600 "$tmp"
     mv -n "$tmp" "$path"
 }

@@ -3,7 +3,7 @@
 # containers' network-namespace holders and in the namespace tests.
 #
 # Brings up one WireGuard interface in the current network namespace from a rendered config
-# dir (testbed/overlays/wireguard.py), steers plaintext traffic to the peers' real addresses
+# dir (wireguard/overlay.py), steers plaintext traffic to the peers' real addresses
 # into it by fwmark policy routing (the tunnel's own UDP packets carry the fwmark and use the
 # main table), waits with a deadline until a handshake with every peer has completed (started by
 # the end of each pair whose node name sorts first), prints
@@ -30,7 +30,7 @@ usage: wireguard/entrypoint.sh [--private-run] [--datapath auto|kernel|wireguard
                                [--timeout SECONDS] NODE_CONFIG_DIR
 
 Starts the WireGuard overlay in the current network namespace from NODE_CONFIG_DIR
-(rendered by testbed/overlays/wireguard.py: overlay.env + wg.conf): a fail-closed nftables
+(rendered by wireguard/overlay.py: overlay.env + wg.conf): a fail-closed nftables
 filter (nothing to a peer leaves outside the tunnel), the interface, fwmark policy routing
 of the peers' real addresses into it, the keys and peers. Waits until every peer has
 completed a handshake (deadline: --timeout, default WG_READY_TIMEOUT of overlay.env), prints

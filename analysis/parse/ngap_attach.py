@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from analysis.parse.tshark import epoch_ns_text, tshark_fields, tshark_records
+from analysis.parse.tshark import epoch_ns_text, tshark_records
 
 if TYPE_CHECKING:      # pandas only where a frame is asked for: `attach-times` runs without it
     import pandas as pd

@@ -2,7 +2,7 @@
 # Command wrapper of the OpenAirInterface containers (RAN=oai|split, docs/ran.md): runs PROGRAM
 # with its arguments in /run/oai (a per-start tmpfs: OAI writes its periodic stats files into
 # the working directory), with its output on the container log AND in /run/oai/oai.log, which
-# the healthchecks read (testbed/ran/oai.py names the lines). The program replaces this shell
+# the healthchecks read (testbed/ran/oai/services.py names the lines). The program replaces this shell
 # (exec), so it receives the container's SIGTERM itself; its exit code is the container's.
 set -euo pipefail
 

@@ -416,16 +416,12 @@ run_event() {
   tbm event "$RUN_DIR" --level "$level" --message="$*" >/dev/null || true
 }
 
-# datapath_from_log FILE: record what the overlay entrypoint printed (`datapath: ipsec=...`)
-# and shout if it is a userspace datapath.
+# datapath_from_log FILE...: record what the overlay entrypoints printed (`datapath: <overlay>=...`,
+# read by the overlay plug-ins' own datapath values) and shout if it is a userspace datapath.
 datapath_from_log() {
-  local file="$1" line kv=() dp
+  local dp
   [[ "$DRY_RUN" == 1 || -z "$RUN_DIR" ]] && return 0
-  while read -r line; do
-    kv+=("${line#datapath: }")
-  done < <(grep -ohE 'datapath: (ipsec=(kernel|libipsec)|wireguard=(kernel|wireguard-go)|dtls=socat)' "$file" 2>/dev/null | sort -u)
-  ((${#kv[@]})) && tbm set-datapath "$RUN_DIR" "${kv[@]}" >/dev/null
-  dp="$(tbm get "$RUN_DIR" datapath)"
+  dp="$(tbm datapath-from-log "$RUN_DIR" "$@")"
   if [[ "$(tbm get "$RUN_DIR" datapath.userspace)" == true ]]; then
     loud "USERSPACE DATAPATH ($dp): this host has no kernel ESP/WireGuard; latencies are NOT" \
       "comparable with kernel-datapath runs (recorded: datapath.userspace = true)"
@@ -935,42 +931,51 @@ plaintext_view_stop() {
   capture_stop "$1"
 }
 
-# overlay_endpoints PROTOCOL: the nodes PROTOCOL's overlay runs on for PLANE, among the nodes the
-# running RAN variant has (testbed/ran: n3 is the gNB's with UERANSIM, the CU-UP's with the split).
-overlay_endpoints() {
-  "$PYTHON" -c 'import sys; from testbed import overlays, ran, stack
-v = ran.restrict(stack.load(), sys.argv[3])
-print("\n".join(overlays.get(sys.argv[1]).endpoints(sys.argv[2], v)))' "$1" "$PLANE" "$(ran_value RAN)"
+# overlay_ask ASK [ARGS...]: what the profile's overlay plug-in says (testbed/cli/overlay.py), one
+# answer a line: endpoints (on PLANE, among the nodes the running RAN variant has), state-command,
+# daemons, lab-tools, holder-commands --moment M.
+overlay_ask() {
+  tb overlay "$1" --profile "$PROFILE" "${@:2}"
 }
 
-# stack_overlay_state TAG: what each overlay endpoint negotiated (swanctl --list-sas / wg show,
-# run in its namespace holder <node>-net), kept as logs TAG-<node>.txt. TLS: the capture shows it.
+# overlay_endpoints: the nodes the profile's overlay runs on for PLANE, among the nodes the running
+# RAN variant has (testbed/ran: n3 is the gNB's with UERANSIM, the CU-UP's with the split).
+overlay_endpoints() {
+  overlay_ask endpoints --plane "$PLANE" --ran "$(ran_value RAN)"
+}
+
+# stack_overlay_state TAG: what each overlay endpoint negotiated (the plug-in's state command, e.g.
+# `swanctl --list-sas`, run in its namespace holder <node>-net), kept as logs TAG-<node>.txt.
+# Nothing for an overlay without one (TLS: the capture shows it).
 stack_overlay_state() {
   local tag="$1" node nodes=() cmd=()
-  case "$PROTOCOL" in
-    ipsec) cmd=(swanctl --list-sas) ;;
-    wireguard) cmd=(wg show) ;;
-    *) return 0 ;;
-  esac
-  mapfile -t nodes < <(overlay_endpoints "$PROTOCOL")
+  mapfile -t cmd < <(overlay_ask state-command)
+  ((${#cmd[@]})) || return 0
+  mapfile -t nodes < <(overlay_endpoints)
   for node in "${nodes[@]}"; do
     run_cmd "${DC[@]}" exec -T "$node-net" "${cmd[@]}" >"$(out_path "$tag-$node.txt")" 2>&1 \
       || warn "could not read the overlay state of $node ($tag)"
   done
 }
 
-# stack_wg_holders TAG CMD...: run CMD in every WireGuard endpoint's holder (<node>-net), output
-# kept as TAG-<node>.txt and recorded (run-sbi: session reset before the cold UE, handshake ages
-# before the warm one). Nothing for other protocols.
-stack_wg_holders() {
-  local tag="$1" node nodes=()
-  shift
-  [[ "$PROTOCOL" == wireguard ]] || return 0
-  mapfile -t nodes < <(overlay_endpoints wireguard)
-  for node in "${nodes[@]}"; do
-    run_cmd "${DC[@]}" exec -T "$node-net" "$@" >"$(out_path "$tag-$node.txt")" 2>&1 \
-      || die "WireGuard holder $node: \`$*\` failed ($tag); see $tag-$node.txt" 1
-    [[ "$DRY_RUN" == 1 ]] || record_file "$tag-$node.txt" log
+# stack_holder_commands TAG MOMENT: the overlay plug-in's commands for MOMENT (before-cold,
+# before-warm; e.g. WireGuard's session reset) in every endpoint's holder (<node>-net), output kept
+# as TAG-<record>-<node>.txt and recorded (its run check reads them). Nothing for other overlays.
+stack_holder_commands() {
+  local tag="$1" moment="$2" node nodes=() line name cmd=() steps=()
+  # read the whole answer first: `docker compose exec` may read the loop's stdin
+  mapfile -t steps < <(overlay_ask holder-commands --moment "$moment")
+  ((${#steps[@]})) || return 0
+  mapfile -t nodes < <(overlay_endpoints)
+  for line in "${steps[@]}"; do
+    read -ra cmd <<<"$line"
+    name="${cmd[0]}"
+    cmd=("${cmd[@]:1}")
+    for node in "${nodes[@]}"; do
+      run_cmd "${DC[@]}" exec -T "$node-net" "${cmd[@]}" >"$(out_path "$tag-$name-$node.txt")" 2>&1 </dev/null \
+        || die "overlay holder $node: \`${cmd[*]}\` failed ($tag); see $tag-$name-$node.txt" 1
+      [[ "$DRY_RUN" == 1 ]] || record_file "$tag-$name-$node.txt" log
+    done
   done
 }
 

@@ -24,7 +24,7 @@ Add = Callable[[Path, str, str, str], None]
 def _labels(svc: dict[str, Any]) -> dict[str, str]:
     labels = svc.get("labels") or {}
     if isinstance(labels, list):                        # ["k=v", ...] form
-        return dict(str(x).split("=", 1) if "=" in str(x) else (str(x), "") for x in labels)
+        return {str(x).partition("=")[0]: str(x).partition("=")[2] for x in labels}
     return {str(k): str(v) for k, v in labels.items()}
 
 

@@ -12,10 +12,10 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from testbed import images, instance, planes
+from testbed import images, instance, planes, registry
 from testbed.check import Finding
 from testbed.check import compose_model as cm
-from testbed.check import oai_rules
+from testbed.ran.oai import rules as oai_rules
 from testbed.check import privilege_rules
 from testbed.render import compose_env as cenv
 from testbed.render import layout
@@ -121,16 +121,16 @@ class Checker:
             self.add(p.file, p.key, p.message, "syntax")
         subnets: dict[str, ipaddress.IPv4Network] = {}
         used: dict[tuple[str, str], str] = {}
-        for name, net in self.model.networks.items():
+        for name, netspec in self.model.networks.items():
             f = self.model.file_of("networks", name)
-            for i, cfg in enumerate(((net.get("ipam") or {}).get("config")) or []):
+            for i, cfg in enumerate(((netspec.get("ipam") or {}).get("config")) or []):
                 key = f"networks.{name}.ipam.config[{i}]"
                 try:
                     subnet = ipaddress.ip_network(str(cfg.get("subnet")))
                 except ValueError as exc:
                     self.add(f, f"{key}.subnet", f"invalid subnet: {exc}", "subnet")
                     continue
-                subnets[name] = subnet  # type: ignore[assignment]
+                subnets[name] = subnet  # type: ignore[assignment]  # IPv6 subnets never appear here
                 gw = cfg.get("gateway")
                 if gw:
                     try:
@@ -376,7 +376,7 @@ class Checker:
             self.expect(path, "linkIp", d.get("linkIp"), svc, "ran", "gNB radio link address")
             self.expect(path, "gtpIp", d.get("gtpIp"), svc, "n3", "gNB GTP-U address")
             if relay is not None:
-                # a relay overlay (dtls) on N2: the gNB connects to the relay's local listener
+                # a relay overlay on N2: the gNB connects to the relay's local listener
                 for key, value in [("ngapIp", d.get("ngapIp"))] + [
                         (f"amfConfigs[{i}].address", a.get("address")) for i, a in enumerate(d.get("amfConfigs") or [])]:
                     if str(value) != relay.listen:
@@ -408,25 +408,23 @@ class Checker:
             return self.values
 
     def relay(self, plane: str) -> Any:
-        """The plane's relay link when the render runs a relay overlay (dtls) on it, else None; the
-        server side's relay must connect to the server NF's real address on the plane (checked here
-        from the rendered relay: the AMF's on N2, the CU-CP's on F1-C and E1)."""
-        if self.env.get("PROTOCOL") != "dtls" or plane not in planes.split(self.env.get("PLANE") or "n3"):
+        """The plane's relay link when the render runs a relay overlay on it (the plug-in's
+        relay_link), else None; the server side's relay must connect to the server NF's real
+        address on the plane (checked here from the rendered relay: the AMF's on N2, the CU-CP's
+        on F1-C and E1)."""
+        if plane not in planes.split(self.env.get("PLANE") or "n3"):
             return None
-        from testbed.overlays import dtls
-        lk = dtls.links(self.ran_values).get(plane)
+        overlay = registry.overlay(self.env.get("PROTOCOL") or "none")
+        lk = overlay.relay_link(plane, self.ran_values)
         if lk is None:
             return None
-        env_file = self.render_dir / layout.OVERLAY_DIR / lk.server / "overlay.env"
-        relays = cenv.parse_env(env_file.read_text(encoding="utf-8")).get("DTLS_RELAYS", "") if env_file.is_file() else ""
-        lines = [f for f in (r.split() for r in relays.strip("'\"").split(";")) if len(f) >= 6]
-        fields = next((f for f in lines if f[0] == "server" and f[1] == plane), None)
+        env_file, setting, fields = overlay.relay_target(self.render_dir / layout.OVERLAY_DIR, lk)
         server = self.runner("open5gs:amf") if lk.server == "amf" else self.node_service(lk.server)
         what = "AMF" if lk.server == "amf" else lk.server.upper()
         if fields is None:
-            self.add(env_file, "DTLS_RELAYS", f"no relay rendered for the {what}'s side of {plane.upper()}", "reference")
+            self.add(env_file, setting, f"no relay rendered for the {what}'s side of {plane.upper()}", "reference")
         else:
-            key = "DTLS_RELAYS (NF side)" if plane == "n2" else f"DTLS_RELAYS ({plane}, NF side)"
+            key = f"{setting} (NF side)" if plane == "n2" else f"{setting} ({plane}, NF side)"
             self.expect(env_file, key, fields[4], server, plane, f"{what} address behind the relay")
         return lk
 

@@ -33,6 +33,8 @@ COMMANDS: dict[str, str] = {
     "check-capture": "check_capture",
     "images": "images",
     "instance": "instance",
+    "overlay": "overlay",
+    "plugins": "plugins",
 }
 
 

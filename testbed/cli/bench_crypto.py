@@ -12,7 +12,7 @@ def _ints(text: str) -> list[int]:
     try:
         return [int(v) for v in text.replace(",", " ").split()]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected byte counts like '64 1024 65536', got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected byte counts like '64 1024 65536', got {text!r}") from None
 
 
 def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:

@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 from pathlib import Path
 
-from testbed import instance, keys, privileges, profiles, ran
+from testbed import instance, keys, orchestrate, planes, privileges, profiles, programs, ran, stack
 from testbed.check import check_render, summary
 from testbed.cli import render as render_cli
 
@@ -18,23 +19,39 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
                         help="do not re-render first (check hand-edited rendered files)")
 
 
-def _dirs(args: argparse.Namespace) -> list[Path]:
+def _dirs(args: argparse.Namespace, into: Path) -> list[Path]:
+    """The render dirs to check: the one given with --no-render, else fresh renders of every plane
+    set into `into` (a temporary directory: checking never touches the state's renders, so it
+    needs no state lock and runs beside a running stack)."""
     if args.render_dir is not None and args.no_render:
         return [args.render_dir]
     prof = profiles.get(args.profile, args.plane)
-    variant, uu = render_cli.check_ran(args.ran, args.uu)
+    variant = ran.check(args.ran or None)
     own = [p for p in prof.planes if ran.has_plane(variant, p)]      # the RAN variant's planes
     sets = [args.plane] if args.plane else own + (["all"] if len(own) > 1 else [])
-    return [render_cli.render_profile(prof.id, pl, args.state, args.scp, ran_choice=variant, uu=uu).dir
-            for pl in sets]
+    state = render_cli.state_dir(args)
+    out = []
+    with instance.addresses_of(state):
+        root = keys.ensure(state)
+        for i, pl in enumerate(sets):
+            sel = render_cli.selection(args, pl)
+            inputs = orchestrate.Inputs(keys.subscribers(root), root, stack.load(), programs.git_short(),
+                                        datapath_choices=render_cli.datapath_choices())
+            out.append(orchestrate.render(sel, into / f"{i}-{planes.key(sel.plane)}", inputs).dir)
+    return out
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        dirs = _dirs(args)
-    except render_cli.RENDER_ERRORS as exc:
-        return render_cli.report_error(exc, f"cannot render {args.profile} for checking")
-    state = args.state if args.state is not None else keys.default_state_dir()
+    with tempfile.TemporaryDirectory(prefix="check-config-") as tmp:
+        try:
+            dirs = _dirs(args, Path(tmp))
+        except render_cli.RENDER_ERRORS as exc:
+            return render_cli.report_error(exc, f"cannot render {args.profile} for checking")
+        return _check(args, dirs)
+
+
+def _check(args: argparse.Namespace, dirs: list[Path]) -> int:
+    state = render_cli.state_dir(args)
     keys_root = keys.keys_root(state)
     total = 0
     for d in dirs:

@@ -10,7 +10,7 @@ from typing import Any
 from testbed import manifest, runparams
 
 ACTIONS = ("create", "add-file", "add-logs", "add-command", "add-ue", "add-failure", "event", "set-datapath",
-           "finish", "validate", "get", "mark-stale")
+           "datapath-from-log", "finish", "validate", "get", "mark-stale")
 
 
 def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
@@ -18,7 +18,8 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument("target", nargs="?", help="run directory (create: the results root)")
     parser.add_argument("values", nargs="*", metavar="VALUE",
                         help="create: KEY=VALUE parameters; add-file: ATTR=VALUE attributes; "
-                        "set-datapath: ipsec=... wireguard=... dtls=...; get: a key path such as datapath.userspace")
+                        "set-datapath: <overlay>=<datapath> ...; datapath-from-log: the entrypoints' log files; "
+                        "get: a key path such as datapath.userspace")
     parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                         help="create: a parameter (repeat; same as the positional KEY=VALUE)")
     parser.add_argument("--attr", action="append", default=[], metavar="ATTR=VALUE",
@@ -91,9 +92,10 @@ def _dispatch(args: argparse.Namespace) -> int:
     elif a == "event":
         manifest.add_event(target, args.level, _need(args.message, "--message", a))
     elif a == "set-datapath":
-        kv = _pairs(args.values)
-        dp = manifest.set_datapath(target, kv.get("ipsec"), kv.get("wireguard"), kv.get("dtls"))
-        print(json.dumps(dp))
+        print(json.dumps(manifest.set_datapath(target, _pairs(args.values))))
+    elif a == "datapath-from-log":
+        reported = manifest.datapaths_in_logs([Path(v) for v in args.values])
+        print(json.dumps(manifest.set_datapath(target, reported) if reported else manifest.load(target)["datapath"]))
     elif a == "finish":
         manifest.finish(target, _need(args.state, "--state", a), args.reason)
     elif a == "validate":

@@ -6,78 +6,74 @@ import os
 import sys
 from pathlib import Path
 
-from testbed import dimensions, instance, keys, nas, planes, profiles, ran, render, stack, statelock
-from testbed.render import layout, oai
+from testbed import dimensions, keys, profiles, programs, ran, registry, render, statelock
+from testbed import orchestrate
+from testbed.render import layout
+
+# The environment is read here, at the command line's edge, and nowhere below it.
+
+
+def _env(name: str) -> str:
+    return os.environ.get(name, "") or ""
 
 
 def add_render_arguments(parser: argparse.ArgumentParser, plane_default: str) -> None:
-    """--profile, --plane, --state, --scp, --ran, --uu: what picks a render (render and check-config)."""
-    parser.add_argument("--profile", default=os.environ.get("PROFILE") or "baseline",
+    """--profile, --plane, --state, --scp, --ran, --uu and every dimension's variables: what picks
+    a render (render and check-config), defaults from the environment."""
+    parser.add_argument("--profile", default=_env("PROFILE") or "baseline",
                         help="profile id (default: $PROFILE or baseline; `make profiles` lists them)")
-    parser.add_argument("--plane", default=os.environ.get("PLANE") or None,
+    parser.add_argument("--plane", default=_env("PLANE") or None,
                         help="plane(s) the overlay covers: one, several (n2,n4,n3,sbi) or `all` of the "
                              f"profile's (default: $PLANE or {plane_default})")
     parser.add_argument("--state", type=Path, default=None, help="state dir (default: $STATE or .state)")
-    parser.add_argument("--scp", action="store_true", default=os.environ.get("SCP", "") in ("1", "yes", "true"),
+    parser.add_argument("--scp", action="store_true", default=_env("SCP") in ("1", "yes", "true"),
                         help="indirect communication through the SCP (default: $SCP, off)")
-    parser.add_argument("--ran", default=os.environ.get("RAN") or "",
-                        help="RAN variant: ueransim (default), oai, split (default: $RAN; docs/ran.md)")
-    parser.add_argument("--uu", default=os.environ.get("UU") or "",
+    parser.add_argument("--ran", default=_env("RAN"),
+                        help="RAN variant: " + ", ".join(r.name for r in registry.rans())
+                             + " (default: $RAN, or the stack's; docs/ran.md)")
+    parser.add_argument("--uu", default=_env("UU"),
                         help="AS security of an OAI RAN, e.g. nea2-nia2 (default: $UU, or OAI's "
-                             "preference lists; docs/ran.md)")
+                             "preference lists; '-' the same; docs/ran.md)")
+    for var, text in dimensions.variables().items():
+        parser.add_argument(f"--{var.lower().replace('_', '-')}", dest=f"dim_{var}", default=_env(var),
+                            help=f"{text} (default: ${var})")
 
 
 def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     add_render_arguments(parser, "the profile's first plane")
-    parser.add_argument("--nas", default=os.environ.get("NAS") or "",
-                        help="NAS security algorithms, e.g. nea2-nia2 (default: $NAS, or the stack's "
-                             "orders; docs/nas.md)")
-    dimensions.add_arguments(parser)       # each dimension's own options (testbed/dimensions.py)
     parser.add_argument("--quiet", action="store_true", help="print only the render dir")
 
 
-def resolve(profile_id: str, plane: str | None, ran_name: str = "ueransim") -> tuple[profiles.Profile, str]:
-    """(profile, canonical PLANE expression) or ProfileError naming the valid choices; `all` is every
-    plane of the profile that the RAN variant has (f1c, f1u, e1 only with the split)."""
-    prof = profiles.get(profile_id, plane)
-    covered = profiles.planes_for(prof, plane)
-    if plane is not None and plane.strip() == planes.ALL:
-        covered = tuple(p for p in covered if ran.has_plane(ran_name, p))
-    return prof, planes.expr(covered)
+def options(args: argparse.Namespace) -> dict[str, str]:
+    """The dimensions' variables as given ({VARIABLE: value})."""
+    return {var: str(getattr(args, f"dim_{var}", "") or "") for var in dimensions.variables()}
 
 
-def check_ran(ran_choice: str | None, uu: str | None) -> tuple[str, str | None]:
-    """(RAN variant, UU choice) or RanError / OaiConfigError naming the valid values."""
-    name = ran.check(os.environ.get("RAN", "") if ran_choice is None else ran_choice)
-    uu = os.environ.get("UU", "") if uu is None else uu
-    uu = "" if uu == "-" else uu          # '-': the stack's preference lists (run parameters' default)
-    if uu:
-        if name == "ueransim":
-            raise ran.RanError(f"UU={uu}: the AS security choice needs an OpenAirInterface RAN "
-                               "(RAN=oai or RAN=split); UERANSIM has no AS security (docs/ran.md)")
-        oai.security(stack.load(), uu)
-    return name, uu or None
+def datapath_choices() -> dict[str, str]:
+    """Each overlay's datapath variable as the environment sets it (IPSEC_DATAPATH=kernel ...)."""
+    return {ov.datapath_variable: _env(ov.datapath_variable) or "auto"
+            for ov in registry.overlays() if ov.datapath_variable}
 
 
-def render_profile(profile_id: str, plane: str | None, state: Path | None, scp: bool,
-                   nas_choice: str | None = None, ran_choice: str | None = None,
-                   uu: str | None = None, dims: tuple[dimensions.Dimension, ...] = ()) -> render.Rendered:
-    ran_name, uu = check_ran(ran_choice, uu)
-    prof, pl = resolve(profile_id, plane, ran_name)
-    nas_choice = os.environ.get("NAS", "") if nas_choice is None else nas_choice
-    state_dir = Path(state) if state is not None else keys.default_state_dir()
-    with instance.addresses_of(state_dir):              # that directory's stack addresses
-        values = nas.apply(stack.load(), nas_choice)    # NasError before anything is written
-    with statelock.hold(state_dir), instance.addresses_of(state_dir):   # never under a running stack
-        root = keys.ensure(state_dir)
-        out = layout.render_dir(state_dir, pl, prof.id, ran_name)
-        return render.render(prof, pl, out, subscribers=keys.subscribers(root), keys_dir=root,
-                             values=values, use_scp=scp or None, ran_variant=ran_name, uu=uu,
-                             dimensions=dims)
+def state_dir(args: argparse.Namespace) -> Path:
+    return Path(args.state) if args.state is not None else Path(_env("STATE") or keys.default_state_dir())
+
+
+def selection(args: argparse.Namespace, plane: str | None = None) -> orchestrate.Selection:
+    uu = "" if args.uu == "-" else args.uu          # '-': the stack's preference lists (run parameters' default)
+    return orchestrate.select(args.profile, plane if plane is not None else args.plane, ran_name=args.ran or None,
+                              uu=uu or None, options=options(args), scp=args.scp or None)
+
+
+def render_args(args: argparse.Namespace, plane: str | None = None) -> render.Rendered:
+    """Render what the arguments select into the state directory's render dir."""
+    return orchestrate.render_into_state(selection(args, plane), state_dir(args), programs.git_short(),
+                                         datapath_choices())
 
 
 # What rendering can fail with, and how each is told (one line; 2 = the user's input).
-USAGE_ERRORS = (profiles.ProfileError, nas.NasError, ran.RanError, oai.OaiConfigError, dimensions.SelectionError)
+USAGE_ERRORS = (profiles.ProfileError, ran.RanError, dimensions.SelectionError,
+                registry.UnknownPlugin)
 RENDER_ERRORS = (*USAGE_ERRORS, statelock.Busy, OSError, render.RenderError, keys.KeysError, ValueError, KeyError)
 
 
@@ -96,9 +92,7 @@ def report_error(exc: BaseException, what: str) -> int:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        ran_name, _ = check_ran(args.ran, args.uu)
-        dims = dimensions.select(args, *resolve(args.profile, args.plane, ran_name))
-        r = render_profile(args.profile, args.plane, args.state, args.scp, args.nas, args.ran, args.uu, dims)
+        r = render_args(args)
     except RENDER_ERRORS as exc:
         return report_error(exc, f"render {args.profile}")
     if args.quiet:

@@ -62,9 +62,10 @@ def _plan(args: argparse.Namespace) -> int:
     m = mf.load(args.run_dir)
     p = m["parameters"]
     seed = int(p["order_seed"]) or secrets.randbits(32)
-    order = [list(f) for f in ditg.plan(p["protocols"], p["rates"], p["runs"], seed)]
+    flows = ditg.plan(p["protocols"], p["rates"], p["runs"], seed)
+    order = [list(f) for f in flows]
     mf.set_field(args.run_dir, "flows", {"seed": seed, "planned": len(order), "order": order})
-    for proto, rate, i in order:
+    for proto, rate, i in flows:
         send, recv = (str(Path(args.log_dir) / Path(n).name) for n in collect.log_names(ditg.tag(proto, rate, i)))
         argv = ditg.send_command(args.server, proto, rate, float(p["duration"]), send, recv, args.source)
         print("\t".join([proto, str(rate), str(i), *argv]))

@@ -1,82 +1,37 @@
-"""RAN variants (RAN=ueransim|oai|split): plug-ins the stack renderer calls, like the overlays.
-
-A variant is a name in nf-configs/stack.yaml `ran.variants` and a module under testbed/ran/
-(MODULES below: one line per module) implementing `RanModule`. testbed/render calls only this
-interface, so a new RAN variant never edits the renderer:
-
-    nodes(variant, values) -> list[str]            the stack.yaml nodes it runs (filtered by `ran:`)
-    env_nodes(variant) -> list[str]                its program containers that get an env/<node>.env
-                                                   (the overlays' nf_environment hook fills them)
-    render(variant, ctx) -> list[Path]             its configs, written under ctx.out_dir; the
-                                                   overlay's nf_config_overrides (ctx.overrides) are
-                                                   deep-merged into each gNB-side node's config
-    compose(variant, values) -> dict               its Compose services (+ networks), rendered
-                                                   into <render dir>/compose/ran.yaml
-    compose_env(variant, values) -> dict[str, str] its variables for compose.env (RAN_*)
-    plan(variant, values) -> list[str]             lines for plan.txt
-    images(variant) -> list[str]                   the image variables it runs (UERANSIM_IMAGE ...)
+"""RAN variants (RAN=ueransim|oai|split): plug-ins the stack renderer calls (testbed/contract.py
+RanPlugin, one line each in testbed/registry.py, one folder each under testbed/ran/). A variant
+is also a name in nf-configs/stack.yaml `ran.variants` (its label, whether experimental, the
+node kind of its RAN nodes). Helpers here answer what every variant shares: which is the
+default, which nodes a variant runs, which planes it has.
 
 Every variant exports the same RAN_* variables, which the scripts read instead of assuming
-UERANSIM (scripts/up.sh, scripts/lib/common.sh):
-
-    RAN                 the variant
-    RAN_READY           the service that is healthy once the RAN is connected to the core
-    RAN_UE_TUN          the UE's PDU session interface (uesimtun0, oaitun_ue1)
-    RAN_UE_SESSION_LOG  a fixed string of the UE's log line that says its PDU session is up
-    RAN_SCALE           1 if the variant has the scaling UEs (ue-scale), else 0
+UERANSIM (scripts/up.sh, scripts/lib/): RAN, RAN_READY (the service that is healthy once the RAN
+is connected to the core), RAN_UE_TUN (the UE's PDU session interface), RAN_UE_SESSION_LOG (a
+fixed string of the UE's log line that says its PDU session is up), RAN_SCALE (1 if the variant
+has the scaling UEs).
 """
 from __future__ import annotations
 
-import dataclasses
-import importlib
-from collections.abc import Callable
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-from testbed import stack
+from testbed import registry, stack
+from testbed.contract import RanContext, RanPlugin
 
-# variant -> module under testbed.ran
-MODULES: dict[str, str] = {
-    "ueransim": "ueransim",
-    "oai": "oai",
-    "split": "oai",
-}
 RAN_ENV_KEYS = ("RAN", "RAN_READY", "RAN_UE_TUN", "RAN_UE_SESSION_LOG", "RAN_SCALE")
-# the planes only the split RAN has (its F1-C, F1-U and E1 interfaces)
-SPLIT_PLANES = ("f1c", "f1u", "e1")
 
 
 def has_plane(variant: str, plane: str) -> bool:
-    """Whether a RAN variant has the interface a plane names (every variant has n2, n3, sbi ...)."""
-    return plane not in SPLIT_PLANES or variant == "split"
+    """Whether a RAN variant has the interface a plane names: a plane some variant declares as its
+    own (the split's f1c, f1u, e1) exists only in the variants that declare it."""
+    own = {p for r in registry.rans() for p in r.planes}
+    return plane not in own or plane in registry.ran(variant).planes
 
 
 class RanError(ValueError):
     """An unknown RAN variant, or one its module cannot render (the message lists the valid ones)."""
 
 
-@dataclasses.dataclass(frozen=True)
-class RenderContext:
-    """What a variant's render() gets: the values, the SIM secrets, where to write, the options."""
-    values: dict[str, Any]
-    subscribers: dict[str, Any]
-    out_dir: Path
-    header: str                      # the "rendered, do not edit" comment (without comment marks)
-    uu: str | None = None            # UU=<nea>-<nia>: AS security of an OAI RAN (docs/ran.md)
-    overrides: Callable[[str], dict[str, Any]] | None = None   # node -> the overlay's overrides
-
-    def override(self, node: str) -> dict[str, Any]:
-        return dict(self.overrides(node) or {}) if self.overrides is not None else {}
-
-
-class RanModule(Protocol):
-    def nodes(self, variant: str, values: dict[str, Any]) -> list[str]: ...
-    def env_nodes(self, variant: str) -> list[str]: ...
-    def render(self, variant: str, ctx: RenderContext) -> list[Path]: ...
-    def compose(self, variant: str, values: dict[str, Any]) -> dict[str, Any]: ...
-    def compose_env(self, variant: str, values: dict[str, Any]) -> dict[str, str]: ...
-    def plan(self, variant: str, values: dict[str, Any]) -> list[str]: ...
-    def images(self, variant: str) -> list[str]: ...
+RenderContext = RanContext
 
 
 def variants(values: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
@@ -94,17 +49,18 @@ def check(variant: str | None, values: dict[str, Any] | None = None) -> str:
     v = values or stack.load()
     name = variant or default(v)
     known = variants(v)
-    if name not in known or name not in MODULES:
-        raise RanError(f"unknown RAN {name!r}; valid: {', '.join(n for n in known if n in MODULES)} "
+    plugged = [r.name for r in registry.rans()]
+    if name not in known or name not in plugged:
+        raise RanError(f"unknown RAN {name!r}; valid: {', '.join(n for n in known if n in plugged)} "
                        "(nf-configs/stack.yaml ran.variants; docs/ran.md)")
     return name
 
 
-def get(variant: str) -> RanModule:
-    if variant not in MODULES:
-        raise RanError(f"unknown RAN {variant!r}; valid: {', '.join(MODULES)}")
-    mod: Any = importlib.import_module(f"testbed.ran.{MODULES[variant]}")
-    return mod  # type: ignore[no-any-return]
+def get(variant: str) -> RanPlugin:
+    try:
+        return registry.ran(variant)
+    except registry.UnknownPlugin as exc:
+        raise RanError(str(exc)) from None
 
 
 def runs_node(node: str, variant: str, values: dict[str, Any]) -> bool:
@@ -120,7 +76,7 @@ def restrict(values: dict[str, Any], variant: str) -> dict[str, Any]:
     nodes = {n: spec for n, spec in values["nodes"].items() if runs_node(n, variant, values)}
     kind = variants(values).get(variant, {}).get("node_kind")
     if kind:
-        for n in get(variant).nodes(variant, values):
+        for n in get(variant).nodes(values):
             nodes[n] = {**nodes[n], "kind": kind}
     return {**values, "nodes": nodes}
 

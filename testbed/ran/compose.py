@@ -64,7 +64,7 @@ def node_networks(node: str, values: dict[str, Any]) -> dict[str, dict[str, Any]
 
 
 def holder(node: str, values: dict[str, Any], **extra: Any) -> dict[str, Any]:
-    svc = copy.deepcopy(templates()["x-holder"])
+    svc: dict[str, Any] = copy.deepcopy(templates()["x-holder"])
     svc["networks"] = node_networks(node, values)
     svc.update(extra)
     return svc

@@ -14,39 +14,16 @@ datapath may be userspace), the overlay folder and the node's rendered dir read-
 """
 from __future__ import annotations
 
-import os
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from testbed import datapath, privileges
+from testbed import privileges
 
 FRAGMENT = "overlay.compose.yaml"
 DIMENSION_FRAGMENT = "{}.compose.yaml"           # per dimension name
-# per protocol: the environment variable that forces a datapath, its kernel value, the host probe
-_DATAPATH = {
-    "ipsec": ("IPSEC_DATAPATH", "kernel", datapath.probe_xfrm_esp),
-    "wireguard": ("WIREGUARD_DATAPATH", "kernel", datapath.probe_wireguard_kernel),
-}
 _REQUIRED = ":?run through scripts/lib/compose.sh (make up)"
-
-
-@lru_cache(maxsize=8)
-def _kernel_offers(protocol: str) -> bool:
-    return _DATAPATH[protocol][2]()[0]
-
-
-def userspace_possible(protocol: str) -> bool:
-    """Whether the overlay's entrypoint may choose its userspace datapath here (it then needs
-    /dev/net/tun): the datapath variable (IPSEC_DATAPATH / WIREGUARD_DATAPATH) when set, else
-    the same kernel probe the entrypoint makes (the containers share this host's kernel)."""
-    var, kernel, _probe = _DATAPATH[protocol]
-    choice = os.environ.get(var, "auto") or "auto"
-    if choice != "auto":
-        return choice != kernel
-    return not _kernel_offers(protocol)
 
 
 def holder_service(protocol: str, node: str, *, userspace: bool, environment: dict[str, str],
@@ -62,8 +39,8 @@ def holder_service(protocol: str, node: str, *, userspace: bool, environment: di
         **privileges.role(f"holder-{protocol}").compose_fields(devices=userspace, over_base=True),
         "environment": dict(environment),
         "sysctls": dict(sysctls),
-        "volumes": [f"${{REPO_DIR{_REQUIRED}}}/{protocol}:/opt/testbed/{protocol}:ro",
-                    f"${{OVERLAY_DIR{_REQUIRED}}}/{node}:/etc/testbed/overlay:ro"],
+        # the entrypoint is in the tools image (images/tools/Dockerfile copies <plug-in>/*.sh)
+        "volumes": [f"${{OVERLAY_DIR{_REQUIRED}}}/{node}:/etc/testbed/overlay:ro"],
     }
     return svc
 

@@ -72,8 +72,7 @@ def resolve(function: str, engine: str | None = None, *, queue_maxlen: int | Non
                bool(q["fail_open"] if fail_open is None else fail_open), nq)
     if check_engine and engine is not None:
         from testbed.secfn import engines
-        hook = getattr(engines.module(engine), "check", None)
-        problem = hook(sf) if hook is not None else None
+        problem = engines.plugin(engine).check(sf)
         if problem:
             raise SecfnError(problem)
     return sf

@@ -27,7 +27,6 @@ from typing import Any
 
 from testbed import netns, stack
 from testbed.secfn import Secfn, SecfnError, engines
-from testbed.secfn.engines import passthrough
 
 HERE = Path(__file__).resolve().parent
 UE_IFACE = "ogstun"
@@ -54,15 +53,6 @@ def iptables() -> str:
         if shutil.which(name):
             return name
     raise LabError("iptables not found: `apt-get install iptables` (make setup installs it)")
-
-
-def snort_install() -> Path:
-    """The Snort 3 install tree (bin/snort, lib/libdaq.so): $SNORT_INSTALL."""
-    path = os.environ.get("SNORT_INSTALL", "")
-    if not path or not (Path(path) / "bin" / "snort").is_file():
-        raise LabError("IDS=snort between namespaces needs SNORT_INSTALL=<install tree with bin/snort> "
-                       "(built from the pinned snort3 + libdaq as images/snort/Dockerfile does; docs/secfn.md)")
-    return Path(path)
 
 
 def _wait_file(path: Path, proc: subprocess.Popen, what: str, log: Path, timeout: float) -> None:
@@ -208,15 +198,10 @@ class SecfnLab:
 
     def engine_program(self) -> tuple[str, str]:
         """(executable, LD_LIBRARY_PATH) of the engine on this host."""
-        if self.sf.engine == "passthrough":
-            return str(passthrough.build(self.bin_dir)), ""
-        if self.sf.engine == "snort":
-            root = snort_install()
-            return str(root / "bin" / "snort"), str(root / "lib")
-        mod = engines.module(str(self.sf.engine))
-        if shutil.which(mod.PROGRAM) is None:
-            raise LabError(f"{mod.PROGRAM} not found: make setup installs it (docs/secfn.md)")
-        return mod.PROGRAM, ""
+        try:
+            return engines.plugin(str(self.sf.engine)).host_program(self.bin_dir)
+        except FileNotFoundError as exc:
+            raise LabError(str(exc)) from None
 
     def _engine(self, timeout: float) -> None:
         program, libs = self.engine_program()

@@ -8,25 +8,24 @@ the captures and the engine prove the function (testbed/secfn/verdict.py via tes
 from __future__ import annotations
 
 import logging
-import re
 import secrets
 from pathlib import Path
 from typing import Any
 
 from testbed import manifest as mf
-from testbed import validity
+from testbed import registry, validity
 from testbed.secfn import collect, ditg, lab, resolve, rules
 
 log = logging.getLogger(__name__)
 EXPERIMENT = "secfn-lab"
 HERE = Path(__file__).resolve().parent
-DATAPATH = re.compile(r"datapath:\s*(ipsec|wireguard)=(\S+)")
 
 
 def _overlay_state(lb: lab.SecfnLab, run_dir: Path, tag: str) -> None:
-    """What the overlay negotiated, per endpoint (as run-overlay keeps it): <tag>-<node>.txt."""
-    cmd = {"ipsec": ["swanctl", "--list-sas"], "wireguard": ["wg", "show"]}.get(lb.n3.profile.protocol)
-    if cmd is None:
+    """What the overlay negotiated, per endpoint (as run-overlay keeps it; the plug-in's state
+    command): <tag>-<node>.txt."""
+    cmd = list(registry.overlay(lb.n3.profile.protocol).state_command)
+    if not cmd:
         return
     for node in ("gnb", "upf"):
         res = lb.n3.exec(node, cmd)
@@ -75,10 +74,9 @@ def run(results: Path, raw_params: dict[str, str], profile: str, bin_dir: Path,
         lb = lab.SecfnLab(name, sf, run_dir, bin_dir, profile, state_dir=state_dir)
         try:
             lb.up(n3_capture=run_dir / "n3.pcap", captures=captures, capture_packets=p["validation_packets"])
-            for line in lb.datapath.values():
-                got = DATAPATH.search(line or "")
-                if got:
-                    mf.set_datapath(run_dir, **{got.group(1): got.group(2)})
+            reported = {k: v for line in lb.datapath.values() for k, v in mf.DATAPATH_LINE.findall(line or "")}
+            if reported:
+                mf.set_datapath(run_dir, reported)
             _overlay_state(lb, run_dir, "sa-before")
             probe = lb.exec("ue", ["bash", str(HERE / "probe.sh"), lb.server_address, str(rules.DROP_PORT)],
                             timeout=60)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from testbed import stack, tshark
-from testbed.overlays.verdict import Verdict
+from testbed.verdict import Verdict
 from testbed.secfn import rules
 
 RULE_ENGINES = ("suricata", "snort")      # engines that load rules (passthrough has none)

@@ -328,8 +328,9 @@ def test_only_patches_pins_and_step_scripts_reach_the_build_contexts() -> None:
     for image in ("ueransim", "snort"):
         assert _ignore_rules(image) == ["*", f"!images/{image}/sources.env", *STEP_SCRIPTS], image
     assert _ignore_rules("ferretdb") == ["*", "!images/lib/apt-install.sh"]
-    # the pass-through's source only
-    assert _ignore_rules("tools") == ["*", "!testbed/secfn/engines/nfq_accept.c", "!images/lib/apt-install.sh"]
+    # the pass-through's source, and the overlay plug-ins' holder programs (never the core's scripts)
+    assert _ignore_rules("tools") == ["*", "!testbed/secfn/engines/passthrough/nfq_accept.c", "!images/lib/apt-install.sh",
+                                      "!*/*.sh", "scripts/*", "tls-certs/*", "patches/*"]
 
 
 def test_nothing_privileged() -> None:
@@ -514,11 +515,27 @@ def test_snort_install_stage_is_a_bare_tree_and_the_runtime_checks_nfq() -> None
     assert pins["libdaq"]["version"] == "v3.0.25" and pins["snort"]["version"] == "3.11.1.0"
 
 
+def test_tools_image_carries_every_overlay_plugins_holder_programs() -> None:
+    """The holders run the plug-ins' entrypoints from the image (no mount of the repository): every
+    overlay plug-in with an entrypoint has it, and its helpers, in the tools build's context; nothing
+    of the core's own scripts is."""
+    from testbed import registry
+    ctx = {p.as_posix() for p in images.context_files("tools")}
+    for ov in registry.overlays():
+        if ov.entrypoint:
+            folder = ov.folder.relative_to(ROOT).as_posix()
+            assert f"{folder}/{ov.entrypoint}" in ctx, ov.name
+            assert {f"{folder}/{p.name}" for p in ov.folder.glob("*.sh")} <= ctx, ov.name
+    assert not any(p.startswith(("scripts/", "tls-certs/", "patches/")) for p in ctx), ctx
+    df = parse(DOCKERFILES["tools"])
+    assert ("holders", "/opt/testbed", "/opt/testbed") in df.stages["runtime"].copies_from()
+
+
 def test_tools_image_builds_the_passthrough_from_the_repository_source() -> None:
     df = parse(DOCKERFILES["tools"])
     stage = df.stages["nfq-accept-build"]
-    assert ("COPY", "testbed/secfn/engines/nfq_accept.c /src/nfq_accept.c") in stage.instructions
+    assert ("COPY", "testbed/secfn/engines/passthrough/nfq_accept.c /src/nfq_accept.c") in stage.instructions
     assert ("nfq-accept-build", "/nfq-accept", "/usr/local/bin/nfq-accept") in df.stages["runtime"].copies_from()
-    assert (ROOT / "testbed" / "secfn" / "engines" / "nfq_accept.c").is_file()
+    assert (ROOT / "testbed" / "secfn" / "engines" / "passthrough" / "nfq_accept.c").is_file()
     run = " ".join(df.stages["runtime"].runs())
     assert "-t bookworm-backports suricata" in run and 'check suricata "${SURICATA_MIN}"' in run

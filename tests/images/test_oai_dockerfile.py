@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from testbed.ran import oai as ran_oai
+from testbed.ran.oai import services as ran_oai
 from tests.conftest import ROOT, require_tools
 from testbed import images
 from tests.images.test_dockerfiles import clone_calls, parse

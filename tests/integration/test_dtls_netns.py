@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from testbed import ROOT, netns, profiles, stack
-from testbed.overlays import dtls
+from dtls import overlay as dtls
 from tests.conftest import require_root, require_tools
 from tests.testbed.render.helpers import keys_root
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from testbed import channels, datapath, keys, netns, profiles, ran, stack
-from testbed.overlays import ipsec
+from ipsec import overlay as ipsec
 from tests.conftest import require_root, require_tools
 from tests.integration.labs import lab_factory
 

@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 
 from testbed import stack
-from testbed.render import layout, oai
+from testbed.render import layout
+from testbed.ran.oai import config as oai
 from tests.conftest import require_root
 from tests.testbed.render.helpers import render_to
 

@@ -22,8 +22,10 @@ from pathlib import Path
 
 import pytest
 
+from ipsec import run_checks as ipsec_checks
 from testbed import channels, keys, netns, planes, profiles, ran, stack, validity
-from testbed.overlays import ipsec, wireguard
+from ipsec import overlay as ipsec
+from wireguard import overlay as wireguard
 from tests.conftest import require_root, require_tools
 from tests.integration.labs import lab_factory
 
@@ -159,12 +161,12 @@ def test_all_protected_gnb_amf_smf_upf(profile_id: str, make_lab: Callable[..., 
         assert v.valid and v.protected_packets > 0, f"{p}: {v.details}"
     if prof.protocol == "ipsec":
         records = {n: lab.exec(n, ["swanctl", "--list-sas"], check=True).stdout for n in lab.nodes}
-        assert validity.sas_by_plane(records, prof, plane, VALUES) == {p: [] for p in lab.planes}
+        assert ipsec_checks.sas_by_plane(records, prof, plane, VALUES) == {p: [] for p in lab.planes}
         upf = records["upf"]
         assert "gnb: #" in upf and "smf: #" in upf and upf.count("INSTALLED") == 2, upf
         # a node missing a plane's SA is named under that plane
         records["upf"] = "\n".join(ln for ln in upf.splitlines() if not ln.strip().startswith("smf"))
-        problems = validity.sas_by_plane(records, prof, plane, VALUES)
+        problems = ipsec_checks.sas_by_plane(records, prof, plane, VALUES)
         assert problems["n4"] and not problems["n3"], problems
     else:
         env = (lab.dir / "render" / "upf" / "overlay.env").read_text()

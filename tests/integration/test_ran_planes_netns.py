@@ -17,8 +17,10 @@ from pathlib import Path
 
 import pytest
 
+from ipsec import run_checks as ipsec_checks
 from testbed import channels, netns, profiles, validity
-from testbed.overlays import ipsec, wireguard
+from ipsec import overlay as ipsec
+from wireguard import overlay as wireguard
 # the same fixtures (real keys, a lab factory that always takes its labs down) and stand-in exchange
 from tests.integration.test_planes_netns import captured, keys_dir, make_lab  # noqa: F401
 
@@ -47,7 +49,7 @@ def test_overlays_on_f1c_f1u_e1(profile_id: str, make_lab: Callable[..., netns.L
         records = {n: lab.exec(n, ["swanctl", "--list-sas"], check=True).stdout for n in lab.nodes}
         for n, sas in records.items():
             assert ipsec.check_sas(sas, prof) == [], sas
-        assert validity.sas_by_plane(records, prof, RAN_PLANES, lab.values) == {p: [] for p in lab.planes}
+        assert ipsec_checks.sas_by_plane(records, prof, RAN_PLANES, lab.values) == {p: [] for p in lab.planes}
         assert records["cucp"].count("INSTALLED") == 2, records["cucp"]     # DU (F1-C) and CU-UP (E1)
 
 
@@ -110,7 +112,7 @@ def test_dtls_relays_on_f1c_and_e1(profile_id: str, make_lab: Callable[..., netn
     import time
 
     from testbed import planes, tshark
-    from testbed.overlays import dtls
+    from dtls import overlay as dtls
     from tests.conftest import require_tools
     require_tools("socat", "openssl", "ss")
     prof = profiles.get(profile_id, "f1c,e1")

@@ -94,7 +94,7 @@ def _needs_engine(engine: str) -> None:
     if engine == "suricata" and shutil.which("suricata") is None:
         pytest.skip("suricata not found: make setup installs it (bookworm-backports)")
     if engine == "passthrough" and shutil.which("gcc") is None:
-        pytest.skip("gcc not found (the passthrough engine is compiled from testbed/secfn/engines/nfq_accept.c)")
+        pytest.skip("gcc not found (the passthrough engine is compiled from testbed/secfn/engines/passthrough/nfq_accept.c)")
     if engine == "snort":
         require_snort()
 

@@ -165,7 +165,7 @@ def test_core_nfs_register_with_rendered_configs(build: Path, core: Core, tmp_pa
         core.start(nf, [str(_binary(build, nf)), "-c", str(path)], extra)
         if nf == "nrf":
             # the NRF must be up before the others register (compose: depends_on nrf healthy)
-            _wait("nrf", lambda: healthy("nrf", log), core.procs["nrf"], log)
+            _wait("nrf", lambda log=log: healthy("nrf", log), core.procs["nrf"], log)
     for nf in order:
         log = tmp_path / f"{nf}.log"
         _wait(nf, lambda nf=nf, log=log: healthy(nf, log), core.procs[nf], log)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from testbed import keys, profiles
-from testbed.overlays import tls
+from tls import overlay as tls
 from tests.integration.tls_support import NfLab, nf_lab, open5gs_build, require_netns, shared_keys, wait_pcap
 
 pytestmark = [pytest.mark.netns, pytest.mark.open5gs]

@@ -10,7 +10,6 @@ import contextlib
 import os
 import re
 import secrets
-import shutil
 import socket
 import subprocess
 import sys
@@ -21,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from testbed import keys, profiles, stack
-from testbed.overlays import tls
+from tls import overlay as tls
 from tests.conftest import require_tools
 from tests.integration.tls_support import require_netns, shared_keys, wait_pcap
 

@@ -104,7 +104,7 @@ def test_dtls_relay_record_overhead_and_handshake_bytes(profile_id: str, tmp_pat
     tests/integration/test_dtls_netns.py): each known message crosses as one UDP datagram of
     exactly message + the analytic record overhead (0 for the plain relay); the boot capture holds
     the DTLS handshake, larger than the two ECDSA certificates it carries."""
-    from testbed.overlays import dtls
+    from dtls import overlay as dtls
     require_root()
     require_tools("openssl", "ip", "socat", "ss", "unshare", "nsenter", "dumpcap", "tshark")
     keys_dir = keys.ensure(tmp_path_factory.getbasetemp() / "wirebytes-keys")

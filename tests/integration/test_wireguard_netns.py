@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from testbed import ROOT, datapath, netns, profiles, ran, stack, tshark
-from testbed.overlays import wireguard
+from wireguard import overlay as wireguard
 from tests.conftest import require_root, require_tools
 from tests.integration.labs import lab_factory
 

@@ -20,7 +20,7 @@ PATCH_DIR = ROOT / "patches" / "open5gs"
 PATCHES = sorted(PATCH_DIR.glob("*.patch"))
 DEFAULT_SRC = ROOT.parent / "ext" / "open5gs-src"
 NAME = re.compile(r"^\d{4}-[a-z0-9]+(-[a-z0-9]+)*\.patch$")
-# Environment variables each patch introduces (docs/patches.md, testbed/overlays/tls.py)
+# Environment variables each patch introduces (docs/patches.md, tls/overlay.py)
 VARIABLES = {
     "0001-sbi-tls-knobs.patch": ["OGS_SBI_TLS_MIN_VERSION", "OGS_SBI_TLS_MAX_VERSION", "OGS_SBI_TLS_CIPHERS",
                                 "OGS_SBI_TLS_CIPHERSUITES", "OGS_SBI_TLS_GROUPS"],

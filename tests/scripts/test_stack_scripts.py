@@ -151,5 +151,5 @@ def test_docker_watch_stops_the_pings_when_an_overlay_container_dies(tmp_path) -
     died = (tmp_path / "overlay-died.txt").read_text()
     assert "container g5tb-upf-net-1: die" in died and "healthy" not in died
     lines = calls.read_text().splitlines()
-    assert any(l.startswith("events ") and "label=com.docker.compose.project=g5tb" in l for l in lines)
+    assert any(ln.startswith("events ") and "label=com.docker.compose.project=g5tb" in ln for ln in lines)
     assert "compose -p g5tb exec -T ue1 pkill -INT -x ping" in lines

@@ -35,15 +35,15 @@ def _ns(name: str, *cmd: str) -> subprocess.CompletedProcess:
 
 def test_probe_machinery_tells_success_from_failure() -> None:
     require_tools("ip", "unshare")
-    assert datapath._in_fresh_netns(["ip", "link", "add", "v0", "type", "veth", "peer", "name", "v1"]) == (True, "ok")
-    ok, why = datapath._in_fresh_netns(["ip", "link", "add", "x0", "type", "no-such-link-type"])
+    assert datapath.in_fresh_netns(["ip", "link", "add", "v0", "type", "veth", "peer", "name", "v1"]) == (True, "ok")
+    ok, why = datapath.in_fresh_netns(["ip", "link", "add", "x0", "type", "no-such-link-type"])
     assert not ok and why
 
 
 def test_xfrm_esp_matches_a_named_namespace(facts: dict, netns: str) -> None:
     res = _ns(netns, "ip", "xfrm", "state", "add", "src", "192.0.2.1", "dst", "192.0.2.2", "proto", "esp",
               "spi", "0x200", "mode", "tunnel", "aead", "rfc4106(gcm(aes))", "0x" + "22" * 20, "128")
-    assert facts["xfrm_esp"] == (res.returncode == 0), res.stderr
+    assert facts["ipsec_kernel"] == (res.returncode == 0), res.stderr
 
 
 def test_wireguard_kernel_matches_a_named_namespace(facts: dict, netns: str) -> None:
@@ -69,17 +69,17 @@ def test_sctp_matches_a_socket_and_proc() -> None:
 
 
 def test_userspace_fallbacks_are_the_real_programs(facts: dict) -> None:
-    if facts["wireguard_go"]:
-        assert os.access(facts["wireguard_go"], os.X_OK)
-    if facts["kernel_libipsec"]:
-        assert Path(facts["kernel_libipsec"]).is_file()
+    if facts["wireguard_userspace"]:
+        assert os.access(facts["wireguard_userspace"], os.X_OK)
+    if facts["ipsec_userspace"]:
+        assert Path(facts["ipsec_userspace"]).is_file()
 
 
 # (overlay, the kernel's fact, the userspace fallback's fact, the fallback's name); this development
 # machine has neither kernel ESP nor a WireGuard module, so it takes the fallbacks
 @pytest.mark.parametrize("overlay, kernel, userspace, fallback", [
-    ("ipsec", "xfrm_esp", "kernel_libipsec", "libipsec"),
-    ("wireguard", "wireguard_kernel", "wireguard_go", "wireguard-go"),
+    ("ipsec", "ipsec_kernel", "ipsec_userspace", "libipsec"),
+    ("wireguard", "wireguard_kernel", "wireguard_userspace", "wireguard-go"),
 ])
 def test_datapath_choice_follows_the_facts(facts: dict, overlay: str, kernel: str, userspace: str,
                                            fallback: str) -> None:
@@ -93,9 +93,9 @@ def test_datapath_choice_follows_the_facts(facts: dict, overlay: str, kernel: st
 
 def test_manifest_entry_marks_userspace(facts: dict) -> None:
     wg = datapath.manifest_entry("wireguard", facts)
-    assert wg["ipsec"] is None and wg["wireguard"] in ("kernel", "wireguard-go", None)
+    assert "ipsec" not in wg and wg["wireguard"] in ("kernel", "wireguard-go", None)
     assert wg["userspace"] == (facts["wireguard"] == "wireguard-go")
-    assert datapath.manifest_entry("none", facts) == {"ipsec": None, "wireguard": None, "userspace": False}
+    assert datapath.manifest_entry("none", facts) == {"userspace": False}
 
 
 def test_probes_leave_no_interfaces_behind(facts: dict) -> None:

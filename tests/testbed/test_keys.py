@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from ipsec import keys as ipsec_keys
 from testbed import ROOT, keys, stack
+from wireguard import keys as wg_keys
 from tests.conftest import require_tools
 
 EXPECTED_ENDPOINTS = {"nrf", "scp", "ausf", "udm", "udr", "pcf", "bsf", "nssf", "amf", "smf", "upf", "gnb",
@@ -90,25 +92,25 @@ def test_modes_private_files_0600_dirs_0700(root: Path) -> None:
 
 def test_psk_per_sorted_pair(root: Path) -> None:
     assert len(list((root / "psk").glob("*.psk"))) == 105
-    value = keys.psk(root, "upf", "gnb")
+    value = ipsec_keys.psk(root, "upf", "gnb")
     assert re.fullmatch(r"[0-9a-f]{64}", value)
-    assert keys.psk(root, "gnb", "upf") == value
+    assert ipsec_keys.psk(root, "gnb", "upf") == value
     assert (root / "psk" / "gnb--upf.psk").read_text().strip() == value
-    assert keys.psk(root, "amf", "smf") != value
+    assert ipsec_keys.psk(root, "amf", "smf") != value
     with pytest.raises(ValueError, match="two different nodes"):
-        keys.psk(root, "amf", "amf")
+        ipsec_keys.psk(root, "amf", "amf")
 
 
 def test_psk_created_on_demand(tmp_path: Path) -> None:
-    value = keys.psk(tmp_path, "x-node", "a-node")
+    value = ipsec_keys.psk(tmp_path, "x-node", "a-node")
     assert (tmp_path / "psk" / "a-node--x-node.psk").stat().st_mode & 0o777 == 0o600
-    assert keys.psk(tmp_path, "a-node", "x-node") == value
+    assert ipsec_keys.psk(tmp_path, "a-node", "x-node") == value
 
 
 def test_wireguard_public_key_derives_from_private(root: Path) -> None:
     seen = set()
     for node in EXPECTED_ENDPOINTS:
-        private, public = keys.wg_keys(root, node)
+        private, public = wg_keys.wg_keys(root, node)
         derived = subprocess.run(["wg", "pubkey"], input=private + "\n", capture_output=True,
                                  text=True, check=True).stdout.strip()
         assert derived == public and len(public) == 44
@@ -175,3 +177,36 @@ def test_scripts_usage_errors() -> None:
     res = subprocess.run([str(ROOT / "tls-certs" / "make-cert.sh"), "ecdsa", "/nonexistent/ca", "/tmp/x", "cn", "DNS:x"],
                          capture_output=True, text=True)
     assert res.returncode == 1 and "make keys" in res.stderr
+
+
+def test_a_damaged_key_is_reported_with_the_command_that_replaces_it(tmp_path: Path) -> None:
+    """A key written half (a full disk once left a 0-byte ca-rsa.key) is never kept silently nor
+    replaced on its own: `make keys` stops naming the file and the command that makes a new one."""
+    require_tools("openssl", "wg")
+    values = copy.deepcopy(stack.load())
+    values["nodes"] = {n: spec for n, spec in values["nodes"].items() if n in ("amf", "smf", "gnb")}
+    root = keys.ensure(tmp_path, values)
+    for broken in (root / "ca" / "ca-rsa.key", keys.node_dir(root, "amf") / "ecdsa.key",
+                   wg_keys.wg_paths(root, "gnb")[0], ipsec_keys.psk_path(root, "amf", "smf")):
+        good = broken.read_bytes()
+        broken.write_bytes(b"")
+        with pytest.raises(keys.KeysError, match=rf"{re.escape(str(broken))} is damaged .*rm {re.escape(str(broken))} && make keys"):
+            keys.ensure(tmp_path, values)
+        broken.write_bytes(good)
+    keys.ensure(tmp_path, values)
+
+
+def test_the_ca_script_never_moves_in_a_key_openssl_did_not_write(tmp_path: Path) -> None:
+    """tls-certs/make-ca.sh checks its temporary key parses before it becomes the CA key: an
+    openssl that exits 0 with nothing written (a full disk) leaves no key behind."""
+    require_tools("openssl")
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    real = shutil.which("openssl")
+    (fake / "openssl").write_text(f'#!/bin/sh\nif [ "$1" = genpkey ]; then exit 0; fi\nexec {real} "$@"\n')
+    (fake / "openssl").chmod(0o755)
+    env = {**os.environ, "PATH": f"{fake}:{os.environ['PATH']}"}
+    res = subprocess.run([str(ROOT / "tls-certs" / "make-ca.sh"), "rsa", str(tmp_path / "ca" / "ca-rsa"), "CA"],
+                         capture_output=True, text=True, env=env, check=False)
+    assert res.returncode == 1 and "wrote no usable rsa key" in res.stderr, res.stderr
+    assert not (tmp_path / "ca" / "ca-rsa.key").exists()

@@ -29,7 +29,7 @@ def test_create_writes_a_running_manifest_that_matches_the_schema(tmp_path: Path
     assert m["slot"] == "overlay.aes256gcm.r01" and m["campaign"] == "c1"
     assert m["parameters"]["sets"] == 3 and m["parameters"]["sizes"] == [64, 1024]
     assert m["profile_params"]["esp_proposal"] == "aes256gcm16"
-    assert m["datapath"] == {"ipsec": "libipsec", "wireguard": None, "userspace": True}
+    assert m["datapath"] == {"ipsec": "libipsec", "userspace": True}
     assert set(m["host"]) == {"kernel", "cpu_model", "aes_ni", "hostname", "nproc", "governor", "turbo", "smt",
                               "cpus_allowed"}
     assert m["versions"]["testbed_commit"] is None or len(m["versions"]["testbed_commit"]) == 40
@@ -64,7 +64,7 @@ def test_stack_versions_are_read_from_inside_the_images(monkeypatch: pytest.Monk
 
 def test_baseline_has_no_datapath_choice(tmp_path: Path) -> None:
     m = manifest.load(manifest.create(tmp_path, "n3", "baseline", {}))
-    assert m["datapath"] == {"ipsec": None, "wireguard": None, "userspace": False}
+    assert m["datapath"] == {"userspace": False}
 
 
 def test_run_ids_are_unique(tmp_path: Path) -> None:

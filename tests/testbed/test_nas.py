@@ -1,6 +1,9 @@
 """NAS security algorithms as a run dimension (testbed/nas.py)."""
 from __future__ import annotations
 
+import argparse
+from typing import Any
+
 import shutil
 from pathlib import Path
 
@@ -34,11 +37,18 @@ def test_apply_reduces_the_amf_orders_to_the_choice_and_copies() -> None:
 
 def test_render_writes_the_choice_into_the_amf_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("NAS", raising=False)
-    r = render_cli.render_profile("baseline", "n3", tmp_path, False, "nea1-nia2")
+
+    def render(argv: list[str]) -> Any:
+        parser = argparse.ArgumentParser()              # built anew: the environment gives the defaults
+        render_cli.add_render_arguments(parser, "-")
+        return render_cli.render_args(parser.parse_args(["--profile", "baseline", "--plane", "n3",
+                                                         "--state", str(tmp_path), *argv]))
+
+    r = render(["--nas", "nea1-nia2"])
     amf = yaml.safe_load(next(r.dir.rglob("amf.yaml")).read_text())["amf"]["security"]
     assert amf == {"integrity_order": ["NIA2"], "ciphering_order": ["NEA1"]}
     monkeypatch.setenv("NAS", "nea0-nia1")                            # make up NAS=... reaches render
-    r = render_cli.render_profile("baseline", "n3", tmp_path, False)
+    r = render([])
     amf = yaml.safe_load(next(r.dir.rglob("amf.yaml")).read_text())["amf"]["security"]
     assert amf == {"integrity_order": ["NIA1"], "ciphering_order": ["NEA0"]}
 

@@ -7,8 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from testbed import manifest, validity
+from ipsec import run_checks as ipsec_checks
+from testbed import manifest, stack, validity
+from testbed.nas import run_check as nas_check
 from tests.conftest import require_tools
+from wireguard import run_checks as wg_checks
+from wireguard.overlay import LISTEN_PORT as WG_PORT
+
+VALUES = stack.load()
 
 SAMPLE = "open5gs-docs-pcaps/5g-roaming-lbo.pcapng"
 
@@ -64,18 +70,19 @@ def test_trap_runs_record_their_path_waits_and_a_fallback_is_invalid(tmp_path) -
         "ausf-1  | 11/24 20:00:00.000: [sbi] INFO: path-wait: peer=10.100.1.10:7777 waited_us=12345 probes=13 result=ok\n"
         "amf-1   | 11/24 20:00:01.000: [sbi] INFO: path-wait: peer=10.100.1.12:7777 waited_us=2000 probes=3 result=ok\n")
     manifest.add_file(run, log.name, "log", {})
-    waits = validity.path_waits(run, manifest.load(run))
+    waits = ipsec_checks.path_waits(run, manifest.load(run))
     assert waits["count"] == 2 and waits["fallbacks"] == 0 and waits["max_ms"] == 12.345
-    assert validity.trap_verdict(waits).valid
+    assert ipsec_checks.trap_verdict(waits).valid
     v = validity.check_run(run)                      # no capture: invalid whatever the waits say
     assert not v.valid and "no validation capture" in v.details
     assert manifest.load(run)["path_waits"]["count"] == 2
     log.write_text(log.read_text() + "udm-1 | [sbi] WARNING: path-wait: peer=10.100.1.11:7777 waited_us=2000000 "
                    "probes=2000 result=fallback limit_ms=2000 (no path: sending anyway)\n")
-    bad = validity.trap_verdict(validity.path_waits(run, manifest.load(run)))
+    bad = ipsec_checks.trap_verdict(ipsec_checks.path_waits(run, manifest.load(run)))
     assert not bad.valid and "1 of 3 path waits fell back" in bad.details
     start = manifest.create(tmp_path, "sbi", "aes128gcm-psk", {"ITERATIONS": "1"})
-    assert validity.path_waits(start, manifest.load(start)) is None      # start mode: not applicable
+    # start mode: no path waits to check or record
+    assert not any(c.field == "path_waits" for c in validity.plugin_checks(start, manifest.load(start), VALUES))
 
 
 def test_wireguard_cold_and_warm_are_proven_from_the_records(tmp_path) -> None:
@@ -90,7 +97,7 @@ def test_wireguard_cold_and_warm_are_proven_from_the_records(tmp_path) -> None:
         w = run / f"it01-wg-before-warm-{node}.txt"
         w.write_text("1100\nwg0\tKEY1=\t1050\nwg0\tKEY2=\t900\n")      # 50 s and 200 s old
         manifest.add_file(run, w.name, "log", {})
-    summary, verdict = validity.wireguard_sessions(run, manifest.load(run))
+    summary, verdict = wg_checks.sessions(run, manifest.load(run), WG_PORT)
     assert not verdict.valid
     assert any("no WireGuard handshake after the reset" in p for p in summary["problems"])
     assert any("older than 120 s" in p for p in summary["problems"])
@@ -100,14 +107,14 @@ def test_wireguard_cold_and_warm_are_proven_from_the_records(tmp_path) -> None:
     # core made after the reset (counted), one before it a leftover (invalid)
     reset = run / "it01-wg-reset-amf.txt"
     reset.write_text("1003 1001\nwg0\tKEY1=\t0\nwg0\tKEY2=\t1002\n")
-    summary, _ = validity.wireguard_sessions(run, manifest.load(run))
+    summary, _ = wg_checks.sessions(run, manifest.load(run), WG_PORT)
     assert not any("sessions left" in p for p in summary["problems"])
     assert summary["iterations"]["it01"]["remade_during_reset"] == 1
     reset.write_text("1003 1001\nwg0\tKEY1=\t0\nwg0\tKEY2=\t1000\n")
-    summary, _ = validity.wireguard_sessions(run, manifest.load(run))
+    summary, _ = wg_checks.sessions(run, manifest.load(run), WG_PORT)
     assert any("it01: sessions left after the reset" in p for p in summary["problems"])
     other = manifest.create(tmp_path, "sbi", "aes128gcm-psk", {"ITERATIONS": "1"})
-    assert validity.wireguard_sessions(other, manifest.load(other)) is None
+    assert not any(c.field == "wireguard_sessions" for c in validity.plugin_checks(other, manifest.load(other), VALUES))
 
 
 def test_each_covered_plane_needs_its_own_valid_capture(tmp_path: Path, shared_data: Path) -> None:
@@ -146,7 +153,7 @@ def test_nas_choice_is_proven_from_the_n2_security_mode_command(tmp_path: Path) 
     """run-sbi NAS=...: the choice is in the parameters, the proven one in the manifest's `nas`,
     and a run whose SMC shows another choice is invalid (real Open5GS capture: NEA0/NIA2)."""
     ok = _sbi_run_with_n2(tmp_path / "ok", "nea0-nia2")
-    rec, verdict = validity.nas_record(ok, manifest.load(ok))
+    rec, verdict = nas_check.record(ok, manifest.load(ok))
     assert verdict is not None and verdict.valid, verdict
     assert rec["requested"] == "nea0-nia2" and rec["proven"] == "nea0-nia2" and rec["smc"] == 1
     validity.check_run(ok)                       # no SBI validation capture: invalid, but nas recorded
@@ -163,13 +170,13 @@ def test_nas_choice_is_proven_from_the_n2_security_mode_command(tmp_path: Path) 
 
 def test_nas_without_a_request_is_recorded_and_unreadable_smc_is_invalid(tmp_path: Path) -> None:
     free = _sbi_run_with_n2(tmp_path / "free", "")
-    rec, verdict = validity.nas_record(free, manifest.load(free))
+    rec, verdict = nas_check.record(free, manifest.load(free))
     assert verdict is None and rec["requested"] is None and rec["proven"] == "nea0-nia2"
     import subprocess
     head = tmp_path / "head.pcapng"
     subprocess.run(["editcap", "-r", str(N2_CAPTURE), str(head), "1-5"], check=True, capture_output=True)
     blind = _sbi_run_with_n2(tmp_path / "blind", "nea0-nia2", head)
-    rec, verdict = validity.nas_record(blind, manifest.load(blind))
+    rec, verdict = nas_check.record(blind, manifest.load(blind))
     assert verdict is not None and not verdict.valid and "no Security Mode Command readable" in verdict.details
     assert rec["proven"] is None
 

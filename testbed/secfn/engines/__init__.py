@@ -1,34 +1,26 @@
 """The security-function engines (IDS=...) and the one engine directory they run from.
 
-An engine is a module `testbed/secfn/engines/<name>.py` plus its line in profiles.yaml
-(`secfn.engines`); nothing else names it. Each module exposes
-
-    def render(sf, cfg_dir, *, config_at, log_at, iface, home_net, program) -> Launch
-        # writes the engine's own configuration (rules included) into cfg_dir; config_at and
-        # log_at are where cfg_dir and the output folder are seen by the engine (a container's
-        # mount points, or the same paths between namespaces); program = its executable
-    def counters(log_dir: Path) -> Counters
-        # what the engine says it did, from its own output files after it stopped
-    PROGRAM: str      # its executable's name in the engine's image (PATH)
-
-`render_dir` writes one directory that `testbed/secfn/entrypoint.sh` runs, identically in the
-stack's engine container and in the namespace lab: `engine.env` (engine, mode, queue, where
-its output goes and which line says it is ready) and `engine.argv` (its command, one argument
-a line), beside the engine's configuration.
+An engine is a plug-in (testbed/contract.py EnginePlugin, a folder under this one, one line in
+testbed/registry.py) plus its line in profiles.yaml (`secfn.engines`: its modes); nothing else
+names it. `render_dir` writes one directory that `testbed/secfn/entrypoint.sh` runs, identically
+in the stack's engine container and in the namespace lab: `engine.env` (engine, mode, queue,
+where its output goes and which line says it is ready) and `engine.argv` (its command, one
+argument a line), beside the engine's configuration.
 """
 from __future__ import annotations
 
-import importlib
 import ipaddress
 import json
 import shlex
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from testbed.secfn import Secfn, SecfnError
+
+if TYPE_CHECKING:
+    from testbed.contract import EnginePlugin
 
 ENV_FILE = "engine.env"
 ARGV_FILE = "engine.argv"
@@ -77,11 +69,12 @@ def json_lines(path: Path) -> Iterator[dict[str, Any]]:
             yield obj
 
 
-def module(engine: str) -> ModuleType:
+def plugin(engine: str) -> EnginePlugin:
+    from testbed import registry
     try:
-        return importlib.import_module(f"testbed.secfn.engines.{engine}")
-    except ModuleNotFoundError as exc:
-        raise SecfnError(f"IDS={engine}: no engine module testbed/secfn/engines/{engine}.py") from exc
+        return registry.engine(engine)
+    except registry.UnknownPlugin as exc:
+        raise SecfnError(f"IDS={engine}: {exc}") from None
 
 
 def render_dir(sf: Secfn, out_dir: Path, *, log_at: Path, iface: str, ue_subnet: str, home_net: str,
@@ -90,12 +83,12 @@ def render_dir(sf: Secfn, out_dir: Path, *, log_at: Path, iface: str, ue_subnet:
     """Write the engine directory for entrypoint.sh; returns out_dir."""
     if sf.engine is None or sf.mode is None:
         raise SecfnError(f"SECFN={sf.function} runs no engine: nothing to render")
-    mod = module(sf.engine)
+    mod = plugin(sf.engine)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     config_at = Path(config_at) if config_at is not None else out_dir.resolve()
     launch: Launch = mod.render(sf, out_dir, config_at=config_at, log_at=Path(log_at), iface=iface,
-                                home_net=home_net, program=program or mod.PROGRAM)
+                                home_net=home_net, program=program or mod.program)
     env = {
         "ENGINE": sf.engine, "MODE": sf.mode, "QUEUE_NUM": str(sf.queue_num), "QUEUES": str(sf.queues),
         "FAIL_OPEN": "1" if sf.fail_open else "0", "UE_SUBNET": ue_subnet, "UE_IFACE": iface,
@@ -116,7 +109,7 @@ def render_dir(sf: Secfn, out_dir: Path, *, log_at: Path, iface: str, ue_subnet:
 
 
 def counters(engine: str, log_dir: Path) -> Counters:
-    return module(engine).counters(Path(log_dir))
+    return plugin(engine).counters(Path(log_dir))
 
 
 def queue_stats(log_dir: Path, queue_nums: list[int]) -> dict[str, Any] | None:

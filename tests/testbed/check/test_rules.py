@@ -5,7 +5,6 @@ temporary tree, makes one mistake, and asserts the checker names the file and th
 """
 from __future__ import annotations
 
-import copy
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,7 +13,8 @@ from typing import Any, Callable
 import pytest
 import yaml
 
-from testbed import ROOT, keys, profiles, render, stack
+from tests import render_support
+from testbed import ROOT, keys, profiles, stack
 from testbed.check import Finding, check_render
 from testbed.render import layout
 from tests.testbed.render.helpers import keys_root
@@ -32,7 +32,7 @@ class Tree:
                  ran: str | None = None) -> None:
         self.values = yaml.safe_load(self.stack_file.read_text())
         kr = keys_root()
-        render.render(profiles.get(profile, plane), plane, self.render_dir, subscribers=keys.subscribers(kr),
+        render_support.render(profiles.get(profile, plane), plane, self.render_dir, subscribers=keys.subscribers(kr),
                       keys_dir=kr, values=self.values, use_scp=use_scp, commit="test",
                       compose_dir=self.compose, repo_dir=self.root, ran_variant=ran)
 
@@ -84,7 +84,7 @@ def assert_found(findings: list[Finding], file: Path, key: str, kind: str, text:
 ])
 def test_real_files_pass(profile: str, plane: str, use_scp: bool, tmp_path: Path) -> None:
     kr = keys_root()
-    r = render.render(profiles.get(profile, plane), plane, tmp_path / "r", subscribers=keys.subscribers(kr),
+    r = render_support.render(profiles.get(profile, plane), plane, tmp_path / "r", subscribers=keys.subscribers(kr),
                       keys_dir=kr, use_scp=use_scp, commit="test")
     findings = check_render(r.dir, keys_root=kr)
     assert findings == [], "\n".join(f.format() for f in findings)

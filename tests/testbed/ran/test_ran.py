@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from testbed import ran, stack
+from testbed import ran, registry, stack
+from testbed.contract import RanPlugin
 from testbed.ran import compose as rc
 from testbed.render import compose_env as cenv
 from testbed.render import layout
@@ -21,7 +22,7 @@ VARIANTS = ("ueransim", "oai", "split")
 
 def test_variants_are_data_and_checked() -> None:
     v = stack.load()
-    assert ran.default(v) == "ueransim" and set(ran.variants(v)) == set(VARIANTS) == set(ran.MODULES)
+    assert ran.default(v) == "ueransim" and set(ran.variants(v)) == set(VARIANTS) == {r.name for r in registry.rans()}
     assert ran.check(None, v) == "ueransim" and ran.check("split", v) == "split"
     with pytest.raises(ran.RanError, match="valid: ueransim, oai, split"):
         ran.check("srsran", v)
@@ -32,22 +33,21 @@ def test_variants_are_data_and_checked() -> None:
 def test_every_variant_implements_the_interface(variant: str) -> None:
     v = stack.load()
     mod = ran.get(variant)
-    for name in ("nodes", "env_nodes", "render", "compose", "compose_env", "plan", "images"):
-        assert callable(getattr(mod, name)), f"testbed/ran/{ran.MODULES[variant]}.py lacks {name}()"
-    env = mod.compose_env(variant, v)
+    assert isinstance(mod, RanPlugin) and mod.name == variant
+    env = mod.compose_env(v)
     assert set(env) == set(ran.RAN_ENV_KEYS) and env["RAN"] == variant
-    services = mod.compose(variant, v)["services"]
+    services = mod.compose(v)["services"]
     assert env["RAN_READY"] in services and "ue1" in services
-    for node in mod.nodes(variant, v):
+    for node in mod.nodes(v):
         assert node in v["nodes"] and ran.runs_node(node, variant, v), node
         assert node in services
-    for node in mod.env_nodes(variant):
+    for node in mod.env_nodes():
         assert f"${{RENDER_DIR}}/env/{node}.env" in services[node]["env_file"]
 
 
 def test_split_services_and_start_order() -> None:
     v = stack.load()
-    doc = ran.get("split").compose("split", v)
+    doc = ran.get("split").compose(v)
     s = doc["services"]
     assert set(doc["networks"]) == {"f1c", "f1u", "e1"}
     assert set(s["cucp-net"]["networks"]) == {"n2", "f1c", "e1"}
@@ -78,8 +78,8 @@ def test_split_services_and_start_order() -> None:
 
 
 def test_ueransim_services_match_what_base_yaml_had() -> None:
-    """The default RAN moved from compose/base.yaml into testbed/ran/ueransim.py unchanged."""
-    s = ran.get("ueransim").compose("ueransim", stack.load())["services"]
+    """The default RAN moved from compose/base.yaml into testbed/ran/ueransim/services.py unchanged."""
+    s = ran.get("ueransim").compose(stack.load())["services"]
     assert list(s) == ["gnb-net", "gnb", "ue1", "ue2", "ue-scale"]
     assert s["gnb"]["command"] == ["nr-gnb", "-c", "/etc/ueransim/gnb.yaml"]
     assert s["gnb-net"]["networks"]["n2"] == {"ipv4_address": "${GNB_N2_IP}", "aliases": ["gnb"]}
@@ -141,7 +141,7 @@ def test_a_variant_sees_only_its_own_nodes(variant: str, absent: tuple, present:
 
 
 def test_oai_nodes_take_the_variants_kind_and_overrides_merge_per_element(tmp_path: Path) -> None:
-    from testbed.ran import oai as ran_oai
+    from testbed.ran.oai import services as ran_oai
     v = stack.load()
     assert ran.restrict(v, "oai")["nodes"]["gnb"]["kind"] == "oai"
     assert ran.restrict(v, "ueransim")["nodes"]["gnb"]["kind"] == v["nodes"]["gnb"]["kind"]

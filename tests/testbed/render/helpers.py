@@ -7,7 +7,8 @@ import tempfile
 from functools import lru_cache
 from pathlib import Path
 
-from testbed import keys, profiles, render
+from tests import render_support
+from testbed import keys, profiles
 from testbed.render import Rendered
 from tests.conftest import require_tools
 
@@ -30,7 +31,7 @@ def render_to(profile_id: str, plane: str, out: Path, *, use_scp: bool = False, 
     root = keys_root()
     if ran is None and plane != "all" and set(plane.replace("+", ",").split(",")) & {"f1c", "f1u", "e1"}:
         ran = "split"                 # the split RAN's interfaces exist only with RAN=split
-    return render.render(profiles.get(profile_id, plane), plane, out,
+    return render_support.render(profiles.get(profile_id, plane), plane, out,
                          subscribers=keys.subscribers(root), keys_dir=root, use_scp=use_scp, commit="test",
                          ran_variant=ran, uu=uu)
 
@@ -50,5 +51,5 @@ def compose_services(ran_variant: str = "ueransim") -> dict:
     from testbed import ran, stack
     from tests.conftest import ROOT
     services = dict(yaml.safe_load((ROOT / "compose" / "base.yaml").read_text())["services"])
-    services.update(ran.get(ran_variant).compose(ran_variant, stack.load())["services"])
+    services.update(ran.get(ran_variant).compose(stack.load())["services"])
     return services

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests import render_support
 from testbed import planes, profiles, ran, render, stack
 from testbed.render import layout
 from tests.testbed.render.helpers import keys_root, plane_sets, render_to
@@ -21,7 +22,7 @@ def _profile_sample() -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     seen_ipsec: set[tuple[str, str, str]] = set()
     for p in profiles.load().values():
-        if p.refused:               # listed, never rendered (tests/testbed/overlays/test_dtls.py)
+        if p.refused:               # listed, never rendered (tests/dtls/test_overlay.py)
             continue
         for plane in plane_sets(p):
             if p.protocol == "ipsec":
@@ -121,7 +122,7 @@ def test_plane_the_profile_does_not_support_is_refused(tmp_path: Path) -> None:
     root = keys_root()
     from testbed import keys
     with pytest.raises(render.RenderError, match="does not run on plane 'n3'"):
-        render.render(profiles.get("tls13-aes128gcm"), "n3", tmp_path / "r",
+        render_support.render(profiles.get("tls13-aes128gcm"), "n3", tmp_path / "r",
                       subscribers=keys.subscribers(root), keys_dir=root, commit="t")
 
 
@@ -133,9 +134,9 @@ def test_plan_names_profile_files_and_ping_target(tmp_path: Path) -> None:
 
 def test_tls_with_scp_points_every_client_at_https_fqdns(tmp_path) -> None:
     """The overlay hooks must know the SCP is on, or its URIs stay plain http."""
-    from testbed import keys, profiles, render
+    from testbed import keys, profiles
     keys_root = keys.ensure(tmp_path / "state")
-    r = render.render(profiles.get("tls13-aes256gcm", "sbi"), "sbi", tmp_path / "out",
+    r = render_support.render(profiles.get("tls13-aes256gcm", "sbi"), "sbi", tmp_path / "out",
                       subscribers=keys.subscribers(keys_root), keys_dir=keys_root, use_scp=True)
     amf = (r.dir / "open5gs" / "amf.yaml").read_text()
     assert "https://scp.localdomain:7777" in amf and "http://10.100.1.200" not in amf

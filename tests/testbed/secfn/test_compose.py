@@ -13,12 +13,13 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests import render_support
 from testbed import check, keys, privileges, profiles, render, secfn
 from testbed.check.rules import image_defaults
 from testbed.render import layout
 from testbed.secfn import compose as secfn_compose
 from testbed.secfn import engines
-from testbed.secfn.dimension import SecfnDimension
+from testbed.secfn.plugin import SecfnDimension
 from tests.testbed.render.helpers import keys_root
 
 UNITS = secfn.all_units()
@@ -27,7 +28,7 @@ UNITS = secfn.all_units()
 def _render(profile: str, unit: str, out: Path) -> render.Rendered:
     root = keys_root()
     sf = secfn.resolve(*secfn.parse_unit(unit))
-    return render.render(profiles.get(profile, "n3"), "n3", out, subscribers=keys.subscribers(root), keys_dir=root,
+    return render_support.render(profiles.get(profile, "n3"), "n3", out, subscribers=keys.subscribers(root), keys_dir=root,
                          commit="test", dimensions=(SecfnDimension(sf),))
 
 

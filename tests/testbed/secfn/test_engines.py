@@ -14,7 +14,9 @@ import yaml
 
 from testbed import secfn
 from testbed.secfn import engines, rules
-from testbed.secfn.engines import passthrough, snort, suricata
+from testbed.secfn.engines.passthrough import engine as passthrough
+from testbed.secfn.engines.snort import engine as snort
+from testbed.secfn.engines.suricata import engine as suricata
 from tests.conftest import ROOT, require_snort
 
 ENTRYPOINT = ROOT / "testbed" / "secfn" / "entrypoint.sh"

@@ -1,0 +1,1 @@
+"""The dtls overlay plug-in (README.md; testbed/contract.py OverlayPlugin)."""

@@ -1,0 +1,84 @@
+"""The DTLS relay overlay plug-in (socat OPENSSL-DTLS carrying an SCTP link, as the RAN study ran
+it): what the core asks of it, answered from this folder (README.md)."""
+from __future__ import annotations
+
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, ClassVar
+
+from dtls import catalogue, overhead, overlay
+from testbed import wire
+from testbed.contract import OverlayPlugin, Values
+from testbed.profiles import Profile
+from testbed.render import compose_env
+from testbed.verdict import Verdict
+
+
+class Dtls(OverlayPlugin):
+    name: ClassVar[str] = "dtls"
+    summary: ClassVar[str] = "socat DTLS 1.2 relay on an SCTP link (N2, F1-C, E1), and the plain-UDP relay"
+    label: ClassVar[str] = "DTLS"
+    colour: ClassVar[str] = "#9467bd"
+    entrypoint: ClassVar[str | None] = "entrypoint.sh"
+    datapaths: ClassVar[tuple[str, ...]] = ("socat",)
+    userspace_datapaths: ClassVar[frozenset[str]] = frozenset({"socat"})
+    wire_filter: ClassVar[str] = "dtls"
+    lab_tools: ClassVar[tuple[str, ...]] = ("socat",)
+
+    def expand(self, section: Mapping[str, Any], all_planes: tuple[str, ...]) -> list[Profile]:
+        return catalogue.expand(section)
+
+    def endpoints(self, plane: str, values: Values) -> list[str]:
+        return overlay.endpoints(plane, values)
+
+    def render(self, profile: Profile, plane: str, values: Values, keys_dir: Path, out_dir: Path,
+               nodes: list[str] | None = None) -> dict[str, Path]:
+        return overlay.render(profile, plane, values, keys_dir, out_dir)
+
+    def nf_config_overrides(self, node: str, profile: Profile, values: Values) -> dict[str, Any]:
+        return overlay.nf_config_overrides(node, profile, values)
+
+    def compose_services(self, profile: Profile, plane: str, values: Values) -> dict[str, dict[str, Any]]:
+        return overlay.compose_services(profile, plane, values)
+
+    def plaintext_tap(self, plane: str, values: Values) -> dict[str, str]:
+        return overlay.plaintext_tap(plane, values)
+
+    def relay_link(self, plane: str, values: Values) -> Any:
+        return overlay.links(values).get(plane)
+
+    def relay_target(self, overlay_dir: Path, link: Any) -> tuple[Path, str, list[str] | None]:
+        """(the server end's rendered env file, DTLS_RELAYS, its relay line for the link's plane or
+        None): the relay line's 5th field is the address the server's relay connects to."""
+        env_file = overlay_dir / link.server / "overlay.env"
+        relays = (compose_env.parse_env(env_file.read_text(encoding="utf-8")).get("DTLS_RELAYS", "")
+                  if env_file.is_file() else "")
+        lines = [f for f in (r.split() for r in relays.strip("'\"").split(";")) if len(f) >= 6]
+        return env_file, "DTLS_RELAYS", next((f for f in lines if f[0] == "server" and f[1] == link.plane), None)
+
+    def host_needs(self, profile: Profile, plane: str) -> list[str]:
+        return overlay.host_needs(profile, plane)
+
+    def kernel_datapath(self) -> tuple[bool, str]:
+        return False, "the DTLS relay is socat in userspace, always"
+
+    def userspace_datapath(self) -> str | None:
+        return shutil.which("socat")
+
+    def datapath(self, kernel: bool, userspace: str | None) -> str | None:
+        return "socat"
+
+    def verify_capture(self, pcap: Path, profile: Profile, plane: str, values: Values) -> Verdict:
+        return overlay.verify_capture(pcap, profile, plane, values)
+
+    def packet_overhead(self, profile: Profile, inner: int, pcap: Path | None = None) -> int | None:
+        version, cipher = profile.params.get("version"), profile.params.get("cipher")
+        return overhead.dtls_record_overhead(version, cipher) if version and cipher else 0
+
+    def analytic_overheads(self, profiles: list[Profile], sizes: tuple[int, ...]) -> list[dict[str, object]]:
+        return overhead.analytic_rows(profiles, sizes)
+
+    def handshakes(self, pcap: Path, plane: str, values: Values) -> wire.Handshakes | None:
+        lk = overlay.links(values).get(plane)
+        return None if lk is None else overhead.dtls_handshake(pcap, lk.relay_port)

@@ -1,0 +1,1 @@
+"""The ipsec overlay plug-in (README.md; testbed/contract.py OverlayPlugin)."""

@@ -1,0 +1,91 @@
+"""The IPsec overlay plug-in (strongSwan swanctl, IKEv2, ESP tunnel mode): what the core asks of
+it, answered from this folder (README.md)."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, ClassVar
+
+from ipsec import catalogue, datapath, keys, overhead, overlay, run_checks
+from testbed import wire
+from testbed.contract import OverlayPlugin, RunCheck, Values
+from testbed.profiles import Profile
+from testbed.verdict import Verdict
+
+
+class Ipsec(OverlayPlugin):
+    name: ClassVar[str] = "ipsec"
+    summary: ClassVar[str] = "strongSwan IKEv2 + ESP tunnel mode, 6 ESP proposals x cert/PSK x 4 modes"
+    label: ClassVar[str] = "IPsec"
+    colour: ClassVar[str] = "#1f77b4"
+    entrypoint: ClassVar[str | None] = "entrypoint.sh"
+    datapaths: ClassVar[tuple[str, ...]] = ("kernel", "libipsec")
+    userspace_datapaths: ClassVar[frozenset[str]] = frozenset({"libipsec"})
+    datapath_variable: ClassVar[str | None] = "IPSEC_DATAPATH"
+    wire_filter: ClassVar[str] = "esp || isakmp || udpencap"
+    decode_as: ClassVar[tuple[str, ...]] = tuple(overlay.NO_ESP_NULL_HEURISTIC)
+    daemons: ClassVar[tuple[str, ...]] = ("charon",)
+    state_command: ClassVar[tuple[str, ...]] = ("swanctl", "--list-sas")
+    lab_tools: ClassVar[tuple[str, ...]] = ("swanctl",)
+
+    def expand(self, section: Mapping[str, Any], all_planes: tuple[str, ...]) -> list[Profile]:
+        return catalogue.expand(section)
+
+    def endpoints(self, plane: str, values: Values) -> list[str]:
+        return overlay.endpoints(plane, values)
+
+    def render(self, profile: Profile, plane: str, values: Values, keys_dir: Path, out_dir: Path,
+               nodes: list[str] | None = None) -> dict[str, Path]:
+        return overlay.render(profile, plane, values, keys_dir, out_dir, nodes)
+
+    def nf_environment(self, node: str, profile: Profile, values: Values) -> dict[str, str]:
+        return overlay.nf_environment(node, profile, values)
+
+    def compose_env(self, profile: Profile, plane: str, values: Values) -> dict[str, str]:
+        return overlay.compose_env(profile, plane, values)
+
+    def compose_services(self, profile: Profile, plane: str, values: Values) -> dict[str, dict[str, Any]]:
+        return overlay.compose_services(profile, plane, values, self.userspace_possible(values))
+
+    def host_needs(self, profile: Profile, plane: str) -> list[str]:
+        return overlay.host_needs(profile, plane)
+
+    def ensure_keys(self, root: Path, nodes: list[str], values: Values) -> None:
+        keys.ensure(root, nodes)
+
+    def kernel_datapath(self) -> tuple[bool, str]:
+        return datapath.probe_xfrm_esp()
+
+    def userspace_datapath(self) -> str | None:
+        return datapath.libipsec_plugin()
+
+    def cannot_run(self, profile: Profile, datapath: str | None) -> str | None:
+        if datapath == "libipsec":
+            ok, why = overlay.libipsec_capable(profile)
+            return None if ok else why
+        return None
+
+    def versions(self) -> dict[str, str | None]:
+        return {"strongswan": overlay.charon_version()}
+
+    def image_versions(self) -> dict[str, tuple[str, str]]:
+        return {"strongswan": ("tools", "strongswan-charon")}
+
+    def verify_capture(self, pcap: Path, profile: Profile, plane: str, values: Values) -> Verdict:
+        return overlay.verify_capture(pcap, profile, plane, values)
+
+    def check_run(self, run_dir: Path, manifest: Mapping[str, Any], values: Values) -> list[RunCheck]:
+        from testbed import profiles
+        return run_checks.check_run(run_dir, manifest, profiles.get(manifest["profile"]), values)
+
+    def packet_overhead(self, profile: Profile, inner: int, pcap: Path | None = None) -> int | None:
+        return overhead.packet_overhead(profile, inner, pcap)
+
+    def analytic_overheads(self, profiles: list[Profile], sizes: tuple[int, ...]) -> list[dict[str, object]]:
+        return overhead.analytic_rows(profiles, sizes)
+
+    def handshakes(self, pcap: Path, plane: str, values: Values) -> wire.Handshakes | None:
+        return overhead.handshakes(pcap)
+
+    def protected_lengths(self, pcap: Path, src: str | None = None) -> list[int]:
+        return overhead.protected_lengths(pcap, src)

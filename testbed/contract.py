@@ -1,0 +1,417 @@
+"""The plug-in contract: one typed base class per kind of plug-in, each hook a method with a
+no-op default (docs/contracts.md "Plug-ins").
+
+Four kinds plug into the core, each registered by one line in testbed/registry.py:
+
+- overlay   a security protocol on one or more planes (IPsec, WireGuard, TLS, DTLS, MACsec): a
+            top-level folder (`ipsec/`, ...) holding its class, entrypoint, catalogue expansion,
+            keys, datapath probe, validity rule, privileges, overhead formula and README;
+- ran       a RAN variant (UERANSIM, OAI monolithic, OAI split): testbed/ran/<name>/;
+- dimension a choice orthogonal to the profile (the UPF security function, NAS algorithms);
+- engine    a security-function engine (Suricata, Snort 3, the NFQUEUE pass-through).
+
+The core (profiles, render, manifest, validity, keys, datapath, analysis, the bash drivers)
+calls only these methods and never tests a plug-in's name. A method a plug-in does not
+override does nothing: it returns an empty result, and the core treats that as "not
+concerned". Every hook says when it is called and what it returns.
+"""
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from testbed.verdict import Verdict
+from testbed.wire import Handshakes
+
+if TYPE_CHECKING:
+    from testbed.profiles import Profile
+    from testbed.secfn import Secfn
+    from testbed.secfn.engines import Counters, Launch
+
+Values = dict[str, Any]
+"""The stack values (nf-configs/stack.yaml as testbed/stack.py loads them), as render hands them
+over: with `use_scp` and `overlay_planes` (the planes the run covers) set."""
+Manifest = Mapping[str, Any]
+"""A run's manifest.json as testbed/manifest.py loads it."""
+
+KINDS = ("overlay", "ran", "dimension", "engine")
+_KERNEL_OFFERS: dict[str, bool] = {}      # overlay -> its kernel probe's answer, once per process
+
+
+@dataclasses.dataclass(frozen=True)
+class RunCheck:
+    """One run-level verdict a plug-in adds (check_run; None: it only records), and what it
+    records in the manifest: `field` (one of testbed/manifest.py SET_FIELDS) set to `record`."""
+    verdict: Verdict | None
+    field: str | None = None
+    record: Any = None
+
+
+class Plugin:
+    """What every plug-in is: a kind, a name, a folder and a one-line summary."""
+
+    kind: ClassVar[str] = ""
+    name: ClassVar[str] = ""
+    summary: ClassVar[str] = ""
+
+    @property
+    def folder(self) -> Path:
+        """The folder holding everything that knows this plug-in (the defining module's)."""
+        return Path(inspect.getfile(type(self))).resolve().parent
+
+    def problems(self) -> list[str]:
+        """Called by the contract test and `python -m testbed plugins --check`: what is wrong
+        with the plug-in's own files (missing README, entrypoint ...); empty when nothing is."""
+        out = [] if (self.folder / "README.md").is_file() else [f"{self.folder}: no README.md"]
+        return out + ([] if self.name and self.summary else [f"{type(self).__name__}: name or summary unset"])
+
+
+# ---------------------------------------------------------------------------------- overlays
+
+class OverlayPlugin(Plugin):
+    """A security protocol the profiles choose by their `protocol` (= the plug-in's name).
+
+    Class attributes are facts the core reads; methods are hooks the core calls."""
+
+    kind: ClassVar[str] = "overlay"
+    protects: ClassVar[bool] = True
+    """False only for the baseline (protocol "none"): its runs must show no overlay at all."""
+    label: ClassVar[str] = ""
+    """Its name in tables and figures ("IPsec")."""
+    colour: ClassVar[str] = "#7f7f7f"
+    """Its colour in the figures (matplotlib colour)."""
+    entrypoint: ClassVar[str | None] = None
+    """File name, in the folder, of the program its holders run (`<node>-net` in Compose, the
+    namespace lab's endpoints): started with the node's rendered dir, it prints
+    `datapath: <name>=<value>`, writes /run/testbed/overlay-ready and runs until SIGTERM.
+    None: the overlay has no holder program (TLS is in the NFs themselves)."""
+    datapaths: ClassVar[tuple[str, ...]] = ()
+    """Every datapath its entrypoint may report (`datapath: <name>=<value>`), kernel first."""
+    userspace_datapaths: ClassVar[frozenset[str]] = frozenset()
+    """Those of `datapaths` that run in userspace (a run on one is never pooled with kernel runs)."""
+    datapath_variable: ClassVar[str | None] = None
+    """Environment variable that forces a datapath (IPSEC_DATAPATH=kernel|libipsec|auto)."""
+    wire_filter: ClassVar[str] = ""
+    """tshark display filter matching its packets on the wire (a baseline run must show none)."""
+    decode_as: ClassVar[tuple[str, ...]] = ()
+    """tshark options that make its packets dissectable (`-d udp.port==51820,wg`)."""
+    daemons: ClassVar[tuple[str, ...]] = ()
+    """Process names (comm) of its daemons: a run stops as invalid when one of them vanishes."""
+    state_command: ClassVar[tuple[str, ...]] = ()
+    """Command, run in an endpoint's namespace, that prints what the overlay negotiated there
+    (kept as the run's sa-before/sa-after records); empty: nothing to record."""
+    lab_tools: ClassVar[tuple[str, ...]] = ()
+    """Host programs the namespace lab needs for it (beyond ip, ping, tshark)."""
+
+    # --- catalogue -------------------------------------------------------------------------
+
+    def expand(self, section: Mapping[str, Any], all_planes: tuple[str, ...]) -> list[Profile]:
+        """Called once when profiles.yaml is loaded, with its section named like the plug-in
+        (absent section: {}) and every plane of nf-configs/channels.yaml: the concrete profiles."""
+        return []
+
+    # --- render ----------------------------------------------------------------------------
+
+    def endpoints(self, plane: str, values: Values) -> list[str]:
+        """The nodes that take part on the plane(s) (a PLANE expression)."""
+        return []
+
+    def render(self, profile: Profile, plane: str, values: Values, keys_dir: Path, out_dir: Path,
+               nodes: list[str] | None = None) -> dict[str, Path]:
+        """Called by render and the namespace lab: write out_dir/<node>/ for every endpoint (`nodes`:
+        only these, the lab's subset, each configured with only these peers; an overlay may write
+        more); return {node: dir}."""
+        return {}
+
+    def nf_config_overrides(self, node: str, profile: Profile, values: Values) -> dict[str, Any]:
+        """Called per node whose config render writes (Open5GS NFs, gNB-side RAN nodes): a dict
+        deep-merged into that config (TLS: https and certificates; a relay: the address the NF
+        connects to)."""
+        return {}
+
+    def nf_environment(self, node: str, profile: Profile, values: Values) -> dict[str, str]:
+        """Called per program container: extra environment (env/<node>.env)."""
+        return {}
+
+    def compose_env(self, profile: Profile, plane: str, values: Values) -> dict[str, str]:
+        """Called once per render: extra variables for Compose interpolation (compose.env)."""
+        return {}
+
+    def compose_services(self, profile: Profile, plane: str, values: Values) -> dict[str, dict[str, Any]]:
+        """Called once per render: {service: override} written into the render's overlay
+        fragment (testbed/render/compose_overlay.py; holders: `holder_service`)."""
+        return {}
+
+    def plaintext_tap(self, plane: str, values: Values) -> dict[str, str]:
+        """Relay overlays: {node, iface, capture_filter} where the plane's traffic can still be read
+        (run-sbi's N2 timing view); empty: the plane's own capture is readable."""
+        return {}
+
+    def relay_link(self, plane: str, values: Values) -> Any:
+        """Relay overlays: the link it moves an NF's connection onto for this plane (check-config
+        checks the NF connects to the relay's listener), else None."""
+        return None
+
+    def relay_target(self, overlay_dir: Path, link: Any) -> tuple[Path, str, list[str] | None]:
+        """Relay overlays, for check-config: (the server end's rendered file, the setting there,
+        the fields of its relay line for the link or None when missing; the 5th field is the
+        address the relay connects to)."""
+        return overlay_dir, "", None
+
+    # --- host, keys, datapath --------------------------------------------------------------
+
+    def host_needs(self, profile: Profile, plane: str) -> list[str]:
+        """Called by the doctor and the render plan: what the host must offer (kernel modules,
+        devices), as short phrases."""
+        return []
+
+    def ensure_keys(self, root: Path, nodes: list[str], values: Values) -> None:
+        """Called by `make keys` (testbed/keys.py ensure) after the shared PKI exists: create the
+        overlay's own missing key material under root (written atomically; never replace a good
+        key; a damaged one raises testbed.keys.KeysError naming the command that regenerates it)."""
+
+    def kernel_datapath(self) -> tuple[bool, str]:
+        """Called by the datapath probe (make datapath, doctor, render): does this kernel offer the
+        overlay's kernel datapath, and why not."""
+        return False, "no kernel datapath"
+
+    def userspace_datapath(self) -> str | None:
+        """The userspace fallback this host has (a program or plugin path), None without one."""
+        return None
+
+    def datapath(self, kernel: bool, userspace: str | None) -> str | None:
+        """The datapath a run here would use given the probes (None: cannot run)."""
+        if not self.datapaths:
+            return None
+        if kernel:
+            return self.datapaths[0]
+        fallbacks = [d for d in self.datapaths if d in self.userspace_datapaths]
+        return fallbacks[0] if userspace and fallbacks else None
+
+    def userspace_possible(self, values: Values) -> bool:
+        """Whether its entrypoint may choose a userspace datapath here (its holders then need
+        /dev/net/tun): the choice of its datapath variable (values["datapath_choices"], set by the
+        command line from the environment) when not "auto", else the same kernel probe the
+        entrypoint makes (the containers share this host's kernel)."""
+        if not self.userspace_datapaths:
+            return False
+        choices = values.get("datapath_choices") or {}
+        choice = str(choices.get(self.datapath_variable or "", "auto") or "auto")
+        if choice != "auto":
+            return choice in self.userspace_datapaths
+        if self.name not in _KERNEL_OFFERS:
+            _KERNEL_OFFERS[self.name] = self.kernel_datapath()[0]
+        return not _KERNEL_OFFERS[self.name]
+
+    def holder_commands(self, moment: str) -> list[tuple[str, tuple[str, ...]]]:
+        """Called by run-sbi at `moment` ("before-cold": right before the cold UE attaches,
+        "before-warm": right before the warm one): [(record name, command)] run in every
+        endpoint's holder, each output kept as <iteration>-<record name>-<node>.txt (check_run
+        reads them). Commands are plain words (a script in the folder where quoting is needed)."""
+        return []
+
+    def cannot_run(self, profile: Profile, datapath: str | None) -> str | None:
+        """Called before anything starts (drivers, lab): why this profile cannot run on this
+        datapath, or None."""
+        return None
+
+    def versions(self) -> dict[str, str | None]:
+        """Called when a manifest is written on a host run: {manifest key: version} of its programs."""
+        return {}
+
+    def image_versions(self) -> dict[str, tuple[str, str]]:
+        """{manifest key: (image, key in its contents file)} of its programs in the images."""
+        return {}
+
+    # --- validity and analysis -------------------------------------------------------------
+
+    def verify_capture(self, pcap: Path, profile: Profile, plane: str, values: Values) -> Verdict:
+        """Called per validation capture of a run of this protocol (one plane's network): does it
+        show the overlay, and no plaintext of the plane's traffic?"""
+        return Verdict(False, 0, 0, f"{self.name}: no capture rule -> INVALID")
+
+    def check_run(self, run_dir: Path, manifest: Manifest, values: Values) -> list[RunCheck]:
+        """Called once per run of this protocol after its captures are judged: run-level checks
+        (the daemons' negotiated SAs, sessions, waits) with what they record."""
+        return []
+
+    def packet_overhead(self, profile: Profile, inner: int, pcap: Path | None = None) -> int | None:
+        """Bytes the overlay adds to one inner IP packet of `inner` bytes at the IP layer (outer
+        headers included), as the profile runs it (`pcap`: a capture of the run, where the encapsulation
+        depends on the datapath); None where it has no fixed per-packet formula."""
+        return None
+
+    def analytic_overheads(self, profiles: list[Profile], sizes: tuple[int, ...]) -> list[dict[str, object]]:
+        """Called by the bytes-on-the-wire table with the catalogue's profiles of this protocol:
+        rows {profile, what, size, added_bytes, ...} of its theoretical per-packet overhead."""
+        return []
+
+    def handshakes(self, pcap: Path, plane: str, values: Values) -> Handshakes | None:
+        """Its handshake messages in one capture of the plane (packets, frame and IP bytes per
+        message kind); None: nothing to count."""
+        return None
+
+    def protected_lengths(self, pcap: Path, src: str | None = None) -> list[int]:
+        """IP lengths of its protected data packets in a capture (optionally only those `src` sent),
+        for the measured per-packet overhead; empty: not measured this way."""
+        return []
+
+
+# ----------------------------------------------------------------------------------------- RAN
+
+@dataclasses.dataclass(frozen=True)
+class RanContext:
+    """What a RAN's render gets: the values, the SIM secrets, where to write, the options."""
+    values: Values
+    subscribers: dict[str, Any]
+    out_dir: Path
+    header: str                      # the "rendered, do not edit" comment (without comment marks)
+    uu: str | None = None            # UU=<nea>-<nia>: AS security of an OAI RAN (docs/ran.md)
+    overrides: Any = None            # node -> the overlays' and dimensions' merged overrides
+
+    def override(self, node: str) -> dict[str, Any]:
+        return dict(self.overrides(node) or {}) if self.overrides is not None else {}
+
+
+class RanPlugin(Plugin):
+    """A RAN variant (RAN=<name>): its nodes, configs and Compose services.
+
+    Every variant exports the same RAN_* variables (compose_env), which the scripts read
+    instead of assuming UERANSIM: RAN, RAN_READY (the service healthy once the RAN is up),
+    RAN_UE_TUN, RAN_UE_SESSION_LOG, RAN_SCALE."""
+
+    kind: ClassVar[str] = "ran"
+    planes: ClassVar[tuple[str, ...]] = ()
+    """Planes only this variant has (the split RAN's f1c, f1u, e1)."""
+    pinned_key: ClassVar[str] = ""
+    """Its key in nf-configs/stack.yaml holding the version its image pins (ueransim_version)."""
+
+    def nodes(self, values: Values) -> list[str]:
+        """The stack.yaml nodes it runs."""
+        return []
+
+    def env_nodes(self) -> list[str]:
+        """Its program containers that get an env/<node>.env."""
+        return []
+
+    def check_options(self, uu: str | None, values: Values) -> None:
+        """Called once per render before anything is written: testbed.ran.RanError (a usage error)
+        for options it cannot honour (UU=...)."""
+
+    def render(self, ctx: RanContext) -> list[Path]:
+        """Called by render: its configs under ctx.out_dir; returns the files written."""
+        return []
+
+    def compose(self, values: Values) -> dict[str, Any]:
+        """Its Compose services (+ networks), rendered into <render dir>/compose/ran.yaml."""
+        return {}
+
+    def compose_env(self, values: Values) -> dict[str, str]:
+        """Its variables for compose.env (the RAN_* set)."""
+        return {}
+
+    def plan(self, values: Values) -> list[str]:
+        """Lines for plan.txt."""
+        return []
+
+    def images(self) -> list[str]:
+        """The image variables it runs (UERANSIM_IMAGE ...)."""
+        return []
+
+    def image_versions(self) -> dict[str, tuple[str, str]]:
+        """{manifest key: (image, key in its contents file)} of its programs (the UE's ping and
+        iperf3 included: the experiments run them in its UE)."""
+        return {}
+
+
+# ---------------------------------------------------------------------------------- dimensions
+
+class DimensionChoice:
+    """A chosen value of a dimension (what `DimensionPlugin.select` returns), as render calls it."""
+
+    name: str = ""
+    """Its render subdir, fragment name and plan label (the dimension's name)."""
+
+    def apply(self, values: Values) -> Values:
+        """Called before anything is rendered: the stack values as this choice runs them."""
+        return values
+
+    def render(self, profile: Profile, plane: str, values: Values, out_dir: Path) -> dict[str, str]:
+        """Its files under out_dir (<render dir>/<name>/, created empty); returns its compose.env
+        variables."""
+        return {}
+
+    def compose_services(self, profile: Profile, plane: str, values: Values) -> dict[str, dict[str, Any]]:
+        """{service: override} for <render dir>/<name>.compose.yaml; empty: no fragment."""
+        return {}
+
+    def nf_config_overrides(self, node: str, profile: Profile, values: Values) -> dict[str, Any]:
+        """As OverlayPlugin.nf_config_overrides, merged after the overlay's."""
+        return {}
+
+    def nf_environment(self, node: str, profile: Profile, values: Values) -> dict[str, str]:
+        """As OverlayPlugin.nf_environment, merged after the overlay's."""
+        return {}
+
+    def describe(self, env: dict[str, str]) -> str:
+        """One line of plan.txt (env: the render's compose.env)."""
+        return self.name
+
+
+class DimensionPlugin(Plugin):
+    """A choice orthogonal to the profile, made by variables of its own (SECFN=, IDS=, NAS=)."""
+
+    kind: ClassVar[str] = "dimension"
+    variables: ClassVar[dict[str, str]] = {}
+    """Its variables (Make/environment, UPPER_CASE) -> help; `python -m testbed render` offers each
+    as --<variable> and a run specification stores them under `dimensions`."""
+
+    def select(self, options: Mapping[str, str], profile: Profile, plane: str, ran: str) -> DimensionChoice | None:
+        """Called once per render and run: the chosen value from its variables ({VARIABLE: value},
+        "" = not set; the command line folds the environment in), None when not in use;
+        testbed.dimensions.SelectionError (a usage error) for a bad choice."""
+        return None
+
+    def check_run(self, run_dir: Path, manifest: Manifest, values: Values) -> list[RunCheck]:
+        """Called once per run after its captures are judged: its own run-level checks."""
+        return []
+
+
+# --------------------------------------------------------------------------------------- engines
+
+class EnginePlugin(Plugin):
+    """A security-function engine (IDS=<name>) run by testbed/secfn/entrypoint.sh."""
+
+    kind: ClassVar[str] = "engine"
+    program: ClassVar[str] = ""
+    """Its executable in its image (PATH); the modes it runs are catalogue data (profiles.yaml
+    secfn.engines)."""
+
+    def check(self, sf: Secfn) -> str | None:
+        """Called when a function is resolved: a setting it cannot honour, or None."""
+        return None
+
+    def render(self, sf: Secfn, cfg_dir: Path, *, config_at: Path, log_at: Path, iface: str,
+               home_net: str, program: str) -> Launch:
+        """Write its configuration (rules included) into cfg_dir; return how to launch it."""
+        raise NotImplementedError(f"engine {self.name} has no render")
+
+    def counters(self, log_dir: Path) -> Counters:
+        """What it says it did, from its own output after it stopped."""
+        raise NotImplementedError(f"engine {self.name} has no counters")
+
+    def host_program(self, work_dir: Path) -> tuple[str, str]:
+        """Called by the namespace lab: (executable, LD_LIBRARY_PATH) of the engine on this host
+        (built into work_dir if it must be); FileNotFoundError naming how to get it."""
+        if shutil.which(self.program) is None:
+            raise FileNotFoundError(f"{self.program} not found: make setup installs it (docs/secfn.md)")
+        return self.program, ""
+
+
+BASES: dict[str, type[Plugin]] = {
+    "overlay": OverlayPlugin, "ran": RanPlugin, "dimension": DimensionPlugin, "engine": EnginePlugin,
+}

@@ -1,0 +1,54 @@
+"""The OpenAirInterface RAN plug-ins: RAN=oai (monolithic gNB) and RAN=split (CU-CP, CU-UP, DU and
+their F1-C, F1-U and E1 interfaces). Configs: config.py (libconfig.py); services: services.py."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar
+
+from testbed.contract import RanContext, RanPlugin, Values
+from testbed.ran import RanError
+from testbed.ran.oai import config, services
+
+
+class Oai(RanPlugin):
+    name: ClassVar[str] = "oai"
+    pinned_key: ClassVar[str] = "oai_version"
+    summary: ClassVar[str] = "OpenAirInterface monolithic gNB + nrUE on the RF simulator (experimental)"
+
+    def nodes(self, values: Values) -> list[str]:
+        return services.nodes(self.name, values)
+
+    def env_nodes(self) -> list[str]:
+        return services.env_nodes(self.name)
+
+    def check_options(self, uu: str | None, values: Values) -> None:
+        if uu:
+            try:
+                config.security(values, uu)
+            except config.OaiConfigError as exc:      # names the valid choices
+                raise RanError(str(exc)) from None
+
+    def render(self, ctx: RanContext) -> list[Path]:
+        return services.render(self.name, ctx)
+
+    def compose(self, values: Values) -> dict[str, Any]:
+        return services.compose(self.name, values)
+
+    def compose_env(self, values: Values) -> dict[str, str]:
+        return services.compose_env(self.name, values)
+
+    def plan(self, values: Values) -> list[str]:
+        return services.plan(self.name, values)
+
+    def images(self) -> list[str]:
+        return services.images(self.name)
+
+    def image_versions(self) -> dict[str, tuple[str, str]]:
+        return {"oai": ("oai", "oai_version"), "oai_commit": ("oai", "oai_commit"),
+                "iperf3": ("oai", "iperf3"), "ping": ("oai", "iputils-ping")}
+
+
+class Split(Oai):
+    name: ClassVar[str] = "split"
+    summary: ClassVar[str] = "OpenAirInterface split into CU-CP, CU-UP and DU (F1-C, F1-U, E1), experimental"
+    planes: ClassVar[tuple[str, ...]] = services.SPLIT_NETWORKS

@@ -1,0 +1,1 @@
+"""The passthrough engine of the UPF security function (README.md)."""

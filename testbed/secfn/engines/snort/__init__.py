@@ -1,0 +1,1 @@
+"""The snort engine of the UPF security function (README.md)."""

@@ -1,0 +1,35 @@
+"""Snort 3 with libdaq as the UPF's IDS/IPS engine (built in images/snort): configuration and
+counters (engine.py)."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import ClassVar
+
+from testbed.contract import EnginePlugin
+from testbed.secfn import Secfn
+from testbed.secfn.engines import Counters, Launch
+from testbed.secfn.engines.snort import engine
+
+
+class Snort(EnginePlugin):
+    name: ClassVar[str] = "snort"
+    summary: ClassVar[str] = "Snort 3 + libdaq (built from the pinned tags), passive afpacket or inline nfq"
+    program: ClassVar[str] = engine.PROGRAM
+
+    def render(self, sf: Secfn, cfg_dir: Path, *, config_at: Path, log_at: Path, iface: str,
+               home_net: str, program: str) -> Launch:
+        return engine.render(sf, cfg_dir, config_at=config_at, log_at=log_at, iface=iface, home_net=home_net,
+                             program=program)
+
+    def counters(self, log_dir: Path) -> Counters:
+        return engine.counters(log_dir)
+
+    def host_program(self, work_dir: Path) -> tuple[str, str]:
+        """Snort from the install tree $SNORT_INSTALL (bin/snort, lib/libdaq.so)."""
+        path = os.environ.get("SNORT_INSTALL", "")
+        if not path or not (Path(path) / "bin" / "snort").is_file():
+            raise FileNotFoundError("IDS=snort between namespaces needs SNORT_INSTALL=<install tree with bin/snort> "
+                                    "(built from the pinned snort3 + libdaq as images/snort/Dockerfile does; "
+                                    "docs/secfn.md)")
+        return str(Path(path) / "bin" / "snort"), str(Path(path) / "lib")

@@ -1,0 +1,1 @@
+"""The suricata engine of the UPF security function (README.md)."""

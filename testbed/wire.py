@@ -1,0 +1,81 @@
+"""Bytes on the wire, the part every overlay plug-in shares: header sizes, handshake counts
+and IP lengths read from a capture by tshark field export (analysis/wire_bytes.py builds the
+tables; each plug-in's overhead.py knows its own formula and handshake messages).
+
+Overheads are counted at the IP layer: the bytes an overlay adds to one inner IP packet, outer
+IP header included (link-layer headers are the same with and without it, so they cancel).
+Handshakes are counted as whole frames (frame.len) and as IP bytes.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from testbed import tshark
+
+IPV4, IPV6, UDP = 20, 40, 8
+LENGTH_FIELDS = ["frame.len", "ip.len", "ipv6.plen"]
+
+
+@dataclass(frozen=True)
+class Handshakes:
+    """Handshake frames of one capture: per message kind, packets and bytes."""
+
+    protocol: str
+    packets: dict[str, int]
+    frame_bytes: dict[str, int]
+    ip_bytes: dict[str, int]
+    retransmitted: dict[str, int] = field(default_factory=dict)   # repeats of an earlier message
+
+    @property
+    def total_packets(self) -> int:
+        return sum(self.packets.values())
+
+    @property
+    def total_frame_bytes(self) -> int:
+        return sum(self.frame_bytes.values())
+
+
+def ip_len(row: dict[str, str]) -> int:
+    """The IP length of a row with LENGTH_FIELDS (the outer header of a tunnelled packet)."""
+    if row.get("ip.len"):
+        return int(row["ip.len"].split(",")[0])
+    if row.get("ipv6.plen"):
+        return IPV6 + int(row["ipv6.plen"].split(",")[0])
+    return 0
+
+
+def rows(pcap: Path, display_filter: str, names: list[str], extra: Sequence[str] = ()) -> list[dict[str, str]]:
+    """One dict per matching packet, every name a key ("" when the packet lacks the field)."""
+    return [dict(zip(names, r + [""] * (len(names) - len(r))))
+            for r in tshark.fields(pcap, display_filter, names, extra=list(extra))]
+
+
+def count_messages(protocol: str, found: list[dict[str, str]], kind: Callable[[dict[str, str]], str],
+                   ids: Sequence[str] = ()) -> Handshakes:
+    """Handshakes from rows of LENGTH_FIELDS + the fields `kind` reads + `ids` (a row whose kind
+    and ids repeat an earlier one is also counted as retransmitted)."""
+    packets: Counter[str] = Counter()
+    frames: Counter[str] = Counter()
+    ips: Counter[str] = Counter()
+    again: Counter[str] = Counter()
+    seen: set[tuple[str, ...]] = set()
+    for r in found:
+        k = kind(r)
+        key = (k, *(r.get(i, "") for i in ids))
+        if ids and key in seen:
+            again[k] += 1
+        seen.add(key)
+        packets[k] += 1
+        frames[k] += int(r["frame.len"])
+        ips[k] += ip_len(r)
+    return Handshakes(protocol, dict(packets), dict(frames), dict(ips), dict(again))
+
+
+def lengths(pcap: Path, display_filter: str, src: str | None = None, extra: Sequence[str] = ()) -> list[int]:
+    """IP lengths of the packets matching the filter, optionally only those sent by `src`."""
+    if src:
+        display_filter = f"({display_filter}) && {'ipv6' if ':' in src else 'ip'}.src == {src}"
+    return [ip_len(r) for r in rows(pcap, display_filter, LENGTH_FIELDS, extra)]

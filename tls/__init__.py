@@ -1,0 +1,1 @@
+"""The tls overlay plug-in (README.md; testbed/contract.py OverlayPlugin)."""

@@ -1,0 +1,58 @@
+"""The TLS overlay plug-in: Open5GS's own https between the SBI NFs, one version and suite per
+profile (patches/open5gs/0001-sbi-tls-knobs.patch); what the core asks of it, answered from
+this folder (README.md)."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, ClassVar
+
+from testbed import wire
+from testbed.contract import OverlayPlugin, Values
+from testbed.profiles import Profile
+from testbed.verdict import Verdict
+from tls import catalogue, overhead, overlay
+
+
+class Tls(OverlayPlugin):
+    name: ClassVar[str] = "tls"
+    summary: ClassVar[str] = "https between the Open5GS NFs on the SBI, TLS 1.2/1.3, 18 suites (ECDSA/RSA)"
+    label: ClassVar[str] = "TLS"
+    colour: ClassVar[str] = "#2ca02c"
+
+    def expand(self, section: Mapping[str, Any], all_planes: tuple[str, ...]) -> list[Profile]:
+        return catalogue.expand(section)
+
+    def endpoints(self, plane: str, values: Values) -> list[str]:
+        return overlay.endpoints(plane, values)
+
+    def render(self, profile: Profile, plane: str, values: Values, keys_dir: Path, out_dir: Path,
+               nodes: list[str] | None = None) -> dict[str, Path]:
+        return overlay.render(profile, plane, values, keys_dir, out_dir)
+
+    def nf_config_overrides(self, node: str, profile: Profile, values: Values) -> dict[str, Any]:
+        return overlay.nf_config_overrides(node, profile, values)
+
+    def nf_environment(self, node: str, profile: Profile, values: Values) -> dict[str, str]:
+        return overlay.nf_environment(node, profile, values)
+
+    def compose_env(self, profile: Profile, plane: str, values: Values) -> dict[str, str]:
+        return overlay.compose_env(profile, plane, values)
+
+    def compose_services(self, profile: Profile, plane: str, values: Values) -> dict[str, dict[str, Any]]:
+        return overlay.compose_services(profile, plane, values)
+
+    def host_needs(self, profile: Profile, plane: str) -> list[str]:
+        return overlay.host_needs(profile, plane)
+
+    def verify_capture(self, pcap: Path, profile: Profile, plane: str, values: Values) -> Verdict:
+        return overlay.verify_capture(pcap, profile, plane, values)
+
+    def packet_overhead(self, profile: Profile, inner: int, pcap: Path | None = None) -> int | None:
+        return overhead.tls_record_overhead(profile.params["version"], profile.params["cipher"])
+
+    def analytic_overheads(self, profiles: list[Profile], sizes: tuple[int, ...]) -> list[dict[str, object]]:
+        return overhead.analytic_rows(profiles, sizes)
+
+    def handshakes(self, pcap: Path, plane: str, values: Values) -> wire.Handshakes | None:
+        return overhead.tls_handshake(pcap)

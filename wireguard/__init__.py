@@ -1,0 +1,1 @@
+"""The wireguard overlay plug-in (README.md; testbed/contract.py OverlayPlugin)."""

@@ -1,0 +1,88 @@
+"""The WireGuard overlay plug-in (one configuration by design; kernel module or wireguard-go):
+what the core asks of it, answered from this folder (README.md)."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, ClassVar
+
+from testbed import programs, wire
+from testbed.contract import OverlayPlugin, RunCheck, Values
+from testbed.profiles import Profile
+from testbed.verdict import Verdict
+from wireguard import catalogue, datapath, keys, overhead, overlay, run_checks
+
+
+class WireGuard(OverlayPlugin):
+    name: ClassVar[str] = "wireguard"
+    summary: ClassVar[str] = "WireGuard (Noise_IKpsk2, ChaCha20-Poly1305), kernel or wireguard-go"
+    label: ClassVar[str] = "WireGuard"
+    colour: ClassVar[str] = "#d62728"
+    entrypoint: ClassVar[str | None] = "entrypoint.sh"
+    datapaths: ClassVar[tuple[str, ...]] = ("kernel", "wireguard-go")
+    userspace_datapaths: ClassVar[frozenset[str]] = frozenset({"wireguard-go"})
+    datapath_variable: ClassVar[str | None] = "WIREGUARD_DATAPATH"
+    wire_filter: ClassVar[str] = "wg"
+    decode_as: ClassVar[tuple[str, ...]] = ("-d", f"udp.port=={overlay.LISTEN_PORT},wg")
+    daemons: ClassVar[tuple[str, ...]] = ("wireguard-go",)
+    state_command: ClassVar[tuple[str, ...]] = ("wg", "show")
+    lab_tools: ClassVar[tuple[str, ...]] = ("wg",)
+
+    def expand(self, section: Mapping[str, Any], all_planes: tuple[str, ...]) -> list[Profile]:
+        return catalogue.expand(section)
+
+    def endpoints(self, plane: str, values: Values) -> list[str]:
+        return overlay.endpoints(plane, values)
+
+    def render(self, profile: Profile, plane: str, values: Values, keys_dir: Path, out_dir: Path,
+               nodes: list[str] | None = None) -> dict[str, Path]:
+        return overlay.render(profile, plane, values, keys_dir, out_dir, nodes)
+
+    def compose_services(self, profile: Profile, plane: str, values: Values) -> dict[str, dict[str, Any]]:
+        return overlay.compose_services(profile, plane, values, self.userspace_possible(values))
+
+    def host_needs(self, profile: Profile, plane: str) -> list[str]:
+        return overlay.host_needs(profile, plane)
+
+    def ensure_keys(self, root: Path, nodes: list[str], values: Values) -> None:
+        keys.ensure(root, nodes)
+
+    def holder_commands(self, moment: str) -> list[tuple[str, tuple[str, ...]]]:
+        # cold: no session may exist when the cold UE starts, whatever time passed since the holders'
+        # start-up handshakes; warm: every session must be younger than the 120 s rekey time
+        where = f"/opt/testbed/{self.name}"
+        steps: dict[str, list[tuple[str, tuple[str, ...]]]] = {
+            "before-cold": [("wg-reset", ("bash", f"{where}/reset-sessions.sh"))],
+            "before-warm": [("wg-before-warm", ("bash", f"{where}/handshake-ages.sh"))]}
+        return steps.get(moment, [])
+
+    def kernel_datapath(self) -> tuple[bool, str]:
+        return datapath.probe_kernel()
+
+    def userspace_datapath(self) -> str | None:
+        return datapath.wireguard_go()
+
+    def versions(self) -> dict[str, str | None]:
+        return {"wireguard_tools": programs.program_version(["wg", "--version"], r"v([\d.]+)"),
+                "wireguard_go": programs.program_version(["wireguard-go", "--version"], r"v([\d.]+)")}
+
+    def image_versions(self) -> dict[str, tuple[str, str]]:
+        return {"wireguard_tools": ("tools", "wireguard-tools"), "wireguard_go": ("tools", "wireguard-go")}
+
+    def verify_capture(self, pcap: Path, profile: Profile, plane: str, values: Values) -> Verdict:
+        return overlay.verify_capture(pcap, profile, plane, values)
+
+    def check_run(self, run_dir: Path, manifest: Mapping[str, Any], values: Values) -> list[RunCheck]:
+        return run_checks.check_run(run_dir, manifest, overlay.LISTEN_PORT)
+
+    def packet_overhead(self, profile: Profile, inner: int, pcap: Path | None = None) -> int | None:
+        return overhead.wireguard_overhead(inner)
+
+    def analytic_overheads(self, profiles: list[Profile], sizes: tuple[int, ...]) -> list[dict[str, object]]:
+        return overhead.analytic_rows(profiles, sizes)
+
+    def handshakes(self, pcap: Path, plane: str, values: Values) -> wire.Handshakes | None:
+        return overhead.handshakes(pcap)
+
+    def protected_lengths(self, pcap: Path, src: str | None = None) -> list[int]:
+        return overhead.protected_lengths(pcap, src)
