@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 
 from ipsec import catalogue, datapath, keys, overhead, overlay, run_checks
 from testbed import wire
-from testbed.contract import OverlayPlugin, RunCheck, Values
+from testbed.contract import DoctorNotes, OverlayPlugin, RunCheck, Values
 from testbed.profiles import Profile
 from testbed.verdict import Verdict
 
@@ -52,6 +52,17 @@ class Ipsec(OverlayPlugin):
 
     def ensure_keys(self, root: Path, nodes: list[str], values: Values) -> None:
         keys.ensure(root, nodes)
+
+    def doctor_notes(self) -> DoctorNotes:
+        return DoctorNotes(
+            "xfrm ESP (kernel IPsec)", "ESP with AES-GCM works",
+            "kernel-datapath IPsec: IPsec profiles fall back to strongSwan's kernel-libipsec (userspace ESP, in the "
+            "tools image); they run, but their latencies are not comparable with the paper's (manifests record "
+            "datapath.userspace=true)",
+            "`sudo modprobe esp4 xfrm_user xfrm_interface` and the AEAD modules (`modprobe gcm aesni_intel`); "
+            "kernels without CONFIG_INET_ESP need another kernel",
+            "the kernel-libipsec fallback", "every IPsec profile (make run-n3 PROFILE=aes128gcm ..., the IPsec SBI profiles)",
+            "`sudo modprobe esp4 xfrm_user` (kernel datapath) or `sudo modprobe tun` (userspace fallback)")
 
     def kernel_datapath(self) -> tuple[bool, str]:
         return datapath.probe_xfrm_esp()

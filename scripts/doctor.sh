@@ -101,29 +101,27 @@ check_docker() {
   fi
 }
 
-# key yes|no reason lines from testbed/datapath.py
+# the probes' facts and each overlay plug-in's notes (testbed/cli/datapath.py --doctor)
 datapath_facts() {
-  PYTHONPATH="$TESTBED_ROOT${PYTHONPATH:+:$PYTHONPATH}" "$PYTHON" -c '
-from testbed import datapath
-d = datapath.detect()
-r = d.get("reasons", {})
-for key in ("sctp", "tun", "xfrm_esp", "wireguard_kernel"):
-    print(key, "yes" if d.get(key) else "no", r.get(key, "").replace("\n", " ") or "-")
-print("kernel", d.get("kernel", "?"), "-")
-'
+  PYTHONPATH="$TESTBED_ROOT${PYTHONPATH:+:$PYTHONPATH}" "$PYTHON" -m testbed datapath --doctor
 }
 
 check_kernel() {
-  local facts key val reason
+  local facts key val reason line notes=()
   local -A has=() why=()
   if ! facts="$(datapath_facts 2>&1)"; then
     report fail "kernel probes" "testbed.datapath.detect() failed: $(printf '%s\n' "$facts" | last_line)" \
       "this report: SCTP, TUN, ESP and WireGuard are unknown" "run \`make setup\` (Python package), then \`make doctor\` again"
     return 0
   fi
-  while read -r key val reason; do
-    has[$key]="$val"
-    why[$key]="$reason"
+  while IFS= read -r line; do
+    if [[ "$line" == "fact "* ]]; then
+      read -r _ key val reason <<<"$line"
+      has[$key]="$val"
+      why[$key]="$reason"
+    else
+      notes+=("$line")
+    fi
   done <<<"$facts"
   report info "kernel" "${has[kernel]} (probed by testbed/datapath.py)"
 
@@ -133,15 +131,12 @@ check_kernel() {
   kernel_required tun "TUN" "/dev/net/tun works" \
     "the UE's uesimtun and the UPF's ogstun (no PDU session, no user-plane experiment) and the userspace fallbacks kernel-libipsec and wireguard-go" \
     "\`sudo modprobe tun\`; inside a VM or container make /dev/net/tun available"
-  kernel_or_userspace xfrm_esp "xfrm ESP (kernel IPsec)" "ESP with AES-GCM works" \
-    "kernel-datapath IPsec: IPsec profiles fall back to strongSwan's kernel-libipsec (userspace ESP, in the tools image); they run, but their latencies are not comparable with the paper's (manifests record datapath.userspace=true)" \
-    "\`sudo modprobe esp4 xfrm_user xfrm_interface\` and the AEAD modules (\`modprobe gcm aesni_intel\`); kernels without CONFIG_INET_ESP need another kernel" \
-    "the kernel-libipsec fallback" "every IPsec profile (make run-n3 PROFILE=aes128gcm ..., the IPsec SBI profiles)" \
-    "\`sudo modprobe esp4 xfrm_user\` (kernel datapath) or \`sudo modprobe tun\` (userspace fallback)"
-  kernel_or_userspace wireguard_kernel "WireGuard (kernel)" "available" \
-    "kernel-datapath WireGuard: the WireGuard profiles fall back to wireguard-go (userspace, in the tools image); manifests record datapath.userspace=true" \
-    "\`sudo modprobe wireguard\` (in mainline since Linux 5.6; older kernels: wireguard-dkms)" \
-    "wireguard-go" "every WireGuard profile" "\`sudo modprobe wireguard\` or \`sudo modprobe tun\`"
+  # each overlay plug-in with a kernel datapath: `overlay <key>` and its 7 notes (testbed/contract.py DoctorNotes)
+  local i
+  for ((i = 0; i + 7 < ${#notes[@]}; i += 8)); do
+    [[ "${notes[i]}" == "overlay "* ]] || continue
+    kernel_or_userspace "${notes[i]#overlay }" "${notes[@]:i+1:7}"
+  done
 }
 
 # kernel_required KEY NAME OK BREAKS DO: a kernel feature without a fallback: ok or FAIL.

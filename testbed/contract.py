@@ -43,6 +43,20 @@ _KERNEL_OFFERS: dict[str, bool] = {}      # overlay -> its kernel probe's answer
 
 
 @dataclasses.dataclass(frozen=True)
+class DoctorNotes:
+    """What `make doctor` says of an overlay's kernel datapath (OverlayPlugin.doctor_notes):
+    its name, the ok line, and for a missing kernel datapath what breaks and what to do, with
+    the userspace fallback (a warning while TUN works) or without it (a failure)."""
+    name: str              # "xfrm ESP (kernel IPsec)"
+    ok: str                # "ESP with AES-GCM works"
+    degraded: str          # what a missing kernel datapath costs while the fallback runs
+    fix: str               # how to get the kernel datapath
+    fallback: str          # the fallback's name ("the kernel-libipsec fallback")
+    affected: str          # what cannot run without either ("every IPsec profile ...")
+    fix_either: str        # how to get one of them
+
+
+@dataclasses.dataclass(frozen=True)
 class RunCheck:
     """One run-level verdict a plug-in adds (check_run; None: it only records), and what it
     records in the manifest: `field` (one of testbed/manifest.py SET_FIELDS) set to `record`."""
@@ -191,6 +205,11 @@ class OverlayPlugin(Plugin):
             return self.datapaths[0]
         fallbacks = [d for d in self.datapaths if d in self.userspace_datapaths]
         return fallbacks[0] if userspace and fallbacks else None
+
+    def doctor_notes(self) -> DoctorNotes | None:
+        """Called by `make doctor` for an overlay with a kernel datapath: its lines (None: nothing
+        to say, e.g. an overlay that never runs in the kernel)."""
+        return None
 
     def userspace_possible(self, values: Values) -> bool:
         """Whether its entrypoint may choose a userspace datapath here (its holders then need

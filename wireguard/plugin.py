@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from testbed import programs, wire
-from testbed.contract import OverlayPlugin, RunCheck, Values
+from testbed.contract import DoctorNotes, OverlayPlugin, RunCheck, Values
 from testbed.profiles import Profile
 from testbed.verdict import Verdict
 from wireguard import catalogue, datapath, keys, overhead, overlay, run_checks
@@ -55,6 +55,14 @@ class WireGuard(OverlayPlugin):
             "before-cold": [("wg-reset", ("bash", f"{where}/reset-sessions.sh"))],
             "before-warm": [("wg-before-warm", ("bash", f"{where}/handshake-ages.sh"))]}
         return steps.get(moment, [])
+
+    def doctor_notes(self) -> DoctorNotes:
+        return DoctorNotes(
+            "WireGuard (kernel)", "available",
+            "kernel-datapath WireGuard: the WireGuard profiles fall back to wireguard-go (userspace, in the tools "
+            "image); manifests record datapath.userspace=true",
+            "`sudo modprobe wireguard` (in mainline since Linux 5.6; older kernels: wireguard-dkms)",
+            "wireguard-go", "every WireGuard profile", "`sudo modprobe wireguard` or `sudo modprobe tun`")
 
     def kernel_datapath(self) -> tuple[bool, str]:
         return datapath.probe_kernel()

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from dtls import overhead as dtls_overhead
 from analysis import attach_bytes, wire_bytes, wire_bytes_report
 from analysis.results import discover
 from tests.analysis.results_tree import _manifest, _write_run
@@ -71,10 +72,10 @@ def test_per_attach_rows_summary_and_section(tmp_path: Path) -> None:
     ("1.2", "ECDHE-ECDSA-AES128-GCM-SHA256", 37), ("1.2", "ECDHE-ECDSA-CHACHA20-POLY1305", 29),
     ("1.3", "TLS_AES_128_GCM_SHA256", 22)])
 def test_dtls_record_overhead(version: str, cipher: str, expected: int) -> None:
-    assert wire_bytes.dtls_record_overhead(version, cipher) == expected
+    assert dtls_overhead.dtls_record_overhead(version, cipher) == expected
 
 
 def test_relay_against_sctp() -> None:
     # UDP 8 + DTLS 37 against SCTP 12 + 16 (+ padding to 4): 17 B more for a 64 B message
-    assert wire_bytes.relay_overhead(64, "1.2", "ECDHE-ECDSA-AES128-GCM-SHA256") == 17
-    assert wire_bytes.relay_overhead(63) == 8 - 29
+    assert dtls_overhead.relay_overhead(64, "1.2", "ECDHE-ECDSA-AES128-GCM-SHA256") == 17
+    assert dtls_overhead.relay_overhead(63) == 8 - 29

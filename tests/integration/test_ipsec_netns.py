@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from ipsec import datapath as ipsec_datapath
 from testbed import channels, datapath, keys, netns, profiles, ran, stack
 from ipsec import overlay as ipsec
 from tests.conftest import require_root, require_tools
@@ -96,7 +97,7 @@ def _negotiate_ping_capture(lab: netns.Lab, a: str, b: str, tmp_path: Path) -> N
 
 def _require_datapath_for(profile_id: str) -> None:
     ok, why = ipsec.libipsec_capable(profiles.get(profile_id))
-    if not ok and not datapath.probe_xfrm_esp()[0]:
+    if not ok and not ipsec_datapath.probe_xfrm_esp()[0]:
         pytest.skip(f"kernel xfrm ESP datapath missing on this host and {why}")
 
 
@@ -168,7 +169,7 @@ def test_full_sbi_channel_map(make_lab: Callable[..., netns.Lab], tmp_path: Path
 
 def test_nullgmac_refused_on_libipsec(make_lab: Callable[..., netns.Lab]) -> None:
     """NULL-GMAC on a host without kernel ESP: the entrypoint names the missing datapath."""
-    if datapath.probe_xfrm_esp()[0]:
+    if ipsec_datapath.probe_xfrm_esp()[0]:
         pytest.skip("kernel has xfrm ESP: NULL-GMAC runs in test_n3_start_profile[nullgmac]")
     lab = make_lab("n3", "nullgmac", up=False)
     with pytest.raises(netns.LabError, match="needs the kernel xfrm ESP datapath"):
@@ -177,7 +178,7 @@ def test_nullgmac_refused_on_libipsec(make_lab: Callable[..., netns.Lab]) -> Non
 
 def test_trap_mode_refused_on_libipsec(make_lab: Callable[..., netns.Lab]) -> None:
     """Where only kernel-libipsec exists the entrypoint says why trap cannot work."""
-    if datapath.probe_xfrm_esp()[0]:
+    if ipsec_datapath.probe_xfrm_esp()[0]:
         pytest.skip("kernel has xfrm ESP: the trap tests below run instead")
     lab = make_lab("sbi", "aes128gcm-trap", SBI_PAIR, up=False)
     with pytest.raises(netns.LabError, match="sends no acquires"):
@@ -189,7 +190,7 @@ def test_libipsec_trap_really_sends_no_acquire(make_lab: Callable[..., netns.Lab
     """The reason the entrypoint refuses trap on libipsec, checked on this strongSwan: with the
     refusal overridden, the trap policies are installed, yet a ping triggers no IKE_SA and is
     lost (dropped by the fail-closed filter, never sent in the clear)."""
-    if datapath.probe_xfrm_esp()[0]:
+    if ipsec_datapath.probe_xfrm_esp()[0]:
         pytest.skip("kernel has xfrm ESP: the trap tests below run instead")
     monkeypatch.setenv("IPSEC_ALLOW_LIBIPSEC_TRAP", "1")
     lab = make_lab("sbi", "aes128gcm-trap", SBI_PAIR)
@@ -204,7 +205,7 @@ def test_libipsec_trap_really_sends_no_acquire(make_lab: Callable[..., netns.Lab
 def test_trap_modes_on_kernel_esp(mode: str, first_lost: bool, make_lab: Callable[..., netns.Lab]) -> None:
     """First packet triggers IKE. trap-drop/trap: the kernel drops it while IKE runs;
     trap-queue (xfrm_larval_drop=0): it is queued and delivered."""
-    if not datapath.probe_xfrm_esp()[0]:
+    if not ipsec_datapath.probe_xfrm_esp()[0]:
         pytest.skip(NO_KERNEL_ESP)
     suffix = {"trap": "-trap", "trap-drop": "-trap-drop", "trap-queue": "-trap-queue"}[mode]
     lab = make_lab("sbi", f"aes128gcm{suffix}", SBI_PAIR)

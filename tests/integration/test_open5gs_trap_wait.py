@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from ipsec import datapath as ipsec_datapath
 from testbed import datapath, stack
 from tests.integration.tls_support import NfLab, nf_lab, open5gs_build, require_netns, shared_keys
 
@@ -144,7 +145,7 @@ def test_with_ipsec_trap_the_first_request_waits_for_the_sa(build: Path, tmp_pat
     is answered once the CHILD_SA is installed, well before TCP's 1 s retransmission."""
     if shutil.which("swanctl") is None:
         pytest.skip("missing swanctl (strongSwan): run `make setup`")
-    if not datapath.probe_xfrm_esp()[0]:
+    if not ipsec_datapath.probe_xfrm_esp()[0]:
         pytest.skip("kernel xfrm ESP datapath missing (this kernel has no ESP): strongSwan "
                     "kernel-libipsec sends no acquires for trap policies, so trap mode cannot run here")
     gen = nf_lab(["nrf", "ausf"], tmp_path, profile="aes128gcm-trap", keys_dir=shared_keys())

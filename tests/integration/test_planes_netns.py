@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from ipsec import run_checks as ipsec_checks
+from ipsec import datapath as ipsec_datapath
 from testbed import channels, keys, netns, planes, profiles, ran, stack, validity
 from ipsec import overlay as ipsec
 from wireguard import overlay as wireguard
@@ -121,7 +122,7 @@ def test_ipsec_on_n2_and_n4(plane: str, profile_id: str, make_lab: Callable[...,
     from testbed import datapath
     prof = profiles.get(profile_id, plane)
     ok, why = ipsec.libipsec_capable(prof)
-    if not ok and not datapath.probe_xfrm_esp()[0]:
+    if not ok and not ipsec_datapath.probe_xfrm_esp()[0]:
         pytest.skip(f"kernel xfrm ESP datapath missing on this host and {why}")
     lab = make_lab(plane, profile_id)
     assert sorted(lab.nodes) == sorted(channels.endpoints(plane, VALUES)) and len(lab.nodes) == 2
@@ -179,7 +180,7 @@ def test_n4_trap_first_pfcp_message(profile_id: str, make_lab: Callable[..., net
     triggers IKE; trap-drop loses it (Open5GS would retransmit after T1 = 2.5 s), trap-queue
     delivers it once the SA exists. Kernel xfrm only (kernel-libipsec sends no acquires)."""
     from testbed import datapath
-    if not datapath.probe_xfrm_esp()[0]:
+    if not ipsec_datapath.probe_xfrm_esp()[0]:
         pytest.skip("kernel xfrm ESP datapath missing (this kernel has no ESP): trap modes need it "
                     "(kernel-libipsec sends no acquires); the full-kernel guest runs this")
     lab = make_lab("n4", profile_id)

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from ipsec import run_checks as ipsec_checks
+from ipsec import datapath as ipsec_datapath
 from testbed import channels, netns, profiles, validity
 from ipsec import overlay as ipsec
 from wireguard import overlay as wireguard
@@ -34,7 +35,7 @@ def test_overlays_on_f1c_f1u_e1(profile_id: str, make_lab: Callable[..., netns.L
     if prof.protocol == "ipsec":
         from testbed import datapath
         ok, why = ipsec.libipsec_capable(prof)
-        if not ok and not datapath.probe_xfrm_esp()[0]:
+        if not ok and not ipsec_datapath.probe_xfrm_esp()[0]:
             pytest.skip(f"kernel xfrm ESP datapath missing on this host and {why}")
     lab = make_lab(RAN_PLANES, profile_id)
     assert lab.nodes == ["cucp", "cuup", "du"] and lab.networks == ["f1c", "f1u", "e1"]
@@ -75,7 +76,7 @@ def test_the_cu_cps_plaintext_view_times_a_protected_f1c(make_lab: Callable[...,
     from testbed import datapath, tshark
     from tests.conftest import ROOT
     prof = profiles.get("aes128gcm", "f1c")
-    if not ipsec.libipsec_capable(prof)[0] and not datapath.probe_xfrm_esp()[0]:
+    if not ipsec.libipsec_capable(prof)[0] and not ipsec_datapath.probe_xfrm_esp()[0]:
         pytest.skip("no ESP datapath on this host")
     lab = make_lab("f1c", "aes128gcm")
     port = int(lab.values["f1ap_port"])

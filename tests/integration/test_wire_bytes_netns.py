@@ -1,4 +1,4 @@
-"""Bytes on the wire (analysis/wire_bytes.py) on captures made here with real strongSwan
+"""Bytes on the wire (the overlay plug-ins' overhead.py, analysis/wire_bytes.py) on captures made here with real strongSwan
 (kernel-libipsec or kernel ESP) and WireGuard (wireguard-go or kernel) between two namespaces:
 pings of known ICMP sizes, so every protected packet's length is known in advance and the
 measured overhead must equal the analytic one exactly; the boot capture holds the handshakes.
@@ -15,6 +15,9 @@ from pathlib import Path
 import pytest
 
 from analysis import wire_bytes
+from dtls import overhead as dtls_overhead
+from ipsec import overhead as ipsec_overhead
+from wireguard import overhead as wg_overhead
 from testbed import datapath, keys, netns, profiles, stack
 from tests.conftest import require_root, require_tools
 
@@ -64,12 +67,12 @@ def test_esp_overhead_and_ike_bytes(profile_id: str, make_lab: Callable[..., net
     boot, data = _pings(lab, tmp_path)
     prof = profiles.get(profile_id, "n3")
     keyword = prof.params["esp_proposal"]
-    encap = wire_bytes.udp_encapsulated(data)
+    encap = ipsec_overhead.udp_encapsulated(data)
     measured = wire_bytes.measured_overheads(
-        wire_bytes.protected_lengths(data, "ipsec", src=lab.address("gnb")), INNER)
-    expected = {i: wire_bytes.esp_overhead(keyword, i, udp_encap=encap) for i in INNER}
+        ipsec_overhead.protected_lengths(data, src=lab.address("gnb")), INNER)
+    expected = {i: ipsec_overhead.esp_overhead(keyword, i, udp_encap=encap) for i in INNER}
     assert measured == expected, (keyword, encap, measured, expected)
-    hs = wire_bytes.handshakes(boot, "ipsec")
+    hs = ipsec_overhead.handshakes(boot)
     # one IKE_SA_INIT and one IKE_AUTH exchange: a request and a response each (one initiator);
     # a request sent before the responder listened is retransmitted and counted as such
     first = {k: hs.packets[k] - hs.retransmitted.get(k, 0) for k in hs.packets}
@@ -85,9 +88,9 @@ def test_wireguard_overhead_and_handshake_bytes(make_lab: Callable[..., netns.La
     lab = make_lab("wireguard")
     boot, data = _pings(lab, tmp_path)
     measured = wire_bytes.measured_overheads(
-        wire_bytes.protected_lengths(data, "wireguard", src=lab.address("gnb")), INNER)
-    assert measured == {i: wire_bytes.wireguard_overhead(i) for i in INNER}, measured
-    hs = wire_bytes.handshakes(boot, "wireguard")
+        wg_overhead.protected_lengths(data, src=lab.address("gnb")), INNER)
+    assert measured == {i: wg_overhead.wireguard_overhead(i) for i in INNER}, measured
+    hs = wg_overhead.handshakes(boot)
     # initiation 148 B and response 92 B of UDP payload (WireGuard paper 5.4.2/5.4.3) + UDP + IPv4
     assert hs.packets.get("handshake initiation", 0) >= 1 and hs.packets.get("handshake response", 0) >= 1, hs
     assert hs.ip_bytes["handshake initiation"] == hs.packets["handshake initiation"] * (148 + 8 + 20)
@@ -133,10 +136,10 @@ def test_dtls_relay_record_overhead_and_handshake_bytes(profile_id: str, tmp_pat
     s = dtls.settings(profiles.get(profile_id))
     relay = dtls.link("n2").relay_port
     if s.relay == "dtls":
-        sent = wire_bytes.dtls_application_payloads(boot, relay, src=stack.address("gnb", "n2"))
-        want = wire_bytes.dtls_record_overhead(str(s.version), str(s.cipher))
+        sent = dtls_overhead.dtls_application_payloads(boot, relay, src=stack.address("gnb", "n2"))
+        want = dtls_overhead.dtls_record_overhead(str(s.version), str(s.cipher))
         assert sorted(sent) == [m + want for m in DTLS_MESSAGES], (sent, want)
-        hs = wire_bytes.dtls_handshake(boot, relay)
+        hs = dtls_overhead.dtls_handshake(boot, relay)
         certs = sum(len(base64.b64decode("".join(
             ln for ln in (keys.node_dir(keys_dir, n) / "ecdsa.crt").read_text().splitlines() if "-----" not in ln)))
             for n in ("gnb", "amf"))
@@ -146,4 +149,4 @@ def test_dtls_relay_record_overhead_and_handshake_bytes(profile_id: str, tmp_pat
                               f"{stack.address('gnb', 'n2')}", "-T", "fields", "-e", "udp.length"],
                              capture_output=True, text=True, check=True).stdout.split()
         assert sorted(int(x) - 8 for x in out) == list(DTLS_MESSAGES)
-        assert wire_bytes.dtls_handshake(boot, relay).total_packets == 0
+        assert dtls_overhead.dtls_handshake(boot, relay).total_packets == 0

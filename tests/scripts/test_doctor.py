@@ -97,11 +97,11 @@ def test_kernel_sctp_esp_wireguard_tun_as_probed(report: subprocess.CompletedPro
     tag, follow = line(report.stdout, "TUN")
     assert tag == ("ok" if facts["tun"] else "FAIL")
     tag, follow = line(report.stdout, "xfrm ESP (kernel IPsec)")
-    if facts["xfrm_esp"]:
+    if facts["ipsec_kernel"]:
         assert tag == "ok"
     else:
         assert tag == ("WARN" if facts["tun"] else "FAIL")
-        assert facts["reasons"]["xfrm_esp"] in report.stdout
+        assert facts["reasons"]["ipsec_kernel"] in report.stdout
         assert "modprobe esp4" in follow[-1]
         if facts["tun"]:
             assert "kernel-libipsec" in follow[0] and "userspace" in follow[0]
