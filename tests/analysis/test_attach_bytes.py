@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from dtls import overhead as dtls_overhead
-from analysis import attach_bytes, wire_bytes, wire_bytes_report
+from analysis import attach_bytes, wire_bytes_report
 from analysis.results import discover
 from tests.analysis.results_tree import _manifest, _write_run
 from tests.conftest import require_tools

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from ipsec import datapath as ipsec_datapath
-from testbed import channels, datapath, keys, netns, profiles, ran, stack
+from testbed import channels, keys, netns, profiles, ran, stack
 from ipsec import overlay as ipsec
 from tests.conftest import require_root, require_tools
 from tests.integration.labs import lab_factory

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from ipsec import datapath as ipsec_datapath
-from testbed import datapath, stack
+from testbed import stack
 from tests.integration.tls_support import NfLab, nf_lab, open5gs_build, require_netns, shared_keys
 
 pytestmark = [pytest.mark.netns, pytest.mark.open5gs]

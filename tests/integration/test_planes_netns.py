@@ -119,7 +119,6 @@ IPSEC_CASES = ([("n2", e + ("" if i < 3 else "-psk")) for i, e in enumerate(ESPS
 @pytest.mark.parametrize("plane,profile_id", IPSEC_CASES)
 def test_ipsec_on_n2_and_n4(plane: str, profile_id: str, make_lab: Callable[..., netns.Lab],
                             tmp_path: Path) -> None:
-    from testbed import datapath
     prof = profiles.get(profile_id, plane)
     ok, why = ipsec.libipsec_capable(prof)
     if not ok and not ipsec_datapath.probe_xfrm_esp()[0]:
@@ -179,7 +178,6 @@ def test_n4_trap_first_pfcp_message(profile_id: str, make_lab: Callable[..., net
     """The unpatched trap modes on N4 (docs/overlays/ipsec.md): the SMF's first PFCP message
     triggers IKE; trap-drop loses it (Open5GS would retransmit after T1 = 2.5 s), trap-queue
     delivers it once the SA exists. Kernel xfrm only (kernel-libipsec sends no acquires)."""
-    from testbed import datapath
     if not ipsec_datapath.probe_xfrm_esp()[0]:
         pytest.skip("kernel xfrm ESP datapath missing (this kernel has no ESP): trap modes need it "
                     "(kernel-libipsec sends no acquires); the full-kernel guest runs this")

@@ -33,7 +33,6 @@ RAN_PLANES = "f1c,f1u,e1"
 def test_overlays_on_f1c_f1u_e1(profile_id: str, make_lab: Callable[..., netns.Lab], tmp_path: Path) -> None:
     prof = profiles.get(profile_id, RAN_PLANES)
     if prof.protocol == "ipsec":
-        from testbed import datapath
         ok, why = ipsec.libipsec_capable(prof)
         if not ok and not ipsec_datapath.probe_xfrm_esp()[0]:
             pytest.skip(f"kernel xfrm ESP datapath missing on this host and {why}")
@@ -73,7 +72,7 @@ def test_the_cu_cps_plaintext_view_times_a_protected_f1c(make_lab: Callable[...,
     import subprocess
     import time
 
-    from testbed import datapath, tshark
+    from testbed import tshark
     from tests.conftest import ROOT
     prof = profiles.get("aes128gcm", "f1c")
     if not ipsec.libipsec_capable(prof)[0] and not ipsec_datapath.probe_xfrm_esp()[0]:
