@@ -35,7 +35,8 @@ from typing import Any
 
 from testbed import keys, planes, stack, tshark
 from testbed.files import write_atomic as _write
-from tls.overlay import SCSV, SUITE_IDS
+from tls.overlay import SUITE_IDS
+from tls.verify import SCSV
 from testbed.verdict import Verdict
 
 log = logging.getLogger(__name__)

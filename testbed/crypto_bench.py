@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from testbed import environment
 from testbed import crypto_schemes, programs
 
 DEFAULT_SIZES = tuple(64 * 4 ** i for i in range(11))        # 64 B .. 64 MiB
@@ -66,7 +67,7 @@ def modes_for(requested: str, available: bool | None) -> list[str]:
 
 
 def env_for(mode: str) -> dict[str, str]:
-    env = dict(os.environ)
+    env = dict(environment.mapping())
     env.pop("OPENSSL_ia32cap", None)
     if mode == "masked":
         env["OPENSSL_ia32cap"] = AESNI_MASK
@@ -113,7 +114,7 @@ def worker(mode: str, schemes: list[str], sizes: list[int], repeats: int, min_ti
                     w.writerow((mode, scheme.id, size, i, calls, f"{seconds:.9f}"))
                 fh.flush()
     info = {"openssl": backend.openssl_version_text(),
-            "ia32cap": os.environ.get("OPENSSL_ia32cap")}
+            "ia32cap": environment.get("OPENSSL_ia32cap") or None}
     print(json.dumps(info))              # the parent reads it into the manifest
 
 
@@ -158,19 +159,19 @@ def _versions() -> dict[str, Any]:
             "cryptography_openssl": backend.openssl_version_text(), "openssl_cli": cli}
 
 
-def run(results: Path, campaign: str, schemes: list[str], sizes: list[int], repeats: int,
-        min_time: float, aesni: str, speed_seconds: int) -> Path:
-    """One benchmark run directory `results/<campaign>/crypto/ciphers/<run>/`; returns it."""
-    from testbed import manifest as mf
-    chosen = crypto_schemes.select(schemes)
+def _check(sizes: list[int], repeats: int, min_time: float) -> None:
     if not sizes or any(s <= 0 for s in sizes):
         raise BenchError(f"SIZES must be positive byte counts, got {sizes}")
     if repeats < 2:
         raise BenchError(f"REPEATS must be at least 2 (an interval needs two), got {repeats}")
     if min_time <= 0:
         raise BenchError(f"MIN_TIME must be > 0 seconds, got {min_time}")
-    available = aesni_available()
-    modes = modes_for(aesni, available)
+
+
+def _start(results: Path, campaign: str, parameters: dict[str, Any], modes: list[str],
+           available: bool | None) -> tuple[Path, dict[str, Any]]:
+    """The run directory and its manifest in state "running"."""
+    from testbed import manifest as mf
     parent = Path(results) / (campaign or "adhoc") / "crypto" / "ciphers"
     try:
         parent.mkdir(parents=True, exist_ok=True)
@@ -183,36 +184,53 @@ def run(results: Path, campaign: str, schemes: list[str], sizes: list[int], repe
     manifest: dict[str, Any] = {
         "schema_version": 1, "experiment": "crypto", "profile": "ciphers", "plane": None,
         "protocol": None, "campaign": campaign or "adhoc", "run": run_id, "state": "running",
-        "reason": None, "valid": None, "validity": None, "datapath": "cpu",
-        "parameters": {"schemes": [s.id for s in chosen], "sizes": sizes, "repeats": repeats,
-                       "min_time_s": min_time, "aesni": aesni, "speed_seconds": speed_seconds},
+        "reason": None, "valid": None, "validity": None, "datapath": "cpu", "parameters": parameters,
         "aesni": {"available": available, "modes": modes, "mask": AESNI_MASK},
         "host": mf.host_facts(), "versions": {**_versions(), "testbed_commit": commit,
                                               "testbed_dirty": dirty},
         "started": mf.utcnow(), "finished": None, "commands": [], "files": [], "events": [],
     }
     mf.write(run_dir, manifest)
+    return run_dir, manifest
+
+
+def _measure(run_dir: Path, manifest: dict[str, Any], chosen: list[crypto_schemes.Scheme], sizes: list[int],
+             repeats: int, min_time: float, speed_seconds: int) -> list[str]:
+    """One worker per AES-NI mode (and `openssl speed` when asked); returns the problems."""
     problems: list[str] = []
+    for mode in manifest["aesni"]["modes"]:
+        raw = run_dir / f"raw-{mode}.csv"
+        cmd = [sys.executable, "-m", "testbed.crypto_bench", "--worker", mode, "--out", str(raw),
+               "--repeats", str(repeats), "--min-time", str(min_time),
+               "--sizes", ",".join(map(str, sizes)), "--schemes", ",".join(s.id for s in chosen)]
+        manifest["commands"].append(("OPENSSL_ia32cap=" + AESNI_MASK + " " if mode == "masked" else "")
+                                    + " ".join(cmd))
+        res = subprocess.run(cmd, env=env_for(mode), capture_output=True, text=True, check=False)
+        if res.returncode != 0:
+            raise BenchError(f"worker ({mode}) failed: {res.stderr.strip()[-500:]}")
+        info = json.loads(res.stdout.strip().splitlines()[-1])
+        manifest["files"].append({"path": raw.name, "kind": "crypto", "attrs": {"aesni": mode, **info}})
+        if speed_seconds > 0:
+            _speed(run_dir, manifest, chosen, sizes, speed_seconds, mode, problems)
+    manifest["aesni"]["mask_effective"] = _mask_effective(run_dir, manifest["aesni"]["modes"])
+    if manifest["aesni"]["mask_effective"] is False:
+        problems.append("the AES-NI mask changed nothing (AES-128-GCM as fast masked as not): "
+                        "the 'masked' rows are not a no-AES-NI measurement")
+    return problems
+
+
+def run(results: Path, campaign: str, schemes: list[str], sizes: list[int], repeats: int,
+        min_time: float, aesni: str, speed_seconds: int) -> Path:
+    """One benchmark run directory `results/<campaign>/crypto/ciphers/<run>/`; returns it."""
+    from testbed import manifest as mf
+    chosen = crypto_schemes.select(schemes)
+    _check(sizes, repeats, min_time)
+    available = aesni_available()
+    parameters = {"schemes": [s.id for s in chosen], "sizes": sizes, "repeats": repeats,
+                  "min_time_s": min_time, "aesni": aesni, "speed_seconds": speed_seconds}
+    run_dir, manifest = _start(results, campaign, parameters, modes_for(aesni, available), available)
     try:
-        for mode in modes:
-            raw = run_dir / f"raw-{mode}.csv"
-            cmd = [sys.executable, "-m", "testbed.crypto_bench", "--worker", mode, "--out", str(raw),
-                   "--repeats", str(repeats), "--min-time", str(min_time),
-                   "--sizes", ",".join(map(str, sizes)), "--schemes", ",".join(s.id for s in chosen)]
-            manifest["commands"].append(("OPENSSL_ia32cap=" + AESNI_MASK + " " if mode == "masked" else "")
-                                        + " ".join(cmd))
-            res = subprocess.run(cmd, env=env_for(mode), capture_output=True, text=True, check=False)
-            if res.returncode != 0:
-                raise BenchError(f"worker ({mode}) failed: {res.stderr.strip()[-500:]}")
-            info = json.loads(res.stdout.strip().splitlines()[-1])
-            manifest["files"].append({"path": raw.name, "kind": "crypto",
-                                      "attrs": {"aesni": mode, **info}})
-            if speed_seconds > 0:
-                _speed(run_dir, manifest, chosen, sizes, speed_seconds, mode, problems)
-        manifest["aesni"]["mask_effective"] = _mask_effective(run_dir, modes)
-        if manifest["aesni"]["mask_effective"] is False:
-            problems.append("the AES-NI mask changed nothing (AES-128-GCM as fast masked as not): "
-                            "the 'masked' rows are not a no-AES-NI measurement")
+        problems = _measure(run_dir, manifest, chosen, sizes, repeats, min_time, speed_seconds)
         manifest["state"] = "complete"
         manifest["valid"] = not problems
         manifest["validity"] = {"details": "; ".join(problems) or

@@ -22,13 +22,13 @@ import dataclasses
 import fnmatch
 import hashlib
 import json
-import os
 import shutil
 import subprocess
 import tempfile
 from pathlib import Path
 from typing import Callable, Mapping
 
+from testbed import environment
 from testbed import ROOT
 
 DEFAULTS_FILE = "images/defaults.env"
@@ -170,7 +170,7 @@ def knobs(name: str, env: Mapping[str, str]) -> dict[str, str]:
 def base_image(name: str, env: Mapping[str, str] | None = None, root: Path = ROOT) -> str:
     """The base the image builds FROM: DEBIAN_IMAGE from the environment, else its Dockerfile's
     digest-pinned default."""
-    env = os.environ if env is None else env
+    env = environment.mapping() if env is None else env
     if env.get("DEBIAN_IMAGE"):
         return env["DEBIAN_IMAGE"]
     for line in (Path(root) / "images" / name / "Dockerfile").read_text(encoding="utf-8").splitlines():
@@ -181,7 +181,7 @@ def base_image(name: str, env: Mapping[str, str] | None = None, root: Path = ROO
 
 def input_hash(name: str, env: Mapping[str, str] | None = None, root: Path = ROOT) -> str:
     """The content hash of the image's build inputs (HASH_LEN hex digits)."""
-    env = os.environ if env is None else env
+    env = environment.mapping() if env is None else env
     h = hashlib.sha256()
     for rel in input_files(name, root):
         h.update(rel.as_posix().encode() + b"\0" + hashlib.sha256((Path(root) / rel).read_bytes()).digest())
@@ -203,7 +203,7 @@ def default_ref(name: str, env: Mapping[str, str] | None = None, root: Path = RO
 def resolve(env: Mapping[str, str] | None = None, root: Path = ROOT) -> dict[str, str]:
     """VAR -> the image reference every script uses: the environment's value when set,
     else the default (with its content hash). MONGO_IMAGE=ferretdb means FERRETDB_IMAGE."""
-    env = os.environ if env is None else env
+    env = environment.mapping() if env is None else env
     out: dict[str, str] = {}
     for k in defaults(root):
         if not k.endswith("_IMAGE"):
@@ -216,7 +216,7 @@ def resolve(env: Mapping[str, str] | None = None, root: Path = ROOT) -> dict[str
 
 
 def explicit(var_name: str, env: Mapping[str, str] | None = None) -> bool:
-    env = os.environ if env is None else env
+    env = environment.mapping() if env is None else env
     return bool(env.get(var_name)) and env.get(var_name) != FERRETDB_ALIAS
 
 
@@ -256,7 +256,7 @@ def labels_of(inspected: dict | None) -> dict[str, str]:
 def decide(name: str, env: Mapping[str, str] | None = None, inspect: Inspect = docker_inspect,
            root: Path = ROOT) -> Decision:
     """Whether `make up` must build image `name` before it runs."""
-    env = os.environ if env is None else env
+    env = environment.mapping() if env is None else env
     ref = resolve(env, root)[var(name)]
     want = input_hash(name, env, root)
     found = inspect(ref)

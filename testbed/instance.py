@@ -24,6 +24,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
+from testbed import environment
 from testbed import ROOT
 
 DEFAULT_PROJECT = "g5tb"
@@ -45,7 +46,7 @@ class Instance:
 
 def state_dir(state: str | os.PathLike[str] | None = None) -> Path:
     """The absolute state directory: STATE relative to the repository (as the Makefile means it)."""
-    raw = str(state) if state not in (None, "") else os.environ.get("STATE") or ".state"
+    raw = str(state) if state not in (None, "") else environment.get("STATE", ".state")
     p = Path(raw).expanduser()
     return (p if p.is_absolute() else ROOT / p).resolve()
 
@@ -65,7 +66,7 @@ def slot_of(value: str) -> int:
 
 
 def of(state: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None) -> Instance:
-    env = os.environ if env is None else env
+    env = environment.mapping() if env is None else env
     path = state_dir(state)
     if is_default(path):
         project, bridge, slot = DEFAULT_PROJECT, DEFAULT_PROJECT, 0
@@ -79,7 +80,7 @@ def of(state: str | os.PathLike[str] | None = None, env: Mapping[str, str] | Non
 
 def env_slot(env: Mapping[str, str] | None = None) -> int:
     """The address slot the environment asks for (0 when STACK_SLOT is unset)."""
-    env = os.environ if env is None else env
+    env = environment.mapping() if env is None else env
     return slot_of(env[SLOT_ENV]) if env.get(SLOT_ENV) else 0
 
 
@@ -131,13 +132,13 @@ def addresses_of(state: str | os.PathLike[str] | None = None) -> Iterator[Instan
     """For a Python command given a state directory: stack.load() sees that stack's addresses in
     the block (its slot, unless the environment already names one: a stack script exported it)."""
     inst = of(state)
-    before = os.environ.get(SLOT_ENV)
-    os.environ[SLOT_ENV] = before if before else str(inst.slot)
+    before = environment.get(SLOT_ENV)
+    environment.export(SLOT_ENV, before if before else str(inst.slot))
     try:
         yield inst
     finally:
         if before is None:
-            os.environ.pop(SLOT_ENV, None)
+            environment.unset(SLOT_ENV)
 
 
 def shell_env(inst: Instance) -> dict[str, str]:

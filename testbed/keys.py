@@ -32,6 +32,7 @@ from typing import Any
 
 import yaml
 
+from testbed import environment
 from testbed import ROOT, planes, registry, stack
 
 log = logging.getLogger(__name__)
@@ -49,7 +50,7 @@ class KeysError(RuntimeError):
 
 def default_state_dir() -> Path:
     """$STATE (as the Makefile exports it) or .state/ in the repository."""
-    return Path(os.environ.get("STATE") or ROOT / ".state")
+    return environment.state_dir()
 
 
 def keys_root(state_dir: Path) -> Path:

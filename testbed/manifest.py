@@ -20,6 +20,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from testbed import environment
 from testbed import ROOT, profiles, programs, runparams, stack
 
 log = logging.getLogger(__name__)
@@ -267,6 +268,34 @@ def validate(manifest: dict[str, Any]) -> list[str]:
 
 # ---------------------------------------------------------------- lifecycle
 
+def _secfn_record(experiment: str, slot_dir: str, params: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """(the run's slot directory, the manifest's `secfn` record if a security function runs)."""
+    from testbed import secfn
+    if experiment in SECFN_EXPERIMENTS:
+        sf = secfn.resolve(params["secfn"], params["ids"], queue_maxlen=params["queue_maxlen"],
+                           fail_open=params["fail_open"] == "1", queues=params["queues"])
+        return f"{slot_dir}.{secfn.unit(sf)}", {"secfn": {**sf.to_dict(), "unit": secfn.unit(sf),
+                                                           "form": "namespaces" if experiment == "secfn-lab" else "stack"}}
+    if experiment not in NO_STACK and environment.get("SECFN"):
+        # the stack renders $SECFN for every experiment (testbed/cli/render.py): never silently
+        sf = secfn.resolve(environment.get("SECFN"), environment.get("IDS") or None)
+        return slot_dir, {"secfn": {**sf.to_dict(), "unit": secfn.unit(sf), "form": "stack"}}
+    return slot_dir, {}
+
+
+def _new_run_dir(parent: Path) -> Path:
+    """A fresh run directory under parent: an unused run id, made exclusively (never reused)."""
+    parent.mkdir(parents=True, exist_ok=True)
+    for _ in range(100):
+        run_dir = parent / new_run_id()
+        try:
+            run_dir.mkdir()          # fails if it exists: a run id is never reused
+        except FileExistsError:
+            continue
+        return run_dir
+    raise ManifestError(f"{parent}: could not find an unused run id")
+
+
 def create(results: Path, experiment: str, profile_id: str, raw_params: dict[str, str],
            images: list[str] | None = None, datapath_facts: dict[str, Any] | None = None,
            driver_pid: int | None = None) -> Path:
@@ -278,31 +307,9 @@ def create(results: Path, experiment: str, profile_id: str, raw_params: dict[str
     plane = runparams.plane_of(experiment, params)
     prof = profiles.get(profile_id, plane)
     campaign = params["campaign"] or "adhoc"
-    slot_dir, extra = runparams.result_name(experiment, prof.id, plane), {}
-    if experiment in SECFN_EXPERIMENTS:
-        from testbed import secfn
-        sf = secfn.resolve(params["secfn"], params["ids"], queue_maxlen=params["queue_maxlen"],
-                           fail_open=params["fail_open"] == "1", queues=params["queues"])
-        slot_dir = f"{slot_dir}.{secfn.unit(sf)}"
-        extra = {"secfn": {**sf.to_dict(), "unit": secfn.unit(sf),
-                           "form": "namespaces" if experiment == "secfn-lab" else "stack"}}
-    elif experiment not in NO_STACK and os.environ.get("SECFN"):
-        # the stack renders $SECFN for every experiment (testbed/cli/render.py): never silently
-        from testbed import secfn
-        sf = secfn.resolve(os.environ["SECFN"], os.environ.get("IDS") or None)
-        extra = {"secfn": {**sf.to_dict(), "unit": secfn.unit(sf), "form": "stack"}}
-    parent = Path(results) / campaign / experiment / slot_dir
-    parent.mkdir(parents=True, exist_ok=True)
-    for _ in range(100):
-        run = new_run_id()
-        run_dir = parent / run
-        try:
-            run_dir.mkdir()          # fails if it exists: a run id is never reused
-        except FileExistsError:
-            continue
-        break
-    else:
-        raise ManifestError(f"{parent}: could not find an unused run id")
+    slot_dir, extra = _secfn_record(experiment, runparams.result_name(experiment, prof.id, plane), params)
+    run_dir = _new_run_dir(Path(results) / campaign / experiment / slot_dir)
+    run = run_dir.name
     manifest: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "experiment": experiment,

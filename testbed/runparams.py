@@ -8,9 +8,9 @@ variables; the manifest stores them in snake_case with typed values.
 from __future__ import annotations
 
 import dataclasses
-import os
 from typing import Any
 
+from testbed import environment
 from testbed import planes, profiles, ran, stack
 
 # Open5GS's HTTP/2 client (libcurl) drops a connection idle for more than 118 s (curl's default
@@ -286,8 +286,8 @@ def _convert(p: Param, raw: str) -> tuple[Any, str | None]:
 def raw_values(experiment: str, assignments: list[str], from_env: bool = False) -> dict[str, str]:
     """Make variables as strings: the experiment's own from the environment (as Make exports
     them) when `from_env`, then KEY=VALUE assignments; ParamError for a word without '='."""
-    import os
-    raw = {s.name: os.environ[s.name] for s in SPECS[experiment] if s.name in os.environ} if from_env else {}
+    env = environment.mapping()
+    raw = {s.name: env[s.name] for s in SPECS[experiment] if s.name in env} if from_env else {}
     for a in assignments:
         key, sep, value = a.partition("=")
         if not sep:
@@ -304,8 +304,21 @@ def validate(experiment: str, raw: dict[str, str], profile: str | None = None) -
     """
     if experiment not in SPECS:
         raise ParamError(f"unknown experiment {experiment!r}; valid: {', '.join(EXPERIMENTS)}")
-    specs = {p.name: p for p in SPECS[experiment]}
     errors: list[str] = []
+    out = _typed(experiment, raw, errors)
+    _cross_checks(experiment, out, errors)
+    if profile is not None:
+        _profile_planes(experiment, profile, out, errors)
+    elif out.get("plane") == planes.ALL:
+        out["plane"] = PLANE[experiment] if experiment in PLANE else planes.names()[0]
+    if errors:
+        raise ParamError("\n".join(errors))
+    return out
+
+
+def _typed(experiment: str, raw: dict[str, str], errors: list[str]) -> dict[str, Any]:
+    """Every parameter of the experiment converted (its default for ""); problems into errors."""
+    specs = {p.name: p for p in SPECS[experiment]}
     unknown = sorted(set(raw) - set(specs))
     if unknown:
         errors.append(f"unknown parameter(s) {', '.join(unknown)} for experiment {experiment}; "
@@ -319,6 +332,12 @@ def validate(experiment: str, raw: dict[str, str], profile: str | None = None) -
             errors.append(err)
         else:
             out[p.key] = v
+    return out
+
+
+def _cross_checks(experiment: str, out: dict[str, Any], errors: list[str]) -> None:
+    """What no single parameter shows: CPU sets that overlap, a NAS choice, the warm UE within
+    curl's idle limit, a security function's settings, the F1-U scope and planes."""
     if not errors and out.get("cpuset_stack") and out.get("cpuset_tools"):
         both = cpu_list(out["cpuset_stack"]) & cpu_list(out["cpuset_tools"])
         if both:
@@ -330,11 +349,10 @@ def validate(experiment: str, raw: dict[str, str], profile: str | None = None) -
             nas.get(out["nas"])
         except nas.NasError as exc:
             errors.append(f"NAS={out['nas']!r}: {exc}")
-    if experiment == "sbi" and not errors:
-        if out["attach_timeout"] + out["warm_gap"] >= CURL_IDLE_LIMIT_S:
-            errors.append(f"ATTACH_TIMEOUT + WARM_GAP = {out['attach_timeout'] + out['warm_gap']:g} s: "
-                          f"the warm UE must attach well within the {CURL_IDLE_LIMIT_S} s after which "
-                          "Open5GS's HTTP/2 client drops idle connections after 118 s; lower them")
+    if experiment == "sbi" and not errors and out["attach_timeout"] + out["warm_gap"] >= CURL_IDLE_LIMIT_S:
+        errors.append(f"ATTACH_TIMEOUT + WARM_GAP = {out['attach_timeout'] + out['warm_gap']:g} s: "
+                      f"the warm UE must attach well within the {CURL_IDLE_LIMIT_S} s after which "
+                      "Open5GS's HTTP/2 client drops idle connections after 118 s; lower them")
     if experiment in ("secfn", "secfn-lab") and not errors:
         from testbed import secfn
         try:
@@ -350,23 +368,22 @@ def validate(experiment: str, raw: dict[str, str], profile: str | None = None) -
             out["plane"] = "f1u" if out["scope"] == "f1u" else ("n3,f1u" if out["ran"] == "split" else "n3")
         elif out["ran"] != "split" and "f1u" in planes.split(out["plane"]):
             errors.append(f"PLANE={out['plane']}: RAN={out['ran']} has no F1-U")
-    if profile is not None:
-        try:
-            prof = profiles.get(profile, PLANE[experiment] if "plane" not in out else None)
-            if "plane" in out:
-                covered = profiles.planes_for(prof, out["plane"])
-                if out["plane"] == planes.ALL:        # all the planes the run's RAN variant has
-                    variant = str(out.get("ran") or os.environ.get("RAN") or "ueransim")
-                    covered = tuple(p for p in covered if ran.has_plane(variant, p))
-                out["plane"] = planes.expr(covered)
-        except profiles.ProfileError as exc:
-            errors.append(str(exc))
-        out["profile"] = profile
-    elif out.get("plane") == planes.ALL:
-        out["plane"] = PLANE[experiment] if experiment in PLANE else planes.names()[0]
-    if errors:
-        raise ParamError("\n".join(errors))
-    return out
+
+
+def _profile_planes(experiment: str, profile: str, out: dict[str, Any], errors: list[str]) -> None:
+    """The profile must exist and support the run's planes; `all` becomes the planes it and the
+    run's RAN variant have."""
+    try:
+        prof = profiles.get(profile, PLANE[experiment] if "plane" not in out else None)
+        if "plane" in out:
+            covered = profiles.planes_for(prof, out["plane"])
+            if out["plane"] == planes.ALL:        # all the planes the run's RAN variant has
+                variant = str(out.get("ran") or environment.get("RAN", "ueransim"))
+                covered = tuple(p for p in covered if ran.has_plane(variant, p))
+            out["plane"] = planes.expr(covered)
+    except profiles.ProfileError as exc:
+        errors.append(str(exc))
+    out["profile"] = profile
 
 
 def shell_assignments(experiment: str, params: dict[str, Any]) -> str:

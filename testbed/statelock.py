@@ -9,6 +9,7 @@ Standard library only.
 """
 from __future__ import annotations
 
+from testbed import environment
 import contextlib
 import datetime as dt
 import fcntl
@@ -60,7 +61,7 @@ def write_holder(state: Path, command: str, pid: int | None = None) -> None:
 
 
 def inherited(state: Path, env: dict[str, str] | None = None) -> bool:
-    env = dict(os.environ) if env is None else env
+    env = dict(environment.mapping()) if env is None else env
     return bool(env.get(HELD_ENV)) and Path(env[HELD_ENV]).resolve() == Path(state).resolve()
 
 
@@ -79,11 +80,11 @@ def hold(state: Path, command: str | None = None) -> Iterator[None]:
         except BlockingIOError:
             raise Busy(describe(state)) from None
         write_holder(state, command or " ".join(["python -m testbed", *sys.argv[1:]]))
-        os.environ[HELD_ENV] = str(state.resolve())
+        environment.export(HELD_ENV, str(state.resolve()))
         try:
             yield
         finally:
-            os.environ.pop(HELD_ENV, None)
+            environment.unset(HELD_ENV)
     finally:
         os.close(fd)
 

@@ -14,7 +14,7 @@ Unlike IPsec and WireGuard this overlay lives inside the NFs, not in the namespa
   version, and the peer's server picks the suite (docs/overlays/tls.md).
 - `render(...)`: per NF an `openssl.cnf` (OPENSSL_CONF syntax, the same settings for the
   openssl CLI: the namespace tests and documentation of the exact settings) and `tls.env`.
-- `verify_capture(pcap, ...)`: every TCP connection to the SBI port starts with a TLS
+- `verify_capture(pcap, ...)` (tls/verify.py): every TCP connection to the SBI port starts with a TLS
   handshake whose ServerHello carries the profile's version and suite, and no HTTP/2 is
   readable in the clear.
 """
@@ -25,8 +25,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from testbed import keys, privileges, stack, tshark
-from testbed.verdict import Verdict
+from testbed import keys, privileges, stack
 
 log = logging.getLogger(__name__)
 
@@ -121,14 +120,14 @@ def settings(profile: Any) -> TlsSettings:
     return s
 
 
-def _check_plane(plane: str) -> None:
+def check_plane(plane: str) -> None:
     if plane != PLANE:
         raise TlsError(f"the TLS overlay covers the {PLANE} plane only, not {plane!r}")
 
 
 def endpoints(plane: str, values: dict[str, Any] | None = None) -> list[str]:
     """The SBI NFs of stack.yaml (the SCP only with use_scp), in stack.yaml order."""
-    _check_plane(plane)
+    check_plane(plane)
     v = values or stack.load()
     use_scp = bool(v.get("use_scp", False))
     return [n for n, spec in v["nodes"].items()
@@ -189,7 +188,7 @@ def tls_environment(s: TlsSettings) -> dict[str, str]:
 
 def compose_env(profile: Any, plane: str, values: dict[str, Any]) -> dict[str, str]:
     """Compose interpolation: the same variables (the NFs get them through env/<nf>.env)."""
-    _check_plane(plane)
+    check_plane(plane)
     s = settings(profile)
     return {**tls_environment(s), "TLS_CERT_TYPE": s.cert}
 
@@ -198,7 +197,7 @@ def compose_services(profile: Any, plane: str, values: dict[str, Any]) -> dict[s
     """Each SBI NF container (the SCP too when it runs) gets its own key directory and the two
     CA certificates (never the CA keys), read-only, at the paths of docs/contracts.md. The
     holders keep the baseline command: there is no tunnel."""
-    _check_plane(plane)
+    check_plane(plane)
     kdir = "${KEYS_DIR:?run through scripts/lib/compose.sh (make up)}"
     # role nf-tls (nf-configs/privileges.yaml): reading the 0600 node key takes DAC_READ_SEARCH
     role = privileges.role("nf-tls").compose_fields()
@@ -212,7 +211,7 @@ def compose_services(profile: Any, plane: str, values: dict[str, Any]) -> dict[s
 def host_needs(profile: Any, plane: str) -> list[str]:
     """Nothing from the host kernel: TLS runs inside the NFs (the Open5GS image must carry
     patches/open5gs/0001-sbi-tls-knobs.patch, which the image build applies)."""
-    _check_plane(plane)
+    check_plane(plane)
     settings(profile)
     return []
 
@@ -247,7 +246,7 @@ def openssl_conf(s: TlsSettings, title: str = "") -> str:
 
 def render(profile: Any, plane: str, values: dict[str, Any], keys_dir: Path, out_dir: Path) -> dict[str, Path]:
     """Per SBI NF: out_dir/<nf>/openssl.cnf and tls.env; returns {nf: dir}."""
-    _check_plane(plane)
+    check_plane(plane)
     s = settings(profile)
     env_text = "".join(f"{k}={v}\n" for k, v in tls_environment(s).items())
     out: dict[str, Path] = {}
@@ -259,154 +258,3 @@ def render(profile: Any, plane: str, values: dict[str, Any], keys_dir: Path, out
         out[node] = d
     return out
 
-
-# --- capture check --------------------------------------------------------------------------
-
-@dataclasses.dataclass
-class _Stream:
-    syn: bool = False
-    client_port: int | None = None          # the SYN's source port: tells the two directions apart
-    client_payload: bool = False            # the client sent any byte
-    server_plain: bool = False              # the server sent a complete non-TLS segment
-    first_payload_tls: bool | None = None
-    first_payload_truncated: bool = False
-    client_hello: bool = False
-    client_offers: list[tuple[tuple[int, ...], tuple[int, ...]]] = dataclasses.field(default_factory=list)
-    server_hellos: list[tuple[int, int]] = dataclasses.field(default_factory=list)   # (version, suite), final ones
-    retries: int = 0                                                                 # HelloRetryRequests
-
-
-# RFC 8446 4.1.3: a ServerHello whose random is SHA-256("HelloRetryRequest") is a HelloRetryRequest,
-# not the final ServerHello: its suite is the same, but the handshake goes on with a second ClientHello.
-HRR_RANDOM = "cf21ad74e59a6111be1d8c021e65b891c2a211167abb8c5e079e09e2c8a8339c"
-# Signalling values a client may list beside its real suites (RFC 5746, RFC 7507): not offers.
-SCSV = frozenset({0x00FF, 0x5600})
-
-
-def _tshark_fields(pcap: Path, decode_as: str, display_filter: str, fields: list[str]) -> list[list[str]]:
-    try:
-        return tshark.fields(pcap, display_filter, fields, extra=["-d", decode_as], timeout=300)
-    except tshark.TsharkError as exc:
-        raise TlsError(str(exc)) from None
-
-
-def _ints(field: str) -> list[int]:
-    return [int(x, 0) for x in field.split(",") if x.strip()]
-
-
-def verify_capture(pcap: Path, profile: Any, plane: str, values: dict[str, Any] | None = None,
-                   require_start: bool = True) -> Verdict:
-    """Every TCP connection to the SBI port negotiated the profile's TLS version and suite,
-    both ends offered nothing else, and no HTTP/2 is readable in the clear on that port.
-
-    Only complete frames count: a frame cut by a snaplen (frame.cap_len < frame.len) is
-    "unknown", never plaintext and never protected, and is reported. Valid: TLS records seen;
-    no cleartext HTTP/2 in a complete frame; at least one connection seen from its SYN
-    (`require_start`: a capture that misses every connection start cannot prove the suite) and
-    every such connection starts with a ClientHello that offers only the profile's version and
-    suite, and gets a final ServerHello (a HelloRetryRequest is not one) with exactly them."""
-    _check_plane(plane)
-    s = settings(profile)
-    v = values or stack.load()
-    port = int(v["sbi_port"])
-    rows = _tshark_fields(
-        Path(pcap), f"tcp.port=={port},tls", f"tcp.port=={port}",
-        ["tcp.stream", "tcp.flags.syn", "tcp.flags.ack", "tcp.len", "frame.cap_len", "frame.len",
-         "tls.record.content_type", "tls.record.opaque_type", "tls.handshake.type",
-         "tls.handshake.ciphersuite", "tls.handshake.version", "tls.handshake.extensions.supported_version",
-         "tls.handshake.random", "tcp.srcport"])
-    streams: dict[int, _Stream] = {}
-    protected = truncated = 0
-    for (stream_f, syn, ack, tcp_len, cap_len, wire_len, content, opaque, hs_type, suites, hs_version,
-         sup, rnd, srcport) in (r + [""] * (14 - len(r)) for r in rows):
-        st = streams.setdefault(int(stream_f), _Stream())
-        if tshark.flag(syn) and not tshark.flag(ack):
-            st.syn = True
-            st.client_port = int(srcport or 0)
-        if int(tcp_len or 0) == 0:
-            continue
-        from_client = st.client_port is not None and int(srcport or 0) == st.client_port
-        st.client_payload = st.client_payload or from_client
-        if int(cap_len or 0) < int(wire_len or 0):
-            truncated += 1                       # unknown: neither protected nor plaintext
-            if st.first_payload_tls is None:
-                st.first_payload_truncated = True
-                st.first_payload_tls = False
-            continue
-        is_tls = bool(content or opaque)         # TLS 1.3 protected records: opaque_type
-        if is_tls:
-            protected += 1
-        elif not from_client:
-            st.server_plain = True
-        if st.first_payload_tls is None:
-            st.first_payload_tls = is_tls
-        types = _ints(hs_type)
-        if 1 in types:
-            st.client_hello = True
-            st.client_offers.append((tuple(x for x in _ints(suites) if x not in SCSV),
-                                     tuple(_ints(sup)) if sup else tuple(_ints(hs_version))))
-        if 2 in types:
-            if rnd.split(",")[0].replace(":", "").lower() == HRR_RANDOM:
-                st.retries += 1
-                continue
-            # final ServerHello: one suite; the supported_versions extension carries 1.3
-            suite = _ints(suites)[-1] if suites else -1
-            version = max(_ints(sup)) if sup else (_ints(hs_version)[0] if hs_version else -1)
-            st.server_hellos.append((version, suite))
-    # any HTTP/2 frame readable in the clear (also mid-stream, without the connection preface),
-    # in complete frames only: a truncated TLS segment can look like anything
-    plain = _tshark_fields(Path(pcap), f"tcp.port=={port},http2",
-                           f"tcp.port=={port} && http2.type && frame.cap_len == frame.len", ["frame.number"])
-    plaintext = len(plain)
-
-    problems: list[str] = []
-    hellos = [h for st in streams.values() for h in st.server_hellos]
-    want = (s.wire_version, s.suite_id)
-    wrong = [h for h in hellos if h != want]
-    if not protected:
-        problems.append("no TLS records on the SBI port")
-    if wrong:
-        problems.append(f"{len(wrong)} ServerHello(s) with another version/suite: "
-                        + ", ".join(f"0x{a:04x}/0x{b:04x}" for a, b in sorted(set(wrong))))
-    offers = [o for st in streams.values() for o in st.client_offers]
-    loose = [o for o in offers if set(o[0]) != {s.suite_id} or (o[1] and set(o[1]) != {s.wire_version})]
-    if loose:
-        problems.append(f"{len(loose)} ClientHello(s) offering more than the profile (client not pinned): "
-                        + ", ".join(f"suites {[hex(x) for x in a]} versions {[hex(x) for x in b]}"
-                                    for a, b in sorted(set(loose))[:2]))
-    # A client that gave up before its ClientHello (a cancelled connect, docs/vm-check.md section 10:
-    # the server answered its FIN with a TLS decode_error alert) sent nothing that could leak; such
-    # a connection proves nothing either, so it is counted apart and never as a proven start.
-    unused = [i for i, st in streams.items()
-              if st.syn and st.first_payload_tls is not None and not st.client_payload and not st.server_plain]
-    starts = [i for i, st in streams.items()
-              if st.syn and st.first_payload_tls is not None and i not in unused]
-    if require_start and not starts:
-        problems.append("no connection seen from its SYN: the capture began after every connection "
-                        "was made, so the negotiated version and suite cannot be proven")
-    unknown_start = [i for i in starts if streams[i].first_payload_truncated]
-    if unknown_start:
-        problems.append(f"{len(unknown_start)} connection(s) whose first segment is truncated "
-                        "(capture snaplen): their handshake cannot be read")
-    not_tls = [i for i in starts if i not in unknown_start
-               and (not streams[i].first_payload_tls or not streams[i].client_hello)]
-    if not_tls:
-        problems.append(f"{len(not_tls)} connection(s) that do not start with a TLS ClientHello "
-                        f"(tcp.stream {', '.join(map(str, not_tls[:5]))})")
-    no_sh = [i for i in starts if streams[i].client_hello and not streams[i].server_hellos]
-    if no_sh:
-        problems.append(f"{len(no_sh)} connection(s) without a final ServerHello (tcp.stream "
-                        f"{', '.join(map(str, no_sh[:5]))})")
-    if plaintext:
-        problems.append(f"{plaintext} packet(s) of cleartext HTTP/2 on port {port}")
-    retries = sum(st.retries for st in streams.values())
-    closed = (f"{len(unused)} closed by the client before its ClientHello (tcp.stream "
-              f"{', '.join(map(str, unused[:5]))}), " if unused else "")
-    details = (f"tcp.port=={port}: {len(streams)} connection(s), {len(starts)} seen from the SYN, {closed}"
-               f"{len(hellos)} final ServerHello(s), {retries} HelloRetryRequest(s); want TLS {s.version} "
-               f"{s.cipher} (0x{s.wire_version:04x}/0x{s.suite_id:04x}); {protected} TLS record packet(s), "
-               f"{plaintext} cleartext HTTP/2 packet(s), {truncated} truncated (unknown) packet(s)")
-    if problems:
-        details += "; INVALID: " + "; ".join(problems)
-    return Verdict(valid=not problems, protected_packets=protected, plaintext_packets=plaintext,
-                   details=details)

@@ -11,7 +11,7 @@ from testbed import wire
 from testbed.contract import OverlayPlugin, Values
 from testbed.profiles import Profile
 from testbed.verdict import Verdict
-from tls import catalogue, overhead, overlay
+from tls import catalogue, overhead, overlay, verify
 
 
 class Tls(OverlayPlugin):
@@ -46,7 +46,7 @@ class Tls(OverlayPlugin):
         return overlay.host_needs(profile, plane)
 
     def verify_capture(self, pcap: Path, profile: Profile, plane: str, values: Values) -> Verdict:
-        return overlay.verify_capture(pcap, profile, plane, values)
+        return verify.verify_capture(pcap, profile, plane, values)
 
     def packet_overhead(self, profile: Profile, inner: int, pcap: Path | None = None) -> int | None:
         return overhead.tls_record_overhead(profile.params["version"], profile.params["cipher"])

@@ -5,6 +5,7 @@ Every check appends Finding(file, key, message, kind); nothing stops at the firs
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Callable
 import json
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,36 @@ def image_defaults() -> dict[str, str]:
         return images.resolve()
     except images.ImageError:
         return {}
+
+
+class _PlmnRef:
+    """stack.yaml's PLMN, TAC, slices and DNN, and the check of one config value against each."""
+
+    def __init__(self, v: dict[str, Any], add: Callable[[Path, str, str, str], None]) -> None:
+        self.mcc, self.mnc = str(v["plmn"]["mcc"]), str(v["plmn"]["mnc"])
+        self.tac_value = int(v["tac"])
+        self.slices = [(int(s["sst"]), s.get("sd")) for s in v["s_nssai"]]
+        self.dnn_value = str(v["dnn"])
+        self.text = f"stack.yaml plmn {self.mcc}/{self.mnc}, tac {self.tac_value}, s_nssai {v['s_nssai']}, dnn {self.dnn_value}"
+        self.add = add
+
+    def plmn(self, path: Path, key: str, pid: Any) -> None:
+        pid = pid or {}
+        if (str(pid.get("mcc")), str(pid.get("mnc"))) != (self.mcc, self.mnc):
+            self.add(path, key, f"PLMN {pid.get('mcc')}/{pid.get('mnc')} differs from {self.text}", "plmn")
+
+    def tac(self, path: Path, key: str, t: Any) -> None:
+        if t is None or int(t) != self.tac_value:
+            self.add(path, key, f"TAC {t} differs from {self.text}", "plmn")
+
+    def snssai(self, path: Path, key: str, lst: Any) -> None:
+        got = [(int(s.get("sst", -1)), s.get("sd")) for s in (lst if isinstance(lst, list) else [lst]) if s]
+        if sorted(got, key=str) != sorted(self.slices, key=str):
+            self.add(path, key, f"S-NSSAI {lst} differs from {self.text}", "plmn")
+
+    def dnn(self, path: Path, key: str, d: Any) -> None:
+        if str(d) != self.dnn_value:
+            self.add(path, key, f"DNN {d} differs from {self.text}", "plmn")
 
 
 class Checker:
@@ -435,78 +466,63 @@ class Checker:
 
     # --- PLMN, TAC, slices, DNN -----------------------------------------------------------
     def check_plmn(self) -> None:
-        v = self.values
-        mcc, mnc = str(v["plmn"]["mcc"]), str(v["plmn"]["mnc"])
-        tac = int(v["tac"])
-        slices = [(int(s["sst"]), s.get("sd")) for s in v["s_nssai"]]
-        dnn = str(v["dnn"])
-        ref = f"stack.yaml plmn {mcc}/{mnc}, tac {tac}, s_nssai {v['s_nssai']}, dnn {dnn}"
+        ref = _PlmnRef(self.values, self.add)
+        self._plmn_core(ref)
+        self._plmn_ran(ref)
 
-        def plmn(path: Path, key: str, pid: Any) -> None:
-            pid = pid or {}
-            if (str(pid.get("mcc")), str(pid.get("mnc"))) != (mcc, mnc):
-                self.add(path, key, f"PLMN {pid.get('mcc')}/{pid.get('mnc')} differs from {ref}", "plmn")
-
-        def tac_(path: Path, key: str, t: Any) -> None:
-            if t is None or int(t) != tac:
-                self.add(path, key, f"TAC {t} differs from {ref}", "plmn")
-
-        def snssai(path: Path, key: str, lst: Any) -> None:
-            got = [(int(s.get("sst", -1)), s.get("sd")) for s in (lst if isinstance(lst, list) else [lst]) if s]
-            if sorted(got, key=str) != sorted(slices, key=str):
-                self.add(path, key, f"S-NSSAI {lst} differs from {ref}", "plmn")
-
-        def dnn_(path: Path, key: str, d: Any) -> None:
-            if str(d) != dnn:
-                self.add(path, key, f"DNN {d} differs from {ref}", "plmn")
-
+    def _plmn_core(self, ref: _PlmnRef) -> None:
+        """The AMF's GUAMI, TAI and PLMN support, the NRF's serving PLMN, the SMF's and UPF's DNNs and
+        the SMF's slices and TAI, the NSSF's NSIs."""
         for _, path, d in self.configs.get("open5gs:amf", []):
             a = d["amf"]
             for i, g in enumerate(a.get("guami") or []):
-                plmn(path, f"amf.guami[{i}].plmn_id", g.get("plmn_id"))
+                ref.plmn(path, f"amf.guami[{i}].plmn_id", g.get("plmn_id"))
             for i, t in enumerate(a.get("tai") or []):
-                plmn(path, f"amf.tai[{i}].plmn_id", t.get("plmn_id"))
-                tac_(path, f"amf.tai[{i}].tac", t.get("tac"))
+                ref.plmn(path, f"amf.tai[{i}].plmn_id", t.get("plmn_id"))
+                ref.tac(path, f"amf.tai[{i}].tac", t.get("tac"))
             for i, p in enumerate(a.get("plmn_support") or []):
-                plmn(path, f"amf.plmn_support[{i}].plmn_id", p.get("plmn_id"))
-                snssai(path, f"amf.plmn_support[{i}].s_nssai", p.get("s_nssai"))
+                ref.plmn(path, f"amf.plmn_support[{i}].plmn_id", p.get("plmn_id"))
+                ref.snssai(path, f"amf.plmn_support[{i}].s_nssai", p.get("s_nssai"))
         for _, path, d in self.configs.get("open5gs:nrf", []):
             for i, s in enumerate(d["nrf"].get("serving") or []):
-                plmn(path, f"nrf.serving[{i}].plmn_id", s.get("plmn_id"))
+                ref.plmn(path, f"nrf.serving[{i}].plmn_id", s.get("plmn_id"))
         for nf in ("smf", "upf"):
             for _, path, d in self.configs.get(f"open5gs:{nf}", []):
                 for i, s in enumerate(d[nf].get("session") or []):
                     if "dnn" in s:
-                        dnn_(path, f"{nf}.session[{i}].dnn", s["dnn"])
+                        ref.dnn(path, f"{nf}.session[{i}].dnn", s["dnn"])
         for _, path, d in self.configs.get("open5gs:smf", []):
             for i, info in enumerate(d["smf"].get("info") or []):
-                snssai(path, f"smf.info[{i}].s_nssai", [{k: x for k, x in s.items() if k != "dnn"}
-                                                          for s in info.get("s_nssai") or []])
+                ref.snssai(path, f"smf.info[{i}].s_nssai", [{k: x for k, x in s.items() if k != "dnn"}
+                                                              for s in info.get("s_nssai") or []])
                 for j, s in enumerate(info.get("s_nssai") or []):
                     for k, dd in enumerate(s.get("dnn") or []):
-                        dnn_(path, f"smf.info[{i}].s_nssai[{j}].dnn[{k}]", dd)
+                        ref.dnn(path, f"smf.info[{i}].s_nssai[{j}].dnn[{k}]", dd)
                 for j, t in enumerate(info.get("tai") or []):
-                    plmn(path, f"smf.info[{i}].tai[{j}].plmn_id", t.get("plmn_id"))
-                    tac_(path, f"smf.info[{i}].tai[{j}].tac", t.get("tac"))
+                    ref.plmn(path, f"smf.info[{i}].tai[{j}].plmn_id", t.get("plmn_id"))
+                    ref.tac(path, f"smf.info[{i}].tai[{j}].tac", t.get("tac"))
         for _, path, d in self.configs.get("open5gs:nssf", []):
             nsi = ((d["nssf"].get("sbi") or {}).get("client") or {}).get("nsi") or []
-            snssai(path, "nssf.sbi.client.nsi[].s_nssai", [n.get("s_nssai") for n in nsi])
+            ref.snssai(path, "nssf.sbi.client.nsi[].s_nssai", [n.get("s_nssai") for n in nsi])
+
+    def _plmn_ran(self, ref: _PlmnRef) -> None:
+        """The gNB's and UEs' PLMN, TAC, slices and DNNs, and the provisioned subscribers'."""
         for _, path, d in self.configs.get("gnb", []):
-            plmn(path, "mcc/mnc", {"mcc": d.get("mcc"), "mnc": d.get("mnc")})
-            tac_(path, "tac", d.get("tac"))
-            snssai(path, "slices", d.get("slices"))
+            ref.plmn(path, "mcc/mnc", {"mcc": d.get("mcc"), "mnc": d.get("mnc")})
+            ref.tac(path, "tac", d.get("tac"))
+            ref.snssai(path, "slices", d.get("slices"))
         for _, path, d in self.configs.get("ue", []):
-            plmn(path, "mcc/mnc", {"mcc": d.get("mcc"), "mnc": d.get("mnc")})
+            ref.plmn(path, "mcc/mnc", {"mcc": d.get("mcc"), "mnc": d.get("mnc")})
             supi = str(d.get("supi", ""))
-            if not supi.startswith(f"imsi-{mcc}{mnc}"):
-                self.add(path, "supi", f"{supi} does not start with imsi-{mcc}{mnc} ({ref})", "plmn")
+            if not supi.startswith(f"imsi-{ref.mcc}{ref.mnc}"):
+                self.add(path, "supi", f"{supi} does not start with imsi-{ref.mcc}{ref.mnc} ({ref.text})", "plmn")
             for i, s in enumerate(d.get("sessions") or []):
-                dnn_(path, f"sessions[{i}].apn", s.get("apn"))
-                snssai(path, f"sessions[{i}].slice", [s.get("slice")])
-            snssai(path, "configured-nssai", d.get("configured-nssai"))
+                ref.dnn(path, f"sessions[{i}].apn", s.get("apn"))
+                ref.snssai(path, f"sessions[{i}].slice", [s.get("slice")])
+            ref.snssai(path, "configured-nssai", d.get("configured-nssai"))
         for _, path, d in self.configs.get("provision", []):
-            dnn_(path, "dnn", d.get("dnn"))
-            snssai(path, "s_nssai", d.get("s_nssai"))
+            ref.dnn(path, "dnn", d.get("dnn"))
+            ref.snssai(path, "s_nssai", d.get("s_nssai"))
 
     # --- UE credentials vs provisioned subscribers ------------------------------------------
     def check_credentials(self) -> None:

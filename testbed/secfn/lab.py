@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from testbed import environment
 from testbed import netns, stack
 from testbed.secfn import Secfn, SecfnError, engines
 
@@ -112,7 +113,7 @@ class SecfnLab:
         with log.open("w", encoding="utf-8") as fh:
             return subprocess.Popen(["ip", "netns", "exec", self.ns(node), *argv], stdout=fh,
                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True,
-                                    start_new_session=True, env={**os.environ, **(env or {})})
+                                    start_new_session=True, env={**environment.mapping(), **(env or {})})
 
     # -------------------------------------------------------------------------------- up
     def up(self, n3_capture: Path | None = None, captures: dict[str, Path] | None = None,

@@ -15,6 +15,7 @@ import pytest
 
 from testbed import keys, profiles
 from tls import overlay as tls
+from tls import verify as tls_verify
 from tests.integration.tls_support import NfLab, nf_lab, open5gs_build, require_netns, shared_keys, wait_pcap
 
 pytestmark = [pytest.mark.netns, pytest.mark.open5gs]
@@ -63,7 +64,7 @@ def test_nf_register_over_the_profiles_tls(profile_id: str, build: Path, lab: Nf
         lab.stop("ausf")
         lab.stop("nrf")
         cap.stop()
-    verdict = tls.verify_capture(pcap, prof, "sbi", v)
+    verdict = tls_verify.verify_capture(pcap, prof, "sbi", v)
     assert verdict.valid, verdict.details
     assert "1 seen from the SYN, 1 final ServerHello(s)" in verdict.details, verdict.details
     assert verdict.protected_packets >= 4 and verdict.plaintext_packets == 0

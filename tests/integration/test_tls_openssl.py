@@ -21,6 +21,7 @@ import pytest
 
 from testbed import keys, profiles, stack
 from tls import overlay as tls
+from tls import verify as tls_verify
 from tests.conftest import require_tools
 from tests.integration.tls_support import require_netns, shared_keys, wait_pcap
 
@@ -201,7 +202,7 @@ def test_verify_capture_on_a_loopback_capture(profile_id: str, root: Path, loop_
         for c in caps:
             c.terminate()
             c.wait(timeout=10)
-    verdict = tls.verify_capture(pcap, prof, "sbi", values)
+    verdict = tls_verify.verify_capture(pcap, prof, "sbi", values)
     assert verdict.valid, verdict.details
     assert verdict.plaintext_packets == 0 and verdict.protected_packets >= 8, verdict.details
     assert "2 connection(s), 2 seen from the SYN, 2 final ServerHello(s), 0 HelloRetryRequest(s)" in verdict.details
@@ -209,13 +210,13 @@ def test_verify_capture_on_a_loopback_capture(profile_id: str, root: Path, loop_
 
     # the same exchange cut at 512 B: truncated frames are unknown, never cleartext HTTP/2
     # (this was every real TLS run's verdict: "N packet(s) of cleartext HTTP/2", all cut frames)
-    truncated = tls.verify_capture(cut, prof, "sbi", values)
+    truncated = tls_verify.verify_capture(cut, prof, "sbi", values)
     assert truncated.plaintext_packets == 0, truncated.details
     assert "cleartext HTTP/2" not in truncated.details.split("INVALID")[-1], truncated.details
     assert re.search(r"[1-9]\d* truncated \(unknown\)", truncated.details), truncated.details
 
     other = "tls13-ecdsa-aes256gcm" if s.version == "1.2" else "tls12-rsa-chacha20"
-    wrong = tls.verify_capture(pcap, profiles.get(other), "sbi", values)
+    wrong = tls_verify.verify_capture(pcap, profiles.get(other), "sbi", values)
     assert not wrong.valid and "another version/suite" in wrong.details, wrong.details
     assert "client not pinned" in wrong.details, wrong.details
 
@@ -225,10 +226,10 @@ def test_verify_capture_on_a_loopback_capture(profile_id: str, root: Path, loop_
     subprocess.run(["tshark", "-r", str(pcap), "-d", f"tcp.port=={port},tls",
                     "-Y", "tls.app_data && !tls.handshake.type", "-w", str(warm)],
                    check=True, capture_output=True)
-    late = tls.verify_capture(warm, prof, "sbi", values)
+    late = tls_verify.verify_capture(warm, prof, "sbi", values)
     assert not late.valid and late.protected_packets >= 4 and late.plaintext_packets == 0, late.details
     assert "no connection seen from its SYN" in late.details and "0 seen from the SYN" in late.details
-    assert tls.verify_capture(warm, prof, "sbi", values, require_start=False).valid
+    assert tls_verify.verify_capture(warm, prof, "sbi", values, require_start=False).valid
 
 
 def _tls13_setup(tmp_path: Path) -> tuple[dict, int, profiles.Profile, tls.TlsSettings, Path]:
@@ -275,7 +276,7 @@ def test_hello_retry_request_is_not_the_final_server_hello(root: Path, loop_ns: 
         out = client(root, s, port, client_conf, netns=loop_ns)
         assert OK_LINE in out, out[-2000:]
         wait_pcap(pcap, f"tcp.port=={port} && tcp.flags.fin==1", 2, 15)
-    verdict = tls.verify_capture(pcap, prof, "sbi", values)
+    verdict = tls_verify.verify_capture(pcap, prof, "sbi", values)
     assert "1 final ServerHello(s), 1 HelloRetryRequest(s)" in verdict.details, verdict.details
     assert verdict.valid, verdict.details
 
@@ -320,15 +321,15 @@ def test_a_client_that_sends_nothing_is_neither_plaintext_nor_proof(root: Path, 
         subprocess.run(["tshark", "-r", str(pcap), "-Y", wanted, "-w", str(out)], check=True, capture_output=True)
         return out
 
-    mixed = tls.verify_capture(pcap, prof, "sbi", values)
+    mixed = tls_verify.verify_capture(pcap, prof, "sbi", values)
     assert not mixed.valid, mixed.details
     assert "1 connection(s) that do not start with a TLS ClientHello (tcp.stream 2)" in mixed.details
     assert "1 closed by the client before its ClientHello (tcp.stream 1)" in mixed.details
 
-    clean = tls.verify_capture(only("0,1"), prof, "sbi", values)
+    clean = tls_verify.verify_capture(only("0,1"), prof, "sbi", values)
     assert clean.valid, clean.details
     assert ("2 connection(s), 1 seen from the SYN, 1 closed by the client before its ClientHello "
             "(tcp.stream 1), 1 final ServerHello(s)") in clean.details, clean.details
 
-    empty = tls.verify_capture(only("1"), prof, "sbi", values)
+    empty = tls_verify.verify_capture(only("1"), prof, "sbi", values)
     assert not empty.valid and "no connection seen from its SYN" in empty.details, empty.details

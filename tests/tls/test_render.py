@@ -15,6 +15,7 @@ from tests import render_support
 from testbed import registry
 from testbed import keys, profiles, stack
 from tls import overlay as tls
+from tls import verify as tls_verify
 from testbed.render import layout, open5gs
 from testbed.render.merge import deep_merge
 from tests.conftest import require_tools
@@ -148,7 +149,7 @@ def test_verify_capture_flags_cleartext_http2_on_the_sbi_port(shared_data: Path)
     """Open5GS's own sample capture: HTTP/2 in the clear on 7777 (no TLS there)."""
     require_tools("tshark")
     pcap = shared_data / "open5gs-docs-pcaps" / "5g-roaming-lbo.pcapng"
-    verdict = tls.verify_capture(pcap, profiles.get("tls13-aes128gcm"), "sbi", stack.load())
+    verdict = tls_verify.verify_capture(pcap, profiles.get("tls13-aes128gcm"), "sbi", stack.load())
     assert not verdict.valid
     assert verdict.plaintext_packets > 100 and "cleartext HTTP/2" in verdict.details
     assert verdict.protected_packets == 0 and "no TLS records on the SBI port" in verdict.details

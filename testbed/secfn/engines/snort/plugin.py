@@ -2,10 +2,10 @@
 counters (engine.py)."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import ClassVar
 
+from testbed import environment
 from testbed.contract import EnginePlugin
 from testbed.secfn import Secfn
 from testbed.secfn.engines import Counters, Launch
@@ -27,7 +27,7 @@ class Snort(EnginePlugin):
 
     def host_program(self, work_dir: Path) -> tuple[str, str]:
         """Snort from the install tree $SNORT_INSTALL (bin/snort, lib/libdaq.so)."""
-        path = os.environ.get("SNORT_INSTALL", "")
+        path = environment.get("SNORT_INSTALL")
         if not path or not (Path(path) / "bin" / "snort").is_file():
             raise FileNotFoundError("IDS=snort between namespaces needs SNORT_INSTALL=<install tree with bin/snort> "
                                     "(built from the pinned snort3 + libdaq as images/snort/Dockerfile does; "
