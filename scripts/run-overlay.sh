@@ -103,11 +103,11 @@ overlay_state() {
   done
 }
 
-# overlay_daemons NS...: "ns comm" of every overlay daemon (the plug-in's daemons: charon,
-# wireguard-go ...) in the namespaces.
+# overlay_daemons NAMES NS...: "ns comm" of every process named in NAMES (the plug-in's daemons,
+# `a|b`: charon, wireguard-go ...) in the namespaces.
 overlay_daemons() {
-  local ns pids names
-  names="$(overlay_ask daemons | paste -sd'|')"
+  local names="$1" ns pids
+  shift
   [[ -n "$names" ]] || return 0
   for ns in "$@"; do
     pids="$(ip netns pids "$ns" 2>/dev/null | tr '\n' ',' | sed 's/,$//')"
@@ -121,11 +121,13 @@ overlay_daemons() {
 # OVERLAY_DIED (time and reason) and interrupts the pings, so the set ends within about a second
 # and the run stops as invalid instead of pinging into a dead tunnel until its deadline.
 overlay_watch() {
-  local before now gone
-  before="$(overlay_daemons "$@")"
+  local before now gone names
+  # asked once: the loop below runs no Python beside the measurement
+  names="$(overlay_ask daemons | paste -sd'|')"
+  before="$(overlay_daemons "$names" "$@")"
   [[ -n "$before" ]] || return 0
   while sleep 1; do
-    now="$(overlay_daemons "$@")"
+    now="$(overlay_daemons "$names" "$@")"
     gone="$(comm -23 <(echo "$before") <(echo "$now"))"
     if [[ -n "$gone" ]]; then
       printf '%s overlay daemon gone: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$(echo "$gone" | tr '\n' ' ')" \

@@ -11,24 +11,25 @@ from typing import TypeVar
 from testbed.contract import (BASES, DimensionPlugin, EnginePlugin, OverlayPlugin, Plugin,
                               RanPlugin)
 
-# "module:Class", in the order tables, figures and `make profiles` list them
-ENTRIES: tuple[str, ...] = (
+# (kind, name, "module:Class"), in the order tables, figures and `make profiles` list them. Only
+# the plug-ins a caller asks for are imported (a driver asking for one overlay loads that one).
+ENTRIES: tuple[tuple[str, str, str], ...] = (
     # overlays: top-level folders (ARCHITECTURE.md layout), Python beside the entrypoint
-    "ipsec.plugin:Ipsec",
-    "wireguard.plugin:WireGuard",
-    "tls.plugin:Tls",
-    "dtls.plugin:Dtls",
+    ("overlay", "ipsec", "ipsec.plugin:Ipsec"),
+    ("overlay", "wireguard", "wireguard.plugin:WireGuard"),
+    ("overlay", "tls", "tls.plugin:Tls"),
+    ("overlay", "dtls", "dtls.plugin:Dtls"),
     # RAN variants
-    "testbed.ran.ueransim.plugin:Ueransim",
-    "testbed.ran.oai.plugin:Oai",
-    "testbed.ran.oai.plugin:Split",
+    ("ran", "ueransim", "testbed.ran.ueransim.plugin:Ueransim"),
+    ("ran", "oai", "testbed.ran.oai.plugin:Oai"),
+    ("ran", "split", "testbed.ran.oai.plugin:Split"),
     # dimensions
-    "testbed.secfn.plugin:SecurityFunction",
-    "testbed.nas.plugin:Nas",
+    ("dimension", "secfn", "testbed.secfn.plugin:SecurityFunction"),
+    ("dimension", "nas", "testbed.nas.plugin:Nas"),
     # security-function engines
-    "testbed.secfn.engines.suricata.plugin:Suricata",
-    "testbed.secfn.engines.snort.plugin:Snort",
-    "testbed.secfn.engines.passthrough.plugin:Passthrough",
+    ("engine", "suricata", "testbed.secfn.engines.suricata.plugin:Suricata"),
+    ("engine", "snort", "testbed.secfn.engines.snort.plugin:Snort"),
+    ("engine", "passthrough", "testbed.secfn.engines.passthrough.plugin:Passthrough"),
 )
 BASELINE = "testbed.baseline:Baseline"     # protocol "none": the core's own, not a plug-in
 
@@ -39,6 +40,7 @@ class UnknownPlugin(ValueError):
     """No plug-in of that kind and name; the message lists the known ones."""
 
 
+@lru_cache(maxsize=None)
 def _load(entry: str) -> Plugin:
     module, _, cls = entry.partition(":")
     obj = getattr(importlib.import_module(module), cls)()
@@ -47,27 +49,39 @@ def _load(entry: str) -> Plugin:
     return obj
 
 
-@lru_cache(maxsize=1)
+def _loaded(kind: str, name: str, entry: str) -> Plugin:
+    obj = _load(entry)
+    if (obj.kind, obj.name) != (kind, name):
+        raise TypeError(f"testbed/registry.py: {entry} is the {obj.kind} {obj.name!r}, registered as {kind} {name!r}")
+    return obj
+
+
 def plugins() -> tuple[Plugin, ...]:
     """Every registered plug-in, in ENTRIES order; TypeError/ValueError for a broken registry."""
-    loaded = tuple(_load(e) for e in ENTRIES)
-    seen: set[tuple[str, str]] = set()
-    for p in loaded:
-        if (p.kind, p.name) in seen:
-            raise ValueError(f"testbed/registry.py: two {p.kind} plug-ins named {p.name!r}")
-        seen.add((p.kind, p.name))
-    return loaded
+    names = [(k, n) for k, n, _ in ENTRIES]
+    twice = {kn for kn in names if names.count(kn) > 1}
+    if twice:
+        raise ValueError(f"testbed/registry.py: registered twice: {sorted(twice)}")
+    return tuple(_loaded(*e) for e in ENTRIES)
 
 
 def of_kind(kind: str, cls: type[P]) -> list[P]:
-    return [p for p in plugins() if p.kind == kind and isinstance(p, cls)]
+    out = []
+    for k, n, entry in ENTRIES:
+        if k == kind:
+            p = _loaded(k, n, entry)
+            if isinstance(p, cls):
+                out.append(p)
+    return out
 
 
 def _get(kind: str, name: str, cls: type[P], what: str) -> P:
-    for p in of_kind(kind, cls):
-        if p.name == name:
-            return p
-    known = ", ".join(p.name for p in of_kind(kind, cls))
+    for k, n, entry in ENTRIES:
+        if (k, n) == (kind, name):
+            p = _loaded(k, n, entry)
+            if isinstance(p, cls):
+                return p
+    known = ", ".join(n for k, n, _ in ENTRIES if k == kind)
     raise UnknownPlugin(f"unknown {what} {name!r}; known: {known}")
 
 

@@ -48,5 +48,6 @@ def run(args: argparse.Namespace) -> int:
         if why:
             print(why)
             return 1
-    print("\n".join(lines))
+    if lines:                        # nothing at all when there is nothing: bash's mapfile reads no line
+        print("\n".join(lines))
     return 0

@@ -113,7 +113,7 @@ def baseline_results(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_baseline_run_is_complete_and_valid(baseline_results: Path) -> None:
     m = _check_complete_valid(_only_run(baseline_results, "baseline"), "baseline", "none")
-    assert m["datapath"] == {"ipsec": None, "wireguard": None, "userspace": False}
+    assert m["datapath"] == {"userspace": False}
 
 
 def test_analysis_reads_the_run(baseline_results: Path) -> None:
