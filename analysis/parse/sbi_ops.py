@@ -49,11 +49,14 @@ FIELDS = ["frame.number", "frame.time_epoch", "ip.src", "ip.dst", "ipv6.src", "i
           "http2.header.name", "http2.header.value"]
 FILTER = "http2.type"
 HEADERS, DATA, CONTINUATION, PUSH_PROMISE = 1, 0, 9, 5
-# a TCP segment beginning with an HTTP/2 HEADERS frame header (type 1, END_HEADERS, R bit clear):
-# how a connection whose preface the capture missed is found
-DETECT_FILTER = "tcp.len >= 9 && !tls && tcp.payload[3] == 01 && tcp.payload[4] & 04 && !(tcp.payload[5] & 80)"
-# a port needs this many such segments before it is decoded as HTTP/2 (one stray match in some
-# other binary protocol is not enough)
+# a TCP segment beginning with the HTTP/2 client connection preface (RFC 9113 3.4), or with an
+# HTTP/2 HEADERS frame header (type 1, END_HEADERS, R bit clear): how a connection whose preface
+# the capture missed is found
+PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+DETECT_FILTER = ("!tls && tcp.len >= 9 && (tcp.payload[0:14] == 50:52:49:20:2a:20:48:54:54:50:2f:32:2e:30 || "
+                 "(tcp.payload[3] == 01 && tcp.payload[4] & 04 && !(tcp.payload[5] & 80)))")
+# a port needs this many HEADERS-looking segments before it is decoded as HTTP/2 (one stray match
+# in some other binary protocol is not enough); one preface is enough
 DETECT_MIN = 2
 
 COLUMNS = ["capture", "t_request", "t_response", "time_ms", "method", "path", "operation", "status",
@@ -89,24 +92,27 @@ def _last(*values: str) -> str:
 def detect_ports(capture: Path | str, decode: Decode = CLEAR) -> list[int]:
     """TCP server ports that carry cleartext HTTP/2 HEADERS frames (see DETECT_FILTER): a port
     seen in several connections is a listener; in a single connection the lower port is taken."""
-    text = tshark.export(capture, ["tcp.stream", "tcp.srcport", "tcp.dstport"], DETECT_FILTER,
+    text = tshark.export(capture, ["tcp.stream", "tcp.srcport", "tcp.dstport", "tcp.payload"], DETECT_FILTER,
                          prefs=decode.prefs, extra=decode.extra, timeout=None, aggregator=AGG)
     streams: dict[str, tuple[int, int]] = {}
     hits: dict[str, int] = {}
+    ports: set[int] = set()
     for line in text.splitlines():
         parts = line.split("\t")
-        if len(parts) < 3 or not parts[1]:
+        if len(parts) < 4 or not parts[1]:
             continue
         s, a, b = parts[0], int(_last(parts[1])), int(_last(parts[2]))
+        if _last(parts[3]).replace(":", "")[:2 * len(PREFACE)] == PREFACE.hex():
+            ports.add(b)                              # the preface goes to the server
+            continue
         streams[s] = (min(a, b), max(a, b))
         hits[s] = hits.get(s, 0) + 1
     seen: dict[int, int] = {}
     for a, b in streams.values():
         seen[a] = seen.get(a, 0) + 1
         seen[b] = seen.get(b, 0) + 1
-    ports: set[int] = set()
     for s, (a, b) in streams.items():
-        if hits[s] < DETECT_MIN:
+        if hits[s] < DETECT_MIN or a in ports or b in ports:
             continue
         listeners = [p for p in (a, b) if seen[p] > 1]
         ports.add(listeners[0] if len(listeners) == 1 else a)
