@@ -30,6 +30,7 @@ from testbed.overlays import NfConfigOverrides, NfEnvironment, Values
 # dimension name -> module that offers its choice (add_arguments, select)
 MODULES: dict[str, str] = {
     "secfn": "testbed.secfn.dimension",
+    "keylog": "testbed.keylog.dimension",
 }
 
 # optional hooks of a Dimension: the overlays' own, with their signatures
