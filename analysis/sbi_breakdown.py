@@ -95,12 +95,13 @@ def load(runs: list[Run], workers: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]
         if rows:
             frame = pd.DataFrame(rows)
             parts.append(frame.assign(**{k: [v] * len(frame) for k, v in head.items()}))
-    req = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+    from analysis.tables import with_plane_labels      # profiles on other planes: <profile>@<planes>
+    req = with_plane_labels(pd.concat(parts, ignore_index=True)) if parts else pd.DataFrame()
     if not req.empty:
         req["time_ms"] = (req["ns_response"].astype("Float64") - req["ns_request"].astype("Float64")) / 1e6
         req["pair"] = req["client_nf"].where(req["client_nf"] != "", req["client"]) + " -> " + \
             req["server_nf"].where(req["server_nf"] != "", req["server"])
-    return req, pd.DataFrame(status)
+    return req, with_plane_labels(pd.DataFrame(status)) if status else pd.DataFrame()
 
 
 def windows(runs: list[Run], attach: pd.DataFrame) -> pd.DataFrame:
@@ -170,16 +171,16 @@ def per_attach(req: pd.DataFrame, win: pd.DataFrame, runs_cols: pd.DataFrame) ->
 def operations(req: pd.DataFrame) -> pd.DataFrame:
     """Per profile, phase, operation and NF pair: intervals over boots and overhead vs baseline;
     `per_attach`: the operation's mean count per attach window (cold/warm phases)."""
-    from analysis.tables import boot_summary, with_plane_labels
+    from analysis.tables import boot_summary
     if req.empty:
         return pd.DataFrame()
-    answered = with_plane_labels(req[req["ns_response"].notna()].copy())
+    answered = req[req["ns_response"].notna()].copy()
     answered["time_ms"] = answered["time_ms"].astype(float)
     table = boot_summary(answered, BY, "time_ms", MATCH, 0.99, per_file=True)
     counts = (answered[answered["window"] >= 0].groupby(BY + ["run", "window"]).size().rename("k").reset_index()
               .groupby(BY)["k"].mean().rename("per_attach").reset_index())
     table = table.merge(counts, on=BY, how="left")
-    unanswered = with_plane_labels(req[req["ns_response"].isna()])
+    unanswered = req[req["ns_response"].isna()]
     if not unanswered.empty:
         miss = unanswered.groupby(BY).size().rename("unanswered").reset_index()
         table = table.merge(miss, on=BY, how="left")
@@ -192,11 +193,10 @@ def operations(req: pd.DataFrame) -> pd.DataFrame:
 def budget(attach_rows: pd.DataFrame, ops: pd.DataFrame, attach_table: pd.DataFrame) -> pd.DataFrame:
     """Per profile and role: attach overhead (the attach table's), SBI union overhead, sum of
     per-operation overheads, elsewhere."""
-    from analysis.tables import boot_summary, with_plane_labels
+    from analysis.tables import boot_summary
     if attach_rows.empty:
         return pd.DataFrame()
-    a = with_plane_labels(attach_rows)
-    sbi = boot_summary(a, ROLE_BY, "sbi_ms", ROLE_MATCH, 0.99, per_file=True)
+    sbi = boot_summary(attach_rows, ROLE_BY, "sbi_ms", ROLE_MATCH, 0.99, per_file=True)
     keep = ROLE_BY + ["n_boots", "mean", "ci", "overhead", "overhead_ci"]
     out = sbi[keep].rename(columns={"mean": "sbi_ms", "ci": "sbi_ci", "overhead": "sbi_overhead",
                                     "overhead_ci": "sbi_overhead_ci"})
