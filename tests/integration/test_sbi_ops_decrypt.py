@@ -10,13 +10,17 @@ each against the same exchange without the overlay (cleartext HTTP/2). No mock a
 """
 from __future__ import annotations
 
+import json
 import os
+import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from analysis import decrypt
 from analysis.parse import sbi_ops
+from analysis.results import Run, load_run
 from testbed import keys, netns, profiles, tshark
 from testbed.keylog import esp
 from testbed.overlays import ipsec
@@ -25,6 +29,23 @@ from tests.integration import h2_exchange as h2
 from tests.integration.labs import lab_factory
 
 pytestmark = pytest.mark.netns
+
+
+def _run_dir(tmp_path: Path, protocol: str, capture: Path, keyfiles: dict[str, Path]) -> Run:
+    """A run directory as run-sbi KEYS=1 leaves it (manifest, the SBI capture, the key files of
+    iteration 1), read back the way the analysis reads runs."""
+    d = tmp_path / f"run-{protocol}"
+    d.mkdir()
+    shutil.copy(capture, d / "it01-sbi.pcap")
+    files = [{"path": "it01-sbi.pcap", "kind": "pcap", "iface": "sbi", "purpose": "validation", "iteration": 1}]
+    for name, (kind, path) in {n: (n.split("-")[0], p) for n, p in keyfiles.items()}.items():
+        shutil.copy(path, d / name)
+        (d / name).chmod(0o600)
+        files.append({"path": name, "kind": "keylog", "protocol": kind, "iteration": 1})
+    (d / "manifest.json").write_text(json.dumps({
+        "experiment": "sbi", "profile": "p", "protocol": protocol, "plane": "sbi", "state": "complete",
+        "valid": True, "datapath": {"userspace": True}, "parameters": {"keys": 1}, "files": files}))
+    return load_run(d)
 
 
 @pytest.fixture(autouse=True)
@@ -83,6 +104,11 @@ def test_tls13_h2_decrypted_equals_cleartext(fresh_netns: str, keys_dir: Path, t
     assert [r["operation"] for r in clear][:2] == ["PUT /nnrf-nfm/v1/nf-instances/{id}",
                                                  "POST /nausf-auth/v1/ue-authentications"]
     assert all(r["ns_response"] > r["ns_request"] for r in decrypted)
+    # the same from a run directory, as the results-tree analysis reads it
+    run = _run_dir(tmp_path, "tls", tls_pcap, {"tls-keys.log": keylog})
+    plan = decrypt.plan(run, run.files("pcap")[0])
+    assert plan.status == "decrypted (TLS key log)" and plan.decode is not None
+    assert h2.comparable(sbi_ops.requests(run.files("pcap")[0].path, plan.decode)) == h2.comparable(clear)
 
 
 @pytest.fixture
@@ -134,4 +160,11 @@ def test_esp_decrypted_equals_cleartext(make_lab: Callable[..., netns.Lab], tmp_
     assert len(clear) == len(h2.REQUESTS)
     assert h2.comparable(decrypted) == h2.comparable(clear)
     assert {(r["client"], r["server"]) for r in decrypted} == {(lab.address("ausf"), lab.address("nrf"))}
+    # the same from a run directory holding both holders' key logs
+    for n, text in logs.items():
+        (tmp_path / f"{n}.log").write_text(text)
+    run = _run_dir(tmp_path, "ipsec", esp_pcap, {f"esp-keys-{n}.log": tmp_path / f"{n}.log" for n in logs})
+    plan = decrypt.plan(run, run.files("pcap")[0])
+    assert plan.status == "decrypted (ESP, 2 SA(s))", plan.status
+    assert h2.comparable(sbi_ops.requests(run.files("pcap")[0].path, plan.decode)) == h2.comparable(clear)
     assert os.environ.get("ANALYSIS_CACHE") == "off"
