@@ -63,12 +63,16 @@ def sbi_captures(run: Run) -> list[RawFile]:
     return [f for f in run.files("pcap") if f.attrs.get("iface") == "sbi" and not f.attrs.get("view")]
 
 
-def _one(run: Run, capture: RawFile) -> tuple[list[dict[str, Any]], str]:
+def read_capture(run: Run, capture: RawFile) -> tuple[list[dict[str, Any]], str]:
     plan = decrypt.plan(run, capture)
     if plan.decode is None:
         return [], plan.status
+    # one pass: the stack's SBI port decoded as HTTP/2 where the HTTP/2 is cleartext on the wire
+    # or inside ESP; never over TLS (the records would be read as HTTP/2 frames): there the TLS
+    # heuristic and ALPN h2 find it
     port = int(stack.load().get("sbi_port", 7777))
-    rows = sbi_ops.requests(capture.path, plan.decode, ports=[port], detect=False)
+    tls = "tls" in plan.decode.label.split("+")
+    rows = sbi_ops.requests(capture.path, plan.decode, ports=[] if tls else [port], detect=False)
     status = plan.status
     if not rows and plan.decode is not sbi_ops.CLEAR:
         status = f"not decrypted: {plan.status.removeprefix('decrypted ')} gave no readable HTTP/2"
@@ -82,7 +86,7 @@ def load(runs: list[Run], workers: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]
 
     def one(job: tuple[Run, RawFile]) -> tuple[list[dict[str, Any]], str]:
         try:
-            return _one(*job)
+            return read_capture(*job)
         except Exception as exc:       # noqa: BLE001 - one unreadable capture is flagged, not fatal
             log.warning("%s: SBI operations left out: %s", job[1].path, exc)
             return [], f"unreadable: {exc}"

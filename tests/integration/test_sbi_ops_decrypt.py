@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis import decrypt
+from analysis import decrypt, sbi_breakdown
 from analysis.parse import sbi_ops
 from analysis.results import Run, load_run
 from testbed import keys, netns, profiles, tshark
@@ -109,6 +109,9 @@ def test_tls13_h2_decrypted_equals_cleartext(fresh_netns: str, keys_dir: Path, t
     plan = decrypt.plan(run, run.files("pcap")[0])
     assert plan.status == "decrypted (TLS key log)" and plan.decode is not None
     assert h2.comparable(sbi_ops.requests(run.files("pcap")[0].path, plan.decode)) == h2.comparable(clear)
+    # as the results-tree analysis reads it (one pass, the SBI port 7777 left to TLS + ALPN)
+    rows, status = sbi_breakdown.read_capture(run, run.files("pcap")[0])
+    assert status == plan.status and h2.comparable(rows) == h2.comparable(clear)
 
 
 @pytest.fixture
@@ -167,4 +170,7 @@ def test_esp_decrypted_equals_cleartext(make_lab: Callable[..., netns.Lab], tmp_
     plan = decrypt.plan(run, run.files("pcap")[0])
     assert plan.status == "decrypted (ESP, 2 SA(s))", plan.status
     assert h2.comparable(sbi_ops.requests(run.files("pcap")[0].path, plan.decode)) == h2.comparable(clear)
+    rows, status = sbi_breakdown.read_capture(run, run.files("pcap")[0])
+    assert status == plan.status and h2.comparable(rows) == h2.comparable(clear)
+    assert {(r["client_nf"], r["server_nf"]) for r in rows} == {("ausf", "nrf")}
     assert os.environ.get("ANALYSIS_CACHE") == "off"
