@@ -20,7 +20,9 @@ Tables:
   counted in each, so an upper bound of the SBI share), and `elsewhere` = attach overhead - SBI
   (union) overhead (N2, NAS, the UE, PFCP, waiting): intervals combined as sqrt(h1^2 + h2^2)
   (conservative: the two are measured on the same attaches);
-- `top`: the operations that add the most time per profile and role, with their intervals.
+- `top`: the operations that add the most time per profile and role, with their intervals;
+- `n2-procedures`: N2 procedure times (NGAP request -> response, AMF turnarounds) per profile,
+  phase and procedure, intervals over boots and the overhead (where the SBI's time shows on N2).
 """
 from __future__ import annotations
 
@@ -243,6 +245,44 @@ def top(ops: pd.DataFrame, n: int = 10) -> pd.DataFrame:
          "mean", "ci", "overhead", "overhead_ci", "adds_ms", "adds_ci"]].reset_index(drop=True)
 
 
+N2_BY = ["campaign", "experiment", "profile", "protocol", "datapath", "host", "cpu", "nas", "phase", "procedure"]
+N2_MATCH = ["campaign", "experiment", "host", "cpu", "nas", "phase", "procedure"]
+
+
+def n2_procedures(runs: list[Run], win: pd.DataFrame) -> pd.DataFrame:
+    """N2 procedure times (analysis/parse/ngap_procedures.py) of every iteration's N2 timing
+    capture, per profile, phase (the attach window they start in) and procedure: intervals over
+    boots and the overhead against the baseline."""
+    from analysis.parse import ngap_procedures
+    from analysis.tables import boot_summary, with_plane_labels
+    jobs = [(run, f) for run in runs if run.usable and run.experiment == "sbi" for f in run.files("pcap")
+            if f.attrs.get("iface") == "n2" and f.attrs.get("purpose", "timing") == "timing"]
+
+    def one(job: tuple[Run, RawFile]) -> list[dict[str, Any]]:
+        try:
+            return ngap_procedures.procedures(job[1].path)
+        except Exception as exc:       # noqa: BLE001 - flagged, not fatal
+            log.warning("%s: N2 procedures left out: %s", job[1].path, exc)
+            return []
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        results = list(pool.map(one, jobs))
+    rows = []
+    for (run, f), procs in zip(jobs, results):
+        ws = win[(win["campaign"] == run.campaign) & (win["run"] == run.run_id)
+                 & (win["iteration"] == f.attrs.get("iteration"))] if not win.empty else win
+        for r in procs:
+            if r["ns_end"] is None:
+                continue
+            ts = int(r["ns_start"]) / 1e9
+            inside = ws[(ws["start"] <= ts) & (ts <= ws["end"])] if not ws.empty else ws
+            rows.append({**run_columns(run), "file": f.path.name, "procedure": r["procedure"], "kind": r["kind"],
+                         "phase": inside["role"].iloc[0] if len(inside) else PHASE_OTHER,
+                         "ms": (int(r["ns_end"]) - int(r["ns_start"])) / 1e6})
+    if not rows:
+        return pd.DataFrame()
+    return boot_summary(with_plane_labels(pd.DataFrame(rows)), N2_BY, "ms", N2_MATCH, 0.99, per_file=True)
+
+
 def tables(runs: list[Run], attach: pd.DataFrame, attach_table: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """Every breakdown table of a results tree: requests, decryption, operations, attaches,
     budget, top."""
@@ -253,7 +293,8 @@ def tables(runs: list[Run], attach: pd.DataFrame, attach_table: pd.DataFrame) ->
     from analysis.datasets import RUN_COLUMNS
     attaches = per_attach(req, win, pd.DataFrame(columns=RUN_COLUMNS + ["file"]))
     return {"sbi-requests": req, "sbi-decryption": status, "sbi-operations": ops, "sbi-attaches": attaches,
-            "sbi-budget": budget(attaches, ops, attach_table), "sbi-top": top(ops)}
+            "sbi-budget": budget(attaches, ops, attach_table), "sbi-top": top(ops),
+            "n2-procedures": n2_procedures(runs, win)}
 
 
 def write(tables_: dict[str, pd.DataFrame], out: Path) -> None:

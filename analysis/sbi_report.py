@@ -22,6 +22,8 @@ BUDGET_COLUMNS = ["profile", "datapath", "nas", "role", "n_boots", "attach_ms", 
                   "elsewhere_ci"]
 OPS_COLUMNS = ["profile", "datapath", "phase", "operation", "pair", "n_boots", "n_samples", "per_attach", "mean", "sd",
                "ci", "baseline_mean", "overhead", "overhead_ci", "unanswered"]
+N2_COLUMNS = ["profile", "datapath", "phase", "procedure", "n_boots", "n_samples", "mean", "ci", "baseline_mean",
+              "overhead", "overhead_ci"]
 MAX_TIMELINES = 8
 
 
@@ -140,6 +142,14 @@ def markdown_section(results: Path, out: Path, runs: list[Run], attach: pd.DataF
                      "attach (nested requests counted in each: an upper bound); `elsewhere` = attach overhead - "
                      "SBI overhead (N2, NAS, the UE, PFCP, waiting), interval sqrt(h1^2 + h2^2).\n\n"
                      + markdown.table(budget[[c for c in BUDGET_COLUMNS if c in budget.columns]]))
+    n2 = t["n2-procedures"]
+    if not n2.empty:
+        cold = n2[n2["phase"].isin(["cold", "warm"])]
+        lines.append("\n### N2 procedure times in the attach (ms)\n\nPer NGAP procedure (request -> response) and AMF "
+                     "turnaround (the UE's latest uplink message -> the AMF's next downlink message: SBI work "
+                     "happens inside these), 99 % intervals over boots, overhead against the baseline. All phases: "
+                     f"`{table_prefix}n2-procedures.csv`.\n\n"
+                     + markdown.table(cold[[c for c in N2_COLUMNS if c in cold.columns]]))
     top = t["sbi-top"]
     if not top.empty:
         lines.append("\n### The operations that add the most time per attach (ms)\n\n"

@@ -171,8 +171,13 @@ def test_results_tree_breakdown(tree: Path, tmp_path: Path) -> None:
     budget = t["sbi-budget"].set_index("profile")
     assert budget.loc["wireguard@n3", "attach_overhead"] == pytest.approx(0, abs=1e-9)
     assert budget.loc["wireguard@n3", "sbi_overhead"] == pytest.approx(0, abs=1e-9)
+    n2 = t["n2-procedures"].set_index(["profile", "phase", "procedure"])
+    pdu = n2.loc[("wireguard@n3", "cold", "PDUSessionResourceSetup")]
+    assert pdu["n_boots"] == 2 and pdu["mean"] == pytest.approx(151.843681 - 150.986991, abs=1e-6)
+    assert pdu["overhead"] == pytest.approx(0, abs=1e-9)
     report = sbi_report.markdown_section(tree, tmp_path / "out", ds.runs, ds.attach, attach_table(ds))
     assert "## Where the attach time goes" in report and "not decrypted" in report
+    assert "### N2 procedure times in the attach" in report
     assert (tmp_path / "out" / "figures" / "fig-sbi-timeline-wireguard@n3.png").is_file()
     assert (tmp_path / "out" / "sbi-ops" / "sbi-operations.csv").is_file()
 
