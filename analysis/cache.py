@@ -3,8 +3,8 @@ the same question give the stored answer instead of another pass.
 
 The key is a SHA-256 over the capture's bytes, the bytes of every extra input file (TLS key
 logs, ESP SA lists), the question (fields, filter, preferences, decode-as rules: everything that
-changes tshark's output), tshark's version and the caller's own format version. Entries are JSON
-files, mode 0600 in a 0700 directory (a decrypted table is derived from secrets), under
+changes tshark's output), tshark's binary (path, size, mtime) and the caller's format version.
+Entries are JSON files, mode 0600 in a 0700 directory (a decrypted table is derived from secrets), under
 `$ANALYSIS_CACHE` (default `~/.cache/g5tb-analysis`; `ANALYSIS_CACHE=off` disables it). A cache
 that cannot be written is skipped with a log line: it never fails an analysis.
 """
@@ -14,13 +14,13 @@ import hashlib
 import json
 import logging
 import os
+import shutil
 import tempfile
 from collections.abc import Callable, Iterable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, TypeVar
 
-from testbed import tshark
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -51,7 +51,13 @@ def file_digest(path: Path | str) -> str:
 
 @lru_cache(maxsize=1)
 def _tshark_version() -> str:
-    return tshark.version() or "unknown"
+    """tshark's identity without running it (a `tshark --version` costs a second on a loaded
+    host): its resolved path, size and modification time, which a package upgrade changes."""
+    path = shutil.which("tshark")
+    if path is None:
+        return "no tshark"
+    st = os.stat(os.path.realpath(path))
+    return f"{os.path.realpath(path)}:{st.st_size}:{st.st_mtime_ns}"
 
 
 def key(inputs: Iterable[Path | str], question: Any) -> str:
