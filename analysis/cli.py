@@ -78,6 +78,57 @@ def cmd_ran_procedures(args: argparse.Namespace) -> int:
     return 0
 
 
+def _parallel(fn, items: list) -> list:        # type: ignore[no-untyped-def]
+    """fn over items, one tshark pass per capture, as many at once as there are cores."""
+    import os
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        return list(pool.map(fn, items))
+
+
+def cmd_sbi_ops(args: argparse.Namespace) -> int:
+    paths = [Path(p) for p in args.paths]
+    if any(p.is_dir() for p in paths):
+        if len(paths) != 1:
+            raise ValueError("give one results directory, or capture files (not both)")
+        from analysis import sbi_report
+        return _two_tables(args.format, "SBI operations per profile (ms, intervals over boots)",
+                           *sbi_report.cli_tables(paths[0]))
+    from analysis import decrypt
+    from analysis.parse import sbi_ops
+    by_overlay: dict[str, list[Path]] = {}
+    for item in args.keys or ():
+        overlay, sep, path = item.partition("=")
+        if not sep:
+            raise ValueError(f"--keys {item!r}: give OVERLAY=FILE, e.g. tls=tls-keys.log")
+        by_overlay.setdefault(overlay, []).append(Path(path))
+    decode = decrypt.for_files(by_overlay)
+    names: dict[str, str] = {}
+    if args.names:
+        from testbed import instance, stack
+        values = instance.shift(stack.load(), args.slot)
+        names = {str(a): str(n) for n, spec in values["nodes"].items() for a in (spec.get("networks") or {}).values()}
+    for p in paths:
+        if not p.is_file():
+            raise FileNotFoundError(f"capture {p} does not exist")
+    results = _parallel(lambda p: sbi_ops.requests(p, decode, ports=args.port or [], detect=not args.no_detect),
+                        paths)
+    rows = [r for rs in results for r in sbi_ops.with_names(rs, names)]
+    sys.stdout.write(sbi_ops.rows_csv(rows))
+    return 0
+
+
+def cmd_n2_procedures(args: argparse.Namespace) -> int:
+    from analysis.parse import ngap_procedures as npr
+    paths = [Path(p) for p in args.captures]
+    for p in paths:
+        if not p.is_file():
+            raise FileNotFoundError(f"capture {p} does not exist")
+    rows = [r for rs in _parallel(npr.procedures, paths) for r in rs]
+    sys.stdout.write(npr.rows_csv(rows))
+    return 0
+
+
 def cmd_f1u(args: argparse.Namespace) -> int:
     from analysis import ran_tables
     from analysis.datasets import Datasets
@@ -211,6 +262,23 @@ def build_parser() -> argparse.ArgumentParser:
                             "across them (default: each capture on its own)")
         s.add_argument("--format", choices=["md", "csv"], default="md", help="results-tree summary format")
         s.set_defaults(run=cmd_ran_procedures)
+
+    s = sub.add_parser("sbi-ops", help="per-request SBI operations (HTTP/2) of captures, CSV; or per profile and "
+                       "operation over a results tree, with intervals and the overhead against the baseline")
+    s.add_argument("paths", nargs="+", metavar="RESULTS|CAPTURE", help="one results directory, or capture files")
+    s.add_argument("--keys", action="append", metavar="OVERLAY=FILE",
+                   help="a key file a run exported, for its overlay plug-in to decrypt the captures with "
+                        "(repeatable): tls=<NSS key log>, ipsec=<charon key log> (docs/analysis.md)")
+    s.add_argument("--port", action="append", type=int, help="TCP port to decode as cleartext HTTP/2 (repeatable)")
+    s.add_argument("--no-detect", action="store_true", help="do not look for further cleartext HTTP/2 ports")
+    s.add_argument("--names", action="store_true", help="NF names from nf-configs/stack.yaml addresses")
+    s.add_argument("--slot", type=int, default=0, help="the run's address slot for --names (manifest instance.slot)")
+    s.add_argument("--format", choices=["md", "csv"], default="md", help="results-tree summary format")
+    s.set_defaults(run=cmd_sbi_ops)
+
+    s = sub.add_parser("n2-procedures", help="N2 procedure times per NGAP procedure and UE of captures, CSV")
+    s.add_argument("captures", nargs="+", help="pcap/pcapng with NGAP")
+    s.set_defaults(run=cmd_n2_procedures)
 
     s = sub.add_parser("f1u", help="F1-U and end-to-end RTT (and iperf3 over F1-U) of a results tree")
     s.add_argument("results")

@@ -1,6 +1,6 @@
 """Sections of the report beyond the summary tables (analysis/report.py includes them when their
-data exist): attach time per NAS algorithm, bytes on the wire, the cipher micro-benchmark, the RAN
-interfaces, the UPF security functions."""
+data exist): attach time per NAS algorithm, bytes on the wire, where the attach time goes per SBI
+operation, the cipher micro-benchmark, the RAN interfaces, the UPF security functions."""
 from __future__ import annotations
 
 import logging
@@ -47,6 +47,12 @@ def extra_sections(results: Path, out: Path, attach: pd.DataFrame, ds: Datasets)
     except Exception as exc:
         log.warning("bytes section left out: %s", exc)
         sections.append(f"## Bytes on the wire\n\n_(left out: {exc})_\n")
+    from analysis import sbi_report
+    try:
+        sections.append(sbi_report.markdown_section(results, out, ds.runs, registrations, attach))
+    except Exception as exc:  # noqa: BLE001 - a section that cannot be built is flagged, not fatal
+        log.warning("per-operation section left out: %s", exc)
+        sections.append(f"## Where the attach time goes (per SBI operation)\n\n_(left out: {exc})_\n")
     sections.append(crypto.markdown_section(results, out / "crypto", link_dir="crypto/"))
     sections.append(ran_report.section(out, ds))
     # D-ITG runs are not in the datasets: the section reads its own runs

@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 
 from dtls import catalogue, overhead, overlay
 from testbed import wire
-from testbed.contract import OverlayPlugin, Values
+from testbed.contract import Decryption, OverlayPlugin, Values
 from testbed.profiles import Profile
 from testbed.render import compose_env
 from testbed.verdict import Verdict
@@ -71,6 +71,9 @@ class Dtls(OverlayPlugin):
 
     def verify_capture(self, pcap: Path, profile: Profile, plane: str, values: Values) -> Verdict:
         return overlay.verify_capture(pcap, profile, plane, values)
+
+    def decryption(self, key_files: list[Path]) -> Decryption | str:
+        return "DTLS relay: socat and Debian's OpenSSL write no key log (docs/analysis.md)"
 
     def packet_overhead(self, profile: Profile, inner: int, pcap: Path | None = None) -> int | None:
         version, cipher = profile.params.get("version"), profile.params.get("cipher")

@@ -203,6 +203,10 @@ def swanctl_conf(node: str, plane: str, profile: Profile, values: dict[str, Any]
     return "\n".join(lines) + "\n"
 
 
+# charon's ESP key log in the holder (tmpfs): read at the end of a run that exports keys
+KEYS_LOG = "/run/testbed/charon-keys.log"
+
+
 def strongswan_conf(datapath: str) -> str:
     """charon's strongswan.conf for the kernel xfrm datapath or kernel-libipsec (userspace ESP)."""
     libipsec = datapath == "libipsec"
@@ -237,6 +241,17 @@ def strongswan_conf(datapath: str) -> str:
         "      default = 1",
         "      flush_line = yes",
         "      time_format = %b %e %T",
+        "    }",
+        "    # the ESP keys of every CHILD_SA (chd level 4) and its SPIs (ike 1), per IKE_SA: what",
+        "    # tshark needs to decrypt the capture (ipsec/keylog.py). Written once per CHILD_SA,",
+        "    # in every run alike; copied into the run only when it asks for key export (KEYS=1)",
+        "    keys {",
+        f"      path = {KEYS_LOG}",
+        "      default = -1",
+        "      ike = 1",
+        "      chd = 4",
+        "      ike_name = yes",
+        "      flush_line = yes",
         "    }",
         "  }",
         "  plugins {",

@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ipsec import catalogue, datapath, keys, overhead, overlay, run_checks
+from ipsec import catalogue, datapath, keylog, keys, overhead, overlay, run_checks
 from testbed import wire
-from testbed.contract import DoctorNotes, OverlayPlugin, RunCheck, Values
+from testbed.contract import Decryption, DoctorNotes, KeySource, OverlayPlugin, RunCheck, Values
 from testbed.profiles import Profile
 from testbed.verdict import Verdict
 
@@ -88,6 +88,18 @@ class Ipsec(OverlayPlugin):
     def check_run(self, run_dir: Path, manifest: Mapping[str, Any], values: Values) -> list[RunCheck]:
         from testbed import profiles
         return run_checks.check_run(run_dir, manifest, profiles.get(manifest["profile"]), values)
+
+    def key_sources(self) -> list[KeySource]:
+        # charon logs every CHILD_SA's keys into the holder's tmpfs in every run (ipsec/overlay.py)
+        return [KeySource("{node}-net", overlay.KEYS_LOG, "esp")]
+
+    def decryption(self, key_files: list[Path]) -> Decryption | str:
+        sas = [sa for p in key_files for sa in keylog.parse(p.read_text(encoding="utf-8", errors="replace").splitlines())]
+        args, skipped = keylog.uat_args(sas)
+        if not args:
+            return "no usable ESP SA in the holders' key logs" + (f" ({'; '.join(skipped[:2])})" if skipped else "")
+        note = f"{len(skipped)} SA(s) tshark cannot decrypt" if skipped else ""
+        return Decryption(dict(keylog.PREFS), tuple(args), f"ESP, {len(args) // 2} SA(s)", note)
 
     def packet_overhead(self, profile: Profile, inner: int, pcap: Path | None = None) -> int | None:
         return overhead.packet_overhead(profile, inner, pcap)

@@ -14,6 +14,8 @@ set -euo pipefail
 
 # shellcheck source=scripts/lib/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+# shellcheck source=scripts/lib/keylog.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/keylog.sh"
 
 readonly EXPERIMENT=sbi
 
@@ -31,7 +33,8 @@ $(tb params "$EXPERIMENT" --format help)
 
 Writes \$RESULTS/<campaign>/sbi/<profile>[@<planes>]/<run>/: manifest.json (ues, attach_failures),
 itNN-<plane>.pcap per covered plane (validation), itNN-n2.pcap (timing; with N2 covered:
-itNN-n2-gnb.pcap, the gNB's plaintext view), per-iteration logs.
+itNN-n2-gnb.pcap, the gNB's plaintext view), per-iteration logs; with KEYS=1 the key material of
+the iteration's traffic (itNN-tls-keys.log, itNN-esp-keys-<node>.log: 0600, kind keylog).
 Exit: 0 valid run, 1 failure or invalid run, 2 usage error, 130 interrupted.
 EOF
 }
@@ -91,6 +94,7 @@ iteration() {
   ! protects n2 || plaintext_view_stop "$tag-n2-gnb" "$(plane_client n2)"
   capture_stop_all
   stack_overlay_state "$tag-sa-after"
+  keylog_collect "$tag" "$it"
   stack_logs "$tag-containers.log"
   [[ "$DRY_RUN" == 1 ]] || datapath_from_log "$RUN_DIR/$tag-containers.log"
   stack_teardown
@@ -98,8 +102,9 @@ iteration() {
 
 main() {
   docker_driver_begin "$EXPERIMENT" "$@"
-  # NAS (--nas or NAS=) reaches the render of every iteration's stack (scripts/up.sh -> render)
-  export NAS
+  # NAS (--nas or NAS=) reaches the render of every iteration's stack (scripts/up.sh -> render);
+  # so does KEYS (testbed/keylog/plugin.py: the overlay plug-in's key logs)
+  export NAS KEYS
   local images=() it
   mapfile -t images < <(docker_image_args)
   run_begin "$EXPERIMENT" "${images[@]}"

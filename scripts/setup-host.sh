@@ -12,6 +12,7 @@ readonly APT_PACKAGES=(
   wireguard-tools wireguard-go tshark iperf3 iputils-ping iproute2 nftables openssl
   procps util-linux kmod jq shellcheck git python3-venv
   d-itg iptables socat gcc libc6-dev libnetfilter-queue-dev
+  nghttp2-server nghttp2-client curl
 )
 # Suricata 7 is in bookworm-backports (Debian 12) and in trixie's main suite (Debian 13+);
 # libcurl3-gnutls >= 8 is what the Open5GS image runs (7.88 breaks the SBI client, and ignores

@@ -57,6 +57,25 @@ class DoctorNotes:
 
 
 @dataclasses.dataclass(frozen=True)
+class KeySource:
+    """Where an overlay's session keys are while a run that exports them (KEYS=1) is up
+    (OverlayPlugin.key_sources): read from every endpoint before the teardown."""
+    container: str         # "{node}" (the program container) or "{node}-net" (its holder)
+    path: str              # the file inside it
+    label: str             # the key file's `protocol` attribute in the manifest (tls, esp)
+    combined: bool = False # one file for all endpoints (their logs concatenated), else one each
+
+
+@dataclasses.dataclass(frozen=True)
+class Decryption:
+    """How tshark reads a run's traffic with the keys it exported (OverlayPlugin.decryption)."""
+    prefs: dict[str, str]                  # tshark -o preferences
+    extra: tuple[str, ...] = ()            # further arguments (UAT records)
+    label: str = ""                        # what it decrypts ("tls", "esp")
+    note: str = ""                         # what it could not use, said in the report
+
+
+@dataclasses.dataclass(frozen=True)
 class RunCheck:
     """One run-level verdict a plug-in adds (check_run; None: it only records), and what it
     records in the manifest: `field` (one of testbed/manifest.py SET_FIELDS) set to `record`."""
@@ -257,6 +276,22 @@ class OverlayPlugin(Plugin):
         """Called once per run of this protocol after its captures are judged: run-level checks
         (the daemons' negotiated SAs, sessions, waits) with what they record."""
         return []
+
+    def key_sources(self) -> list[KeySource]:
+        """Called by a driver whose run exports keys (KEYS=1) before each teardown: where the
+        session keys are (empty: the overlay exports none)."""
+        return []
+
+    def key_environment(self, node: str, values: Values) -> dict[str, str]:
+        """Called per program container when keys are exported: the environment that makes its
+        programs write their key log (TLS: patch 0003's switch)."""
+        return {}
+
+    def decryption(self, key_files: list[Path]) -> Decryption | str:
+        """Called by the analysis for a run's capture with the run's exported key files of this
+        protocol (possibly none): the tshark arguments that decrypt its traffic, or why it
+        cannot be decrypted (said in the report). Validity never uses it."""
+        return f"{self.label or self.name}: the testbed exports no keys the tools can use"
 
     def packet_overhead(self, profile: Profile, inner: int, pcap: Path | None = None) -> int | None:
         """Bytes the overlay adds to one inner IP packet of `inner` bytes at the IP layer (outer

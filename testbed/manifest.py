@@ -30,7 +30,7 @@ SCHEMA_FILE = ROOT / "testbed" / "schemas" / "manifest.schema.json"
 MANIFEST = "manifest.json"
 STATES = ("running", "complete", "incomplete", "interrupted", "failed")
 END_STATES = STATES[1:]
-KINDS = ("ping", "pcap", "iperf3", "cpu", "log", "ditg")
+KINDS = ("ping", "pcap", "iperf3", "cpu", "log", "ditg", "keylog")
 RUN_ID = re.compile(r"^\d{8}T\d{6}Z-[0-9a-f]{4}$")
 
 

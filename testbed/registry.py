@@ -26,6 +26,7 @@ ENTRIES: tuple[tuple[str, str, str], ...] = (
     # dimensions
     ("dimension", "secfn", "testbed.secfn.plugin:SecurityFunction"),
     ("dimension", "nas", "testbed.nas.plugin:Nas"),
+    ("dimension", "keylog", "testbed.keylog.plugin:Keylog"),
     # security-function engines
     ("engine", "suricata", "testbed.secfn.engines.suricata.plugin:Suricata"),
     ("engine", "snort", "testbed.secfn.engines.snort.plugin:Snort"),

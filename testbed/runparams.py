@@ -145,6 +145,9 @@ SPECS: dict[str, tuple[Param, ...]] = {
         Param("WARM_GAP", "float", "2", "seconds between UE 1's PDU session and starting UE 2", 0.0, 100.0),
         Param("NAS", "word", "", "NAS security algorithms nea<i>-nia<j> (docs/nas.md; empty: the stack's "
               "orders, NEA0/NIA2); proven from every iteration's N2 Security Mode Commands"),
+        Param("KEYS", "choice", "0", "1: keep the key material of the run's own traffic (TLS key logs of the NFs, "
+              "ESP SAs of the IPsec holders; 0600, never in a report) for the per-operation breakdown "
+              "(docs/analysis.md)", choices=("0", "1")),
     ),
     # every repetition boots a fresh core: REPS are the boots (BOOTS = campaign blocks)
     "cpu": _COMMON + (_boots("1"),) + (

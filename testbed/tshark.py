@@ -41,11 +41,13 @@ def run(pcap: Path | str, args: Sequence[str], *, timeout: float | None = 600) -
 
 def export(pcap: Path | str, names: Sequence[str], display_filter: str = "", *,
            prefs: Mapping[str, str] | None = None, decode_as: Sequence[str] = (), extra: Sequence[str] = (),
-           timeout: float | None = 600) -> str:
+           timeout: float | None = 600, aggregator: str = ",") -> str:
     """The `-T fields` table as text: one line per matching packet, the fields tab-separated,
-    multi-valued fields with every occurrence comma-joined (several NGAP PDUs in one packet)."""
+    multi-valued fields with every occurrence joined by `aggregator` (a comma: several NGAP PDUs
+    in one packet; analysis/parse/sbi_ops.py joins HTTP/2 header values, which hold commas, with
+    the ASCII unit separator)."""
     args = [*extra, "-T", "fields", "-E", "header=n", "-E", "separator=/t", "-E", "occurrence=a",
-            "-E", "aggregator=,", "-E", "quote=n"]
+            "-E", f"aggregator={aggregator}", "-E", "quote=n"]
     for key, value in (prefs or {}).items():
         args += ["-o", f"{key}:{value}"]
     for rule in decode_as:

@@ -179,6 +179,19 @@ def nf_environment(node: str, profile: Any, values: dict[str, Any]) -> dict[str,
     return tls_environment(settings(profile))
 
 
+# the NFs' key log inside their containers (tmpfs /run/open5gs, compose/base.yaml), written under
+# patches/open5gs/0003-sbi-tls-keylog.patch when a run exports keys (KEYS=1)
+NF_KEYLOG = "/run/open5gs/tls-keys.log"
+ENV_KEYLOG = "OGS_SBI_TLS_KEYLOG"
+
+
+def keylog_environment(node: str, values: dict[str, Any]) -> dict[str, str]:
+    """Patch 0003's switch for the Open5GS NFs on the SBI."""
+    if "sbi" not in (values["nodes"].get(node, {}).get("networks") or {}):
+        return {}
+    return {ENV_KEYLOG: NF_KEYLOG}
+
+
 def tls_environment(s: TlsSettings) -> dict[str, str]:
     env = {ENV_MIN_VERSION: s.version, ENV_MAX_VERSION: s.version, ENV_GROUPS: GROUPS,
            ENV_GNUTLS_PRIORITY: s.gnutls_priority}

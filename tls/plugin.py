@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from testbed import wire
-from testbed.contract import OverlayPlugin, Values
+from testbed.contract import Decryption, KeySource, OverlayPlugin, Values
 from testbed.profiles import Profile
 from testbed.verdict import Verdict
 from tls import catalogue, overhead, overlay, verify
@@ -47,6 +47,17 @@ class Tls(OverlayPlugin):
 
     def verify_capture(self, pcap: Path, profile: Profile, plane: str, values: Values) -> Verdict:
         return verify.verify_capture(pcap, profile, plane, values)
+
+    def key_sources(self) -> list[KeySource]:
+        return [KeySource("{node}", overlay.NF_KEYLOG, "tls", combined=True)]
+
+    def key_environment(self, node: str, values: Values) -> dict[str, str]:
+        return overlay.keylog_environment(node, values)
+
+    def decryption(self, key_files: list[Path]) -> Decryption | str:
+        if not key_files:
+            return "no TLS key log among the run's key files"
+        return Decryption({"tls.keylog_file": str(key_files[0])}, (), "TLS key log")
 
     def packet_overhead(self, profile: Profile, inner: int, pcap: Path | None = None) -> int | None:
         return overhead.tls_record_overhead(profile.params["version"], profile.params["cipher"])

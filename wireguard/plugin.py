@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from testbed import programs, wire
-from testbed.contract import DoctorNotes, OverlayPlugin, RunCheck, Values
+from testbed.contract import Decryption, DoctorNotes, OverlayPlugin, RunCheck, Values
 from testbed.profiles import Profile
 from testbed.verdict import Verdict
 from wireguard import catalogue, datapath, keys, overhead, overlay, run_checks
@@ -82,6 +82,10 @@ class WireGuard(OverlayPlugin):
 
     def check_run(self, run_dir: Path, manifest: Mapping[str, Any], values: Values) -> list[RunCheck]:
         return run_checks.check_run(run_dir, manifest, overlay.LISTEN_PORT)
+
+    def decryption(self, key_files: list[Path]) -> Decryption | str:
+        return ("WireGuard: tshark needs the peers' ephemeral private keys (wg.keylog_file); "
+                "wireguard-go's UAPI and the kernel expose only static keys (docs/analysis.md)")
 
     def packet_overhead(self, profile: Profile, inner: int, pcap: Path | None = None) -> int | None:
         return overhead.wireguard_overhead(inner)

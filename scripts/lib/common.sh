@@ -358,7 +358,7 @@ record_file() {
   [[ "$DRY_RUN" == 1 ]] && return 0
   tbm add-file "$RUN_DIR" --path "$rel" --kind "$kind" "${@/#/--attr=}" \
     || die "could not record $rel in $RUN_DIR/manifest.json" 1
-  [[ "$kind" == log || "$kind" == pcap ]] || MEASURED=1
+  [[ "$kind" == log || "$kind" == pcap || "$kind" == keylog ]] || MEASURED=1
 }
 
 # _split_command CALLER ATTRS CMD [ATTR=VALUE ...] -- CMD...: the words before `--` into the array

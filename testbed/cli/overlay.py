@@ -6,7 +6,8 @@ import sys
 
 from testbed import datapath, profiles, ran, registry, stack
 
-ASKS = ("endpoints", "state-command", "daemons", "lab-tools", "holder-commands", "cannot-run", "plaintext-tap")
+ASKS = ("endpoints", "state-command", "daemons", "lab-tools", "holder-commands", "cannot-run", "plaintext-tap",
+        "key-sources")
 
 
 def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
@@ -14,7 +15,8 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
                         "state-command / daemons / lab-tools: one word a line; holder-commands: "
                         "'<record> <word>...' lines for --moment; cannot-run: why the profile cannot run "
                         "on this host's datapath (exit 1), nothing when it can; plaintext-tap: "
-                        "node, iface and capture filter of --plane's readable view (relay overlays)")
+                        "node, iface and capture filter of --plane's readable view (relay overlays); key-sources: "
+                        "'<container> <path> <label> <combined>' lines of where its session keys are (KEYS=1)")
     parser.add_argument("--profile", required=True, help="profile id")
     parser.add_argument("--plane", default="", help="PLANE expression (endpoints)")
     parser.add_argument("--ran", default="", help="RAN variant whose nodes run (endpoints)")
@@ -39,6 +41,8 @@ def run(args: argparse.Namespace) -> int:
         lines = list(ov.lab_tools)
     elif args.ask == "holder-commands":
         lines = [" ".join((name, *cmd)) for name, cmd in ov.holder_commands(args.moment)]
+    elif args.ask == "key-sources":
+        lines = [f"{k.container} {k.path} {k.label} {int(k.combined)}" for k in ov.key_sources()]
     elif args.ask == "plaintext-tap":
         tap = ov.plaintext_tap(args.plane, ran.restrict(stack.load(), ran.check(args.ran or None)))
         lines = [tap["node"], tap["iface"], tap["capture_filter"]] if tap else []

@@ -33,7 +33,7 @@ from testbed.render.merge import deep_merge
 
 DEFAULT_BUILD = ROOT.parent / "ext" / "open5gs-tls-build"
 BINARIES = {"nrf": "src/nrf/open5gs-nrfd", "ausf": "src/ausf/open5gs-ausfd"}
-PATCH_MARKERS = {"tls": b"OGS_SBI_TLS_MIN_VERSION", "wait": b"OGS_SBI_WAIT_PEER_MS"}
+PATCH_MARKERS = {"tls": b"OGS_SBI_TLS_MIN_VERSION", "wait": b"OGS_SBI_WAIT_PEER_MS", "keylog": b"OGS_SBI_TLS_KEYLOG"}
 NETNS_ETC = Path("/etc/netns")
 
 

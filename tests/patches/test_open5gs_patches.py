@@ -25,6 +25,7 @@ VARIABLES = {
     "0001-sbi-tls-knobs.patch": ["OGS_SBI_TLS_MIN_VERSION", "OGS_SBI_TLS_MAX_VERSION", "OGS_SBI_TLS_CIPHERS",
                                 "OGS_SBI_TLS_CIPHERSUITES", "OGS_SBI_TLS_GROUPS"],
     "0002-sbi-trap-path-wait.patch": ["OGS_SBI_WAIT_PEER_MS", "OGS_SBI_WAIT_PEER_TRY_MS"],
+    "0003-sbi-tls-keylog.patch": ["OGS_SBI_TLS_KEYLOG", "SSLKEYLOGFILE"],
 }
 
 
@@ -69,6 +70,10 @@ def test_new_code_is_off_unless_its_variable_is_set() -> None:
     wait = (PATCH_DIR / "0002-sbi-trap-path-wait.patch").read_text(encoding="utf-8")
     assert '+        wait_ms = env_ms("OGS_SBI_WAIT_PEER_MS", 0);' in wait
     assert "+    if (wait_ms == 0)\n+        return;" in wait
+    keylog = (PATCH_DIR / "0003-sbi-tls-keylog.patch").read_text(encoding="utf-8")
+    assert '+    value = getenv("OGS_SBI_TLS_KEYLOG");\n+    if (!value || !value[0])\n+        return false;' in keylog
+    # a key log is a secret: created 0600, and an existing file made 0600
+    assert "O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600" in keylog and "fchmod(keylog_fd, 0600)" in keylog
 
 
 def test_the_series_applies_to_the_pinned_release(tmp_path: Path) -> None:

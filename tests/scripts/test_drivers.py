@@ -227,3 +227,18 @@ def test_stack_and_tools_are_pinned_to_disjoint_cpus(tmp_path: Path) -> None:
     assert any(c.startswith("taskset -c 0 dumpcap ") for c in cmds), cmds
     bad = _run("run-n3.sh", tmp_path, DRY_RUN="1", PROFILE="aes256gcm", CPUSET_STACK="0-1", CPUSET_TOOLS="1")
     assert bad.returncode == 2 and "share CPU(s) 1" in bad.stderr
+
+
+def test_run_sbi_keys_copies_the_key_material_before_teardown(tmp_path: Path) -> None:
+    """KEYS=1: the NFs' TLS key logs (TLS) or the holders' charon key logs (IPsec) are copied
+    after the captures stop and before the stack goes; without KEYS nothing is copied."""
+    for profile, want in (("tls13-aes128gcm", "+ (copy the TLS key logs of "),
+                          ("aes128gcm", "+ (copy the ESP keys of nrf-net into it01-esp-keys-nrf.log)")):
+        res = _run("run-sbi.sh", tmp_path, DRY_RUN="1", PROFILE=profile, ITERATIONS="1", MODE="cold", KEYS="1")
+        lines = res.stdout.splitlines()
+        assert res.returncode == 0, res.stderr
+        copy = next(i for i, ln in enumerate(lines) if ln.startswith(want))
+        down = next(i for i, ln in enumerate(lines) if "scripts/down.sh" in ln)
+        assert copy < down
+        plain = _run("run-sbi.sh", tmp_path, DRY_RUN="1", PROFILE=profile, ITERATIONS="1", MODE="cold")
+        assert "(copy the" not in plain.stdout
