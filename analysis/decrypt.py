@@ -30,7 +30,8 @@ def key_files(run: Run, iteration: object) -> list[RawFile]:
 
 def _decode(d: Decryption, inputs: list[Path]) -> Plan:
     note = f"; {d.note}" if d.note else ""
-    return Plan(Decode(prefs=d.prefs, extra=d.extra, inputs=tuple(inputs), label=d.label), f"decrypted ({d.label}{note})")
+    return Plan(Decode(prefs=d.prefs, extra=d.extra, inputs=tuple(inputs), label=d.label, dissects=d.dissects),
+                f"decrypted ({d.description or d.label}{note})")
 
 
 def plan(run: Run, capture: RawFile) -> Plan:
@@ -65,6 +66,7 @@ def for_files(protocol_files: dict[str, list[Path]]) -> Decode:
     extra: list[str] = []
     labels: list[str] = []
     inputs: list[Path] = []
+    dissects = False
     for protocol, files in protocol_files.items():
         for f in files:
             if not f.is_file():
@@ -76,6 +78,7 @@ def for_files(protocol_files: dict[str, list[Path]]) -> Decode:
         extra += got.extra
         labels.append(got.label)
         inputs += files
+        dissects = dissects or got.dissects
     if not labels:
         return CLEAR
-    return Decode(prefs=prefs, extra=tuple(extra), inputs=tuple(inputs), label="+".join(labels))
+    return Decode(prefs=prefs, extra=tuple(extra), inputs=tuple(inputs), label="+".join(labels), dissects=dissects)

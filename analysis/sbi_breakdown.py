@@ -73,8 +73,7 @@ def read_capture(run: Run, capture: RawFile) -> tuple[list[dict[str, Any]], str]
     # or inside ESP; never over TLS (the records would be read as HTTP/2 frames): there the TLS
     # heuristic and ALPN h2 find it
     port = int(stack.load().get("sbi_port", 7777))
-    tls = "tls" in plan.decode.label.split("+")
-    rows = sbi_ops.requests(capture.path, plan.decode, ports=[] if tls else [port], detect=False)
+    rows = sbi_ops.requests(capture.path, plan.decode, ports=[] if plan.decode.dissects else [port], detect=False)
     status = plan.status
     if not rows and plan.decode is not sbi_ops.CLEAR:
         status = f"not decrypted: {plan.status.removeprefix('decrypted ')} gave no readable HTTP/2"

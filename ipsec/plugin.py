@@ -99,7 +99,7 @@ class Ipsec(OverlayPlugin):
         if not args:
             return "no usable ESP SA in the holders' key logs" + (f" ({'; '.join(skipped[:2])})" if skipped else "")
         note = f"{len(skipped)} SA(s) tshark cannot decrypt" if skipped else ""
-        return Decryption(dict(keylog.PREFS), tuple(args), f"ESP, {len(args) // 2} SA(s)", note)
+        return Decryption(dict(keylog.PREFS), tuple(args), "esp", f"ESP, {len(args) // 2} SA(s)", note)
 
     def packet_overhead(self, profile: Profile, inner: int, pcap: Path | None = None) -> int | None:
         return overhead.packet_overhead(profile, inner, pcap)

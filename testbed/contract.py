@@ -71,8 +71,11 @@ class Decryption:
     """How tshark reads a run's traffic with the keys it exported (OverlayPlugin.decryption)."""
     prefs: dict[str, str]                  # tshark -o preferences
     extra: tuple[str, ...] = ()            # further arguments (UAT records)
-    label: str = ""                        # what it decrypts ("tls", "esp")
+    label: str = ""                        # a short tag of what it decrypts ("tls", "esp")
+    description: str = ""                  # the same for a reader ("TLS key log", "ESP, 9 SA(s)")
     note: str = ""                         # what it could not use, said in the report
+    dissects: bool = False                 # tshark finds the payload's protocol itself (TLS with ALPN h2):
+                                           # the plane's port must not be forced to HTTP/2
 
 
 @dataclasses.dataclass(frozen=True)

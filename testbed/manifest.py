@@ -263,6 +263,8 @@ def validate(manifest: dict[str, Any]) -> list[str]:
         errors.append(f"{where}: {e.message}")
     if isinstance(manifest.get("datapath"), dict):
         errors += datapath_problems(manifest["datapath"])
+    if manifest.get("experiment") not in runparams.EXPERIMENTS:
+        errors.append(f"experiment: {manifest.get('experiment')!r} is not one of {', '.join(runparams.EXPERIMENTS)}")
     return errors
 
 

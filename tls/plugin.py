@@ -57,7 +57,7 @@ class Tls(OverlayPlugin):
     def decryption(self, key_files: list[Path]) -> Decryption | str:
         if not key_files:
             return "no TLS key log among the run's key files"
-        return Decryption({"tls.keylog_file": str(key_files[0])}, (), "TLS key log")
+        return Decryption({"tls.keylog_file": str(key_files[0])}, (), "tls", "TLS key log", dissects=True)
 
     def packet_overhead(self, profile: Profile, inner: int, pcap: Path | None = None) -> int | None:
         return overhead.tls_record_overhead(profile.params["version"], profile.params["cipher"])

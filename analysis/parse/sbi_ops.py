@@ -72,6 +72,7 @@ class Decode:
     extra: tuple[str, ...] = ()
     inputs: tuple[Path, ...] = ()
     label: str = "cleartext"
+    dissects: bool = False      # tshark finds the decrypted payload's protocol itself (testbed/contract.py Decryption)
 
 
 CLEAR = Decode()

@@ -232,8 +232,9 @@ def test_stack_and_tools_are_pinned_to_disjoint_cpus(tmp_path: Path) -> None:
 def test_run_sbi_keys_copies_the_key_material_before_teardown(tmp_path: Path) -> None:
     """KEYS=1: the NFs' TLS key logs (TLS) or the holders' charon key logs (IPsec) are copied
     after the captures stop and before the stack goes; without KEYS nothing is copied."""
-    for profile, want in (("tls13-aes128gcm", "+ (copy the TLS key logs of "),
-                          ("aes128gcm", "+ (copy the ESP keys of nrf-net into it01-esp-keys-nrf.log)")):
+    for profile, want in (("tls13-aes128gcm", "+ (copy /run/open5gs/tls-keys.log from {node} of "),
+                          ("aes128gcm", "+ (copy /run/testbed/charon-keys.log from {node}-net of nrf into "
+                                        "it01-esp-keys-nrf.log)")):
         res = _run("run-sbi.sh", tmp_path, DRY_RUN="1", PROFILE=profile, ITERATIONS="1", MODE="cold", KEYS="1")
         lines = res.stdout.splitlines()
         assert res.returncode == 0, res.stderr
