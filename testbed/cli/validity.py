@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from pathlib import Path
+from typing import Iterator
 
 from testbed import instance, manifest, profiles, validity
 
@@ -14,13 +16,28 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument("--no-record", action="store_true", help="only print; leave the manifest alone")
 
 
+@contextlib.contextmanager
+def _slot(slot: object) -> Iterator[None]:
+    """The run's address slot for the check, and the environment as it was afterwards (a test
+    calling main() twice must not inherit the first run's block)."""
+    before = os.environ.get(instance.SLOT_ENV)
+    if slot is not None:
+        os.environ[instance.SLOT_ENV] = str(slot)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(instance.SLOT_ENV, None)
+        else:
+            os.environ[instance.SLOT_ENV] = before
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         # a stack beside another ran on its own addresses (testbed/instance.py): judge with those
         slot = (manifest.load(args.run_dir).get("instance") or {}).get("slot")
-        if slot is not None:
-            os.environ[instance.SLOT_ENV] = str(slot)
-        verdict = validity.check_run(args.run_dir, record=not args.no_record)
+        with _slot(slot):
+            verdict = validity.check_run(args.run_dir, record=not args.no_record)
     except (manifest.ManifestError, profiles.ProfileError, validity.CaptureError) as exc:
         print(f"error: validity {args.run_dir}: {exc}", file=sys.stderr)
         return 1

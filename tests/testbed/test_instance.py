@@ -3,6 +3,7 @@ shift that lets two stacks run side by side; the renders and check-config of a s
 from __future__ import annotations
 
 import ipaddress
+import os
 from pathlib import Path
 
 import pytest
@@ -61,8 +62,23 @@ def test_stack_load_follows_stack_slot(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_shifted_stack_renders_and_passes_check_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from testbed.cli import main
     monkeypatch.setenv("STACK_SLOT", "9")
+    # check-config renders into a temporary directory (it never needs the run lock); render keeps it
     assert main(["check-config", "--profile", "aes256gcm", "--plane", "n3", "--state", str(tmp_path)]) == 0
+    assert main(["render", "--profile", "aes256gcm", "--plane", "n3", "--state", str(tmp_path), "--quiet"]) == 0
     env = (tmp_path / "render/n3/aes256gcm/compose.env").read_text()
     assert "NET_N3_SUBNET=10.109.3.0/24" in env and "PING_TARGET=10.109.6.1" in env
     swanctl = (tmp_path / "render/n3/aes256gcm/overlay/gnb/swanctl.conf").read_text()
     assert "10.109.3.7" in swanctl and "10.100." not in swanctl
+
+
+def test_addresses_of_leaves_no_slot_behind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a command given another state exports that stack's slot only while it works: a slot left
+    # in the environment moved every later render of the same process (CI's 170 failures, stop 23)
+    monkeypatch.delenv(instance.SLOT_ENV, raising=False)
+    with instance.addresses_of(tmp_path / "state") as inst:
+        assert os.environ[instance.SLOT_ENV] == str(inst.slot) and inst.slot > 0
+    assert instance.SLOT_ENV not in os.environ
+    monkeypatch.setenv(instance.SLOT_ENV, "7")
+    with instance.addresses_of(tmp_path / "state"):
+        assert os.environ[instance.SLOT_ENV] == "7"
+    assert os.environ[instance.SLOT_ENV] == "7"

@@ -94,6 +94,7 @@ def test_cli_passes_on_the_real_files_and_fails_on_a_mistake(tmp_path: Path, cap
     from testbed.cli import main
     state = keys_root().parent
     assert main(["check-config", "--profile", "baseline", "--state", str(state)]) == 0
+    assert main(["render", "--profile", "baseline", "--state", str(state), "--quiet"]) == 0
     rdir = layout.render_dir(state, "n3", "baseline")
     gnb = rdir / "ueransim/gnb.yaml"
     data = yaml.safe_load(gnb.read_text())
