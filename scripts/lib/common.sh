@@ -218,6 +218,8 @@ load_params() {
   for name in "${PARAM_NAMES[@]}"; do
     PARAM_ARGS+=("$name=${!name:-}")
   done
+  # a PLANE given to an experiment without that parameter must name its own plane (checked, not ignored)
+  [[ -z "${PLANE:-}" || " ${PARAM_NAMES[*]} " == *" PLANE "* ]] || PARAM_ARGS+=("PLANE=$PLANE")
   [[ -n "${PROFILE:-}" ]] || die "PROFILE is not set; list them with \`make profiles\`" 2
   if ! assignments="$(tb params "$exp" "${PARAM_ARGS[@]}" --profile "$PROFILE")"; then
     log "error: parameters rejected before anything started (see above); valid ones: $SCRIPT_NAME --help"
