@@ -153,3 +153,31 @@ def test_docker_watch_stops_the_pings_when_an_overlay_container_dies(tmp_path) -
     lines = calls.read_text().splitlines()
     assert any(ln.startswith("events ") and "label=com.docker.compose.project=g5tb" in ln for ln in lines)
     assert "compose -p g5tb exec -T ue1 pkill -INT -x ping" in lines
+
+
+def test_make_help_shows_the_real_state_paths_and_every_run_sbi_knob(tmp_path) -> None:
+    """`make help` printed `$(STATE)/render` unexpanded, and its run-sbi line did not mention NAS=."""
+    res = subprocess.run(["make", "--no-print-directory", "help", f"STATE={tmp_path}/st"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=60, check=False)
+    assert res.returncode == 0, res.stderr
+    assert "$(" not in res.stdout, [line for line in res.stdout.splitlines() if "$(" in line]
+    assert f"{tmp_path}/st/render" in res.stdout and f"{tmp_path}/st/keys" in res.stdout
+    default = subprocess.run(["make", "--no-print-directory", "help"], cwd=ROOT, capture_output=True, text=True,
+                             timeout=60, check=False, env={k: v for k, v in os.environ.items() if k != "STATE"})
+    assert ".state/render" in default.stdout
+    sbi = [line for line in res.stdout.splitlines() if line.split()[:1] == ["run-sbi"]]
+    assert len(sbi) == 1 and "NAS=" in sbi[0], sbi
+
+
+@pytest.mark.parametrize("target", ["help", "profiles"])
+def test_make_listing_into_a_closed_pipe_ends_quietly(target: str) -> None:
+    """`make profiles | head -1` ended in a BrokenPipeError traceback (and `make help` in make's
+    'Broken pipe' error): a reader that stops early is no error of a listing."""
+    r, w = os.pipe()
+    os.close(r)                     # the reader is gone before anything is written
+    try:
+        res = subprocess.run(["make", "--no-print-directory", target], cwd=ROOT, stdout=w,
+                             stderr=subprocess.PIPE, text=True, timeout=120, check=False)
+    finally:
+        os.close(w)
+    assert res.returncode == 0 and res.stderr == "", res.stderr
