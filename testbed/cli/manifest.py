@@ -141,4 +141,5 @@ if __name__ == "__main__":
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
     _parser = argparse.ArgumentParser(prog="python -m testbed manifest")
     add_arguments(_parser, "manifest")
-    raise SystemExit(run(_parser.parse_args()))
+    from testbed.cli.pipes import exit_with
+    exit_with(lambda: run(_parser.parse_args()))
