@@ -127,9 +127,18 @@ require_root() {
   [[ "$(id -u)" == 0 ]] || die "$SCRIPT_NAME needs root (network namespaces, captures): run it with sudo" 1
 }
 
+# require_tools TOOL...: each on PATH, or in an sbin directory (added to PATH: a plain user's PATH
+# often lacks /usr/sbin, where swanctl, nft and ip live), or die naming the missing ones.
 require_tools() {
-  local missing=() t
+  local missing=() t d
   for t in "$@"; do
+    command -v "$t" >/dev/null 2>&1 && continue
+    for d in /usr/local/sbin /usr/sbin /sbin; do
+      if [[ -x "$d/$t" && ":$PATH:" != *":$d:"* ]]; then
+        PATH="$PATH:$d"
+        break
+      fi
+    done
     command -v "$t" >/dev/null 2>&1 || missing+=("$t")
   done
   ((${#missing[@]} == 0)) || die "missing programs: ${missing[*]}; run \`make setup\` (or \`make doctor\`)" 1
