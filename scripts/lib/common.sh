@@ -658,10 +658,11 @@ iperf_series() {
   iperf_server_stop
 }
 
-# watch_stop: end the overlay watcher started by a driver (its stream reader included).
+# watch_stop: end the overlay watcher started by a driver. The watcher's own TERM trap stops what
+# it started (its stream reader, its pacing sleep): killing those first, under it, made bash print a
+# bare `Terminated` line and could leave a sleep it started next behind.
 watch_stop() {
   [[ -n "${WATCH_PID:-}" ]] || return 0
-  pkill -P "$WATCH_PID" 2>/dev/null || true
   kill "$WATCH_PID" 2>/dev/null || true
   wait "$WATCH_PID" 2>/dev/null || true
   WATCH_PID=""

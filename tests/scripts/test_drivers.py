@@ -242,3 +242,25 @@ def test_run_sbi_keys_copies_the_key_material_before_teardown(tmp_path: Path) ->
         assert copy < down
         plain = _run("run-sbi.sh", tmp_path, DRY_RUN="1", PROFILE=profile, ITERATIONS="1", MODE="cold")
         assert "(copy the" not in plain.stdout
+
+
+def test_run_overlay_watcher_stops_without_a_terminated_line(tmp_path: Path) -> None:
+    """run-overlay's overlay_watch (a loop around `sleep 1`), stopped by watch_stop: bash printed a
+    bare `Terminated` when the sleep was killed under the loop (4 of 5 aes256gcm boots), and a
+    sleep could outlive it. Stopped 12 times at random moments: no such line, no process left."""
+    body = (SCRIPTS / "run-overlay.sh").read_text()
+    watch = body[body.index("overlay_watch() {"):]
+    watch = watch[:watch.index("\n}\n") + 3]
+    script = (f'source "{SCRIPTS}/lib/common.sh"\n{watch}\n'
+              'overlay_ask() { echo charon; }; overlay_daemons() { echo "ns charon"; }\n'
+              f'OVERLAY_DIED="{tmp_path}/died"; GNB_NS=none\n'
+              'for i in $(seq 12); do\n'
+              '  overlay_watch ns & WATCH_PID=$!\n'
+              '  sleep "0.$((RANDOM % 10))$((RANDOM % 10))"; kids="$(pgrep -P "$WATCH_PID" | tr "\\n" " ")"\n'
+              '  watch_stop; sleep 0.05\n'
+              '  for k in $kids; do kill -0 "$k" 2>/dev/null && echo "left: $k"; done\n'
+              'done; echo finished\n')
+    res = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=120, check=False)
+    assert res.returncode == 0 and "finished" in res.stdout, res.stderr[-800:]
+    assert "Terminated" not in res.stderr and "left:" not in res.stdout, (res.stdout, res.stderr)
+    assert not (tmp_path / "died").exists()
