@@ -288,11 +288,23 @@ _on_exit() {
       reason="${reason:-driver stopped with exit status $rc}"
       ((rc != 0)) || rc=1
     fi
+    _judge_anyway "$state"
     tbm finish "$RUN_DIR" --state "$state" ${reason:+"--reason=$reason"} \
       || log "error: could not finish the manifest of $RUN_DIR"
     log "run $state: $RUN_DIR"
   fi
   exit "$rc"
+}
+
+# _judge_anyway STATE: a run that stopped early still has its whole-packet captures (stopped and
+# recorded above): judge them, so the run itself answers whether anything leaked after the failure.
+_judge_anyway() {
+  local judged
+  judged="$(tbm get "$RUN_DIR" valid 2>/dev/null || true)"
+  [[ "$judged" != true && "$judged" != false ]] || return 0           # run_end judged it already
+  [[ -n "$(find "$RUN_DIR" -maxdepth 1 -name '*.pcap*' -size +0 -print -quit 2>/dev/null)" ]] || return 0
+  log "the run ended $1: judging its capture anyway (did anything leak after the failure?)"
+  tb validity "$RUN_DIR" >&2 || true
 }
 
 install_traps() {
