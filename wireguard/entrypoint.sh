@@ -23,6 +23,7 @@ CONFIG_DIR=""
 TIMEOUT=""
 NFT_TABLE="testbed_wireguard"
 FILTER_LOADED=0
+EGRESS_LOADED=0
 
 usage() {
     cat <<'USAGE'
@@ -96,6 +97,8 @@ check_namespace() {
         || die "an ip rule with preference ${WG_RULE_PREF} already exists here: stop the other overlay first"
     ! nft list table inet "$NFT_TABLE" >/dev/null 2>&1 \
         || die "nftables table inet ${NFT_TABLE} already exists here: stop the other overlay first"
+    ! nft list table netdev "${NFT_TABLE}_egress" >/dev/null 2>&1 \
+        || die "nftables table netdev ${NFT_TABLE}_egress already exists here: stop the other overlay first"
 }
 
 # Decrypted packets arrive on the WireGuard interface from a peer whose address the main table
@@ -131,6 +134,32 @@ table inet ${NFT_TABLE} {
 }
 NFT
     FILTER_LOADED=1
+    load_egress_filter "$peers"
+}
+
+# load_egress_filter PEERS: the same drop in each device's egress hook (every device here but lo;
+# the tunnel's own is created later): a drop in the output hook is EPERM to the sending socket (an
+# NF or nr-gnb sees a send error, nr-gnb aborts on it), one at egress is a lost packet at most.
+# The egress table is in before the output chain goes: closed throughout. Without the egress hook
+# (Linux < 5.16) the output chain stays (closed, with EPERM), said once.
+load_egress_filter() {
+    local peers="$1" dev chains="" i=0
+    for dev in $(ip -o link show | awk -F': ' '{ sub(/@.*/, "", $2); print $2 }'); do
+        [[ "$dev" == lo || "$dev" == "$WG_IF" ]] && continue
+        chains+="    chain out$i { type filter hook egress device \"$dev\" priority 0; policy accept; ip daddr { ${peers} } meta mark != ${WG_FWMARK} counter drop; }"$'\n'
+        i=$((i + 1))
+    done
+    [[ -n "$chains" ]] || return 0
+    if nft -f - <<NFT
+table netdev ${NFT_TABLE}_egress {
+${chains}}
+NFT
+    then
+        EGRESS_LOADED=1
+        nft delete chain inet "$NFT_TABLE" output || die "cannot remove the output-hook drop (nft delete chain inet ${NFT_TABLE} output)"
+    else
+        log "WARNING: no netfilter egress hook here (Linux 5.16+): the drop stays in the output hook, so a sender whose packet it drops gets EPERM"
+    fi
 }
 
 # uapi_listening: wireguard-go's UAPI socket for WG_IF listens. Read from the socket table, not
@@ -304,6 +333,9 @@ teardown() {
     fi
     if (( FILTER_LOADED )); then
         nft delete table inet "$NFT_TABLE" 2>/dev/null || log "could not remove nftables table inet ${NFT_TABLE}"
+    fi
+    if (( EGRESS_LOADED )); then
+        nft delete table netdev "${NFT_TABLE}_egress" 2>/dev/null || log "could not remove nftables table netdev ${NFT_TABLE}_egress"
     fi
     log "overlay removed (exit ${rc})"
     exit "$rc"

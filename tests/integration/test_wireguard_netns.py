@@ -8,6 +8,7 @@ module where the host has it), nftables and tshark; nothing is mocked.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import time
@@ -118,6 +119,29 @@ def test_n3_wireguard_between_gnb_and_upf(make_lab, tmp_path: Path) -> None:
     assert _count(pcap, "icmp || udp.port == 2152") == 0      # independent of the verdict's filter
     assert _count(pcap, f"udp.port == 51820 && ip.addr == {gnb} && ip.addr == {upf}") >= 15
     _assert_torn_down(lab)
+
+
+def test_fail_closed_returns_no_error_to_the_sender(make_lab, tmp_path: Path) -> None:
+    """The fail-closed filter's drop in the output hook turned a sender's sendto into EPERM (issue
+    22.13: nr-gnb aborts on it). With the tunnel's steering gone (a routing mistake, the moment
+    after its removal) a UDP sender to the peer now sees its datagrams taken, none of them crosses
+    in the clear, and the filter (in the devices' egress hook) counts them."""
+    import sys
+    values = ran.restrict(stack.load(), "ueransim")
+    upf = stack.address("upf", "n3", values)
+    lab = make_lab("n3", "wireguard")
+    lab.exec("gnb", ["ip", "rule", "del", "pref", str(wireguard.RULE_PREF)], check=True)
+    code = ("import socket, sys\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\nsent = 0\n"
+            "for i in range(20):\n    try:\n        s.sendto(b'gtpu', (sys.argv[1], 2152)); sent += 1\n"
+            "    except OSError as exc:\n        print(f'sent {sent}, then {exc.strerror}'); sys.exit(1)\n"
+            "print(f'sent {sent}')\n")
+    cap = lab.capture(tmp_path / "closed.pcap")
+    res = lab.exec("gnb", [sys.executable, "-c", code, upf])
+    pcap = _settle_and_stop(cap)
+    assert res.returncode == 0 and res.stdout.strip() == "sent 20", res.stdout + res.stderr
+    assert _count(pcap, "udp.port == 2152") == 0
+    counters = lab.exec("gnb", ["nft", "list", "table", "netdev", "testbed_wireguard_egress"], check=True).stdout
+    assert sum(int(n) for n in re.findall(r"counter packets (\d+)", counters)) >= 20, counters
 
 
 def _initiations(pcap: Path) -> set[tuple[str, str]]:
