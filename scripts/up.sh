@@ -162,6 +162,10 @@ main() {
   # a stack created by --create-only (captures were started on its bridges since) is kept
   [[ "$PHASE" == start ]] || down_previous
   export UES="$UES_N"
+  # the holders' own waits follow the bring-up deadline (a WireGuard end waits this long for a peer
+  # it never heard from: under load the holders start tens of seconds apart); the same value in the
+  # create and the start phase, so Compose does not recreate the created containers
+  export STACK_UP_TIMEOUT="$TIMEOUT"
   local deadline=$(($(date +%s) + TIMEOUT))
   local services=() profiles=()
   mapfile -t services < <(stack_compose "$RENDER" config --services)

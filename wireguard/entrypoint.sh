@@ -262,15 +262,38 @@ rearm() {
 # initiator's keepalive) completes its handshake. An attempt without an answer is set up afresh
 # after 0.25 s, then after twice as long each time up to 4 s (a handshake takes milliseconds
 # here; a loaded host gets the longer waits).
+#
+# How long: a peer is given WG_READY_TIMEOUT from when it was first heard from (anything of it
+# arrived: `wg show transfer`), so a late starter gets the whole time; one never heard from is
+# waited for as long as the stack waits for its holders (WG_STACK_TIMEOUT, the bring-up deadline
+# scripts/up.sh hands the holders; only WG_READY_TIMEOUT without it), counted from this end's
+# start. Under load the holders start tens of seconds apart (the guest: 47 and 53 s), and a fixed
+# deadline from the waiting end's own start gave up on peers that were merely late. The message
+# says which peers were never heard from and which were but did not complete a handshake.
 wait_handshakes() {
-    local deadline missing peer key now
-    local -A began=() wait_ms=()
-    deadline=$(( $(date +%s) + WG_READY_TIMEOUT ))
+    local start missing peer key now wait_s never heard
+    local -A began=() wait_ms=() seen=()
+    start=$(date +%s)
+    wait_s=$(( ${WG_STACK_TIMEOUT:-0} > WG_READY_TIMEOUT ? ${WG_STACK_TIMEOUT:-0} : WG_READY_TIMEOUT ))
     while :; do
         missing="$(missing_handshakes)"
         [[ -z "$missing" ]] && return 0
-        if (( $(date +%s) >= deadline )); then
-            die "no WireGuard handshake within ${WG_READY_TIMEOUT}s with: $(echo "$missing" | tr '\n' ' ')- is their overlay up and UDP ${WG_LISTEN_PORT:-51820} reachable? ($(wg show "$WG_IF" | tr '\n' ' '))"
+        now=$(date +%s)
+        for peer in $missing; do
+            key="$(peer_key "${peer#*=}")"
+            [[ -n "${seen[$key]:-}" ]] || ! heard_from "$key" || seen[$key]=$now
+        done
+        never="" heard=""
+        for peer in $missing; do
+            key="$(peer_key "${peer#*=}")"
+            if [[ -z "${seen[$key]:-}" ]]; then
+                (( now - start >= wait_s )) && never+="${never:+ }$peer"
+            elif (( now - seen[$key] >= WG_READY_TIMEOUT && now - start >= WG_READY_TIMEOUT )); then
+                heard+="${heard:+ }$peer"
+            fi
+        done
+        if [[ -n "$never$heard" ]]; then
+            die "no WireGuard handshake within $([[ -n "$never" ]] && echo "$wait_s" || echo "$WG_READY_TIMEOUT")s with: $(echo "$missing" | tr '\n' ' ')-${never:+ never heard from (their overlay never started, or nothing of it arrives here): ${never};}${heard:+ heard from but no handshake completed within ${WG_READY_TIMEOUT}s: ${heard};} is their overlay up and UDP ${WG_LISTEN_PORT:-51820} reachable? ($(wg show "$WG_IF" | tr '\n' ' '))"
         fi
         now=$(( $(date +%s%N) / 1000000 ))
         for peer in $missing; do
@@ -288,6 +311,11 @@ wait_handshakes() {
         done
         sleep 0.1
     done
+}
+
+# heard_from KEY: something of the peer with public key KEY arrived (a handshake message counts).
+heard_from() {
+    wg show "$WG_IF" transfer | awk -v k="$1" '$1 == k && $2 > 0 { found = 1 } END { exit !found }'
 }
 
 write_ready() {

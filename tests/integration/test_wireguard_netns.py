@@ -224,6 +224,78 @@ def test_entrypoint_gives_up_at_its_deadline_when_the_peer_is_absent(make_lab, t
                                                      capture_output=True, text=True).stdout
 
 
+def _start_entrypoint(lab: netns.Lab, node: str, config: Path, *args: str, **env: str) -> subprocess.Popen[str]:
+    """The entrypoint in NODE's namespace, its output in <config>.log (read with _output)."""
+    log = open(f"{config}.log", "w")                                  # noqa: SIM115 - closed by _stop
+    proc = subprocess.Popen(["ip", "netns", "exec", lab.netns(node), str(ENTRYPOINT), "--private-run", *args,
+                             str(config)], stdout=log, stderr=subprocess.STDOUT, text=True, env={**os.environ, **env})
+    proc.log_path = f"{config}.log"                                   # type: ignore[attr-defined]
+    log.close()
+    return proc
+
+
+def _output(proc: subprocess.Popen[str]) -> str:
+    return Path(proc.log_path).read_text()                            # type: ignore[attr-defined]
+
+
+def _stop(proc: subprocess.Popen[str]) -> str:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    return _output(proc)
+
+
+def test_the_waiting_end_follows_the_stack_timeout_when_its_peer_starts_late(make_lab, tmp_path: Path) -> None:
+    """`make run-sbi PROFILE=wireguard` in the guest: nssf's holder gave up after its fixed 60 s
+    (READY_TIMEOUT_S, from its own start) while amf's and nrf's holders started 47 and 53 s after
+    it. Here the waiting end (upf: gnb sorts first and initiates) has a 3 s handshake timeout and
+    the stack's 40 s (WG_STACK_TIMEOUT, what up.sh's deadline gives the holders); gnb starts 6 s
+    later: both come up."""
+    values = ran.restrict(stack.load(), "ueransim")
+    dirs = wireguard.render(profiles.get("wireguard", "n3"), "n3", values, tmp_path / "keys", tmp_path / "render")
+    lab = make_lab("n3", "baseline", ["gnb", "upf"])
+    upf = _start_entrypoint(lab, "upf", dirs["upf"], "--timeout", "3", WG_STACK_TIMEOUT="40")
+    gnb = None
+    try:
+        time.sleep(6)
+        assert upf.poll() is None, "the waiting end gave up before its stack's deadline: " + _stop(upf)
+        gnb = _start_entrypoint(lab, "gnb", dirs["gnb"], "--timeout", "30", WG_STACK_TIMEOUT="40")
+        deadline = time.monotonic() + 40
+        while time.monotonic() < deadline:
+            if "ready:" in _output(upf) and "ready:" in _output(gnb):
+                break
+            assert upf.poll() is None and gnb.poll() is None, _stop(upf) + _stop(gnb)
+            time.sleep(0.2)
+        else:
+            pytest.fail("not ready within 40 s of the late start: " + _output(upf) + _output(gnb))
+    finally:
+        out_upf = _stop(upf)
+        out_gnb = _stop(gnb) if gnb is not None else ""
+    assert "ready:" in out_upf and "ready:" in out_gnb, out_upf[-1500:] + out_gnb[-1500:]
+
+
+def test_a_peer_that_never_starts_is_named_as_such(make_lab, tmp_path: Path) -> None:
+    """The give-up message said `no WireGuard handshake within 60s with: amf=... nrf=...`: it now
+    says which peers were never heard from (their overlay never started, or nothing of it arrives),
+    after the stack's timeout."""
+    values = ran.restrict(stack.load(), "ueransim")
+    dirs = wireguard.render(profiles.get("wireguard", "n3"), "n3", values, tmp_path / "keys", tmp_path / "render")
+    lab = make_lab("n3", "baseline", ["gnb", "upf"])
+    start = time.monotonic()
+    res = subprocess.run(["ip", "netns", "exec", lab.netns("upf"), str(ENTRYPOINT), "--private-run", "--timeout", "2",
+                          str(dirs["upf"])], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "WG_STACK_TIMEOUT": "5"})
+    took = time.monotonic() - start
+    assert res.returncode == 1 and 4.5 < took < 20, (took, res.stderr[-1500:])
+    gnb = stack.address("gnb", "n3", values)
+    assert f"never heard from (their overlay never started, or nothing of it arrives here): gnb={gnb}" in res.stderr, \
+        res.stderr[-1500:]
+
+
 def test_entrypoint_usage_errors() -> None:
     for argv, code in (([], 2), (["--datapath", "bogus", "/x"], 2), (["--timeout", "soon", "/x"], 2),
                        (["--help"], 0)):
