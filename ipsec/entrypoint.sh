@@ -143,7 +143,7 @@ load_firewall() {
 
 # load_egress_filter: the outbound drop moves from the postrouting hook (a drop there is EPERM to
 # the sending socket: nr-gnb aborted on its GTP-U sendto) to each device's egress hook, where the
-# sender never hears of it (nftables-egress.rules, rendered by testbed/overlays/ipsec.py). The
+# sender never hears of it (nftables-egress.rules, rendered by ipsec/overlay.py). The
 # egress table is in before the postrouting chain goes: closed throughout. Without the egress hook
 # (Linux < 5.16) the postrouting drop stays: still closed, with EPERM to senders (said once).
 load_egress_filter() {

@@ -281,7 +281,7 @@ def test_every_docker_driver_records_what_its_verdict_needs_on_every_boot(script
     was INVALID ('no swanctl --list-sas record'); every driver now starts through stack_run_start
     and records each boot's SAs (`swanctl --list-sas` in every endpoint's holder) before its
     teardown."""
-    from testbed import overlays, ran
+    from testbed import ran, registry
     cmds = _commands(_run(script, tmp_path, DRY_RUN="1", PROFILE="aes256gcm", **env))
     starts = [i for i, c in enumerate(cmds) if "scripts/up.sh" in c and c.endswith("--start-created")]
     downs = [i for i, c in enumerate(cmds) if c.endswith("scripts/down.sh")]
@@ -290,7 +290,7 @@ def test_every_docker_driver_records_what_its_verdict_needs_on_every_boot(script
     plane = {"run-sbi.sh": "sbi", "run-cpu.sh": "sbi", "run-f1u.sh": "f1u",
              "run-ran-procedures.sh": "f1c,e1"}.get(script, "n3")
     variant = ran.restrict(stack.load(), env.get("RAN", "ueransim"))
-    nodes = overlays.get("ipsec").endpoints(plane, variant)
+    nodes = registry.overlay("ipsec").endpoints(plane, variant)
     assert nodes
     for start, down in zip(starts, downs):
         boot = cmds[start:down]
