@@ -224,29 +224,31 @@ def test_entrypoint_gives_up_at_its_deadline_when_the_peer_is_absent(make_lab, t
                                                      capture_output=True, text=True).stdout
 
 
-def _start_entrypoint(lab: netns.Lab, node: str, config: Path, *args: str, **env: str) -> subprocess.Popen[str]:
-    """The entrypoint in NODE's namespace, its output in <config>.log (read with _output)."""
-    log = open(f"{config}.log", "w")                                  # noqa: SIM115 - closed by _stop
-    proc = subprocess.Popen(["ip", "netns", "exec", lab.netns(node), str(ENTRYPOINT), "--private-run", *args,
-                             str(config)], stdout=log, stderr=subprocess.STDOUT, text=True, env={**os.environ, **env})
-    proc.log_path = f"{config}.log"                                   # type: ignore[attr-defined]
-    log.close()
-    return proc
+class _Entrypoint:
+    """The entrypoint running in a node's namespace, its output in a file (read while it runs)."""
 
+    def __init__(self, lab: netns.Lab, node: str, config: Path, *args: str, **env: str) -> None:
+        self.log = Path(f"{config}.log")
+        with self.log.open("w") as out:
+            self.proc = subprocess.Popen(["ip", "netns", "exec", lab.netns(node), str(ENTRYPOINT), "--private-run",
+                                          *args, str(config)], stdout=out, stderr=subprocess.STDOUT, text=True,
+                                         env={**os.environ, **env})
 
-def _output(proc: subprocess.Popen[str]) -> str:
-    return Path(proc.log_path).read_text()                            # type: ignore[attr-defined]
+    def output(self) -> str:
+        return self.log.read_text()
 
+    def running(self) -> bool:
+        return self.proc.poll() is None
 
-def _stop(proc: subprocess.Popen[str]) -> str:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-    return _output(proc)
+    def stop(self) -> str:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        return self.output()
 
 
 def test_the_waiting_end_follows_the_stack_timeout_when_its_peer_starts_late(make_lab, tmp_path: Path) -> None:
@@ -258,23 +260,23 @@ def test_the_waiting_end_follows_the_stack_timeout_when_its_peer_starts_late(mak
     values = ran.restrict(stack.load(), "ueransim")
     dirs = wireguard.render(profiles.get("wireguard", "n3"), "n3", values, tmp_path / "keys", tmp_path / "render")
     lab = make_lab("n3", "baseline", ["gnb", "upf"])
-    upf = _start_entrypoint(lab, "upf", dirs["upf"], "--timeout", "3", WG_STACK_TIMEOUT="40")
+    upf = _Entrypoint(lab, "upf", dirs["upf"], "--timeout", "3", WG_STACK_TIMEOUT="40")
     gnb = None
     try:
         time.sleep(6)
-        assert upf.poll() is None, "the waiting end gave up before its stack's deadline: " + _stop(upf)
-        gnb = _start_entrypoint(lab, "gnb", dirs["gnb"], "--timeout", "30", WG_STACK_TIMEOUT="40")
+        assert upf.running(), "the waiting end gave up before its stack's deadline: " + upf.stop()
+        gnb = _Entrypoint(lab, "gnb", dirs["gnb"], "--timeout", "30", WG_STACK_TIMEOUT="40")
         deadline = time.monotonic() + 40
         while time.monotonic() < deadline:
-            if "ready:" in _output(upf) and "ready:" in _output(gnb):
+            if "ready:" in upf.output() and "ready:" in gnb.output():
                 break
-            assert upf.poll() is None and gnb.poll() is None, _stop(upf) + _stop(gnb)
+            assert upf.running() and gnb.running(), upf.stop() + gnb.stop()
             time.sleep(0.2)
         else:
-            pytest.fail("not ready within 40 s of the late start: " + _output(upf) + _output(gnb))
+            pytest.fail("not ready within 40 s of the late start: " + upf.output() + gnb.output())
     finally:
-        out_upf = _stop(upf)
-        out_gnb = _stop(gnb) if gnb is not None else ""
+        out_upf = upf.stop()
+        out_gnb = gnb.stop() if gnb is not None else ""
     assert "ready:" in out_upf and "ready:" in out_gnb, out_upf[-1500:] + out_gnb[-1500:]
 
 

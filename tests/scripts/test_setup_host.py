@@ -5,12 +5,10 @@ stand-ins on PATH that record their arguments and answer as a Debian 12 host wou
 manager is not the thing under test; dpkg itself compares the versions)."""
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 from pathlib import Path
 
-import pytest
 
 from tests.conftest import ROOT, require_tools
 
