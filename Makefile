@@ -37,8 +37,12 @@ $(foreach p,$(LOOKALIKES),$(if $(filter command line,$(origin $(word 1,$(subst :
   $(warning $(word 1,$(subst :, ,$(p))) is not a variable of this Makefile: did you mean $(word 2,$(subst :, ,$(p)))?)))
 
 .PHONY: help
+# $(STATE) in a description is shown as its value; a reader that stops early (`make help | head`)
+# is no error: 141 = a writer ended by SIGPIPE.
 help: ## list every target with one line each (bold only on a terminal: piped, plain text for grep)
 	@if [ -t 1 ]; then b="$$(printf '\033[1m')"; n="$$(printf '\033[0m')"; else b=""; n=""; fi; \
-	  awk -v b="$$b" -v n="$$n" 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %s%-18s%s %s\n", b, $$1, n, $$2}' $(MAKEFILE_LIST) | sort
-	@echo
-	@echo "  Variables: PROFILE=<id> (make profiles), RESULTS=<dir>, see README.md"
+	  { awk -v b="$$b" -v n="$$n" -v state="$${STATE//&/\\&}" 'BEGIN {FS = ":.*## "} \
+	      /^[a-zA-Z0-9_-]+:.*## / {d = $$2; gsub(/\$$\(STATE\)/, state, d); printf "  %s%-18s%s %s\n", b, $$1, n, d}' \
+	      $(MAKEFILE_LIST) | sort \
+	    && command printf '\n  Variables: PROFILE=<id> (make profiles), RESULTS=<dir>, STATE=<dir> (%s), see README.md\n' "$$STATE"; \
+	  } || [ $$? = 141 ]

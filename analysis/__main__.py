@@ -1,6 +1,5 @@
-"""Entry point for `python -m analysis`."""
-import sys
-
+"""Entry point for `python -m analysis` (141 when stdout's reader left: testbed/cli/pipes.py)."""
 from analysis.cli import main
+from testbed.cli.pipes import exit_with
 
-sys.exit(main())
+exit_with(main)

@@ -357,8 +357,8 @@ def main(argv: list[str] | None = None) -> int:
         msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         print(f"error: {msg}", file=sys.stderr)
         return 1
-    except BrokenPipeError:
-        return 0
+    except BrokenPipeError:           # stdout's reader left: analysis/__main__.py ends quietly
+        raise
     except OSError as exc:            # a read-only or full output directory: one line, no traceback
         print(f"error: cannot write {exc.filename or 'the output'}: {exc.strerror or exc}; "
               "choose another ANALYSIS_OUT=<writable dir>", file=sys.stderr)

@@ -138,6 +138,35 @@ set_larval_drop() {
 load_firewall() {
     command -v nft >/dev/null || die "nft not found: the fail-closed filter needs nftables in this image"
     nft -f "$CONFIG_DIR/nftables.conf" || die "loading $CONFIG_DIR/nftables.conf failed"
+    load_egress_filter
+}
+
+# load_egress_filter: the outbound drop moves from the postrouting hook (a drop there is EPERM to
+# the sending socket: nr-gnb aborted on its GTP-U sendto) to each device's egress hook, where the
+# sender never hears of it (nftables-egress.rules, rendered by ipsec/overlay.py). The
+# egress table is in before the postrouting chain goes: closed throughout. Without the egress hook
+# (Linux < 5.16) the postrouting drop stays: still closed, with EPERM to senders (said once).
+load_egress_filter() {
+    local rules="$CONFIG_DIR/nftables-egress.rules" dev chains="" i=0 body
+    [ -f "$rules" ] || { log "no $rules: the outbound drop stays in the postrouting hook (EPERM to senders)"; return 0; }
+    body="$(tr '\n' ';' <"$rules")"
+    for dev in $(ip -o link show | awk -F': ' '{ sub(/@.*/, "", $2); print $2 }'); do
+        case "$dev" in lo | ipsec0) continue ;; esac        # ipsec0: libipsec's TUN carries plaintext on purpose
+        chains+="  chain out$i { type filter hook egress device \"$dev\" priority 0; policy accept; $body }"$'\n'
+        i=$((i + 1))
+    done
+    [ -n "$chains" ] || return 0
+    if nft -f - <<NFT
+table netdev testbed_ipsec_egress
+delete table netdev testbed_ipsec_egress
+table netdev testbed_ipsec_egress {
+$chains}
+NFT
+    then
+        nft delete chain inet testbed_ipsec out || die "cannot remove the postrouting drop (nft delete chain inet testbed_ipsec out)"
+    else
+        log "WARNING: no netfilter egress hook here (Linux 5.16+): the outbound drop stays in the postrouting hook, so a sender whose packet it drops gets EPERM"
+    fi
 }
 
 start_charon() {

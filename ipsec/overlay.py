@@ -7,6 +7,8 @@ Per endpoint node, `render()` writes one self-contained config dir (docs/overlay
     strongswan.conf           charon on the kernel xfrm datapath
     strongswan-libipsec.conf  charon on kernel-libipsec (userspace ESP via TUN) when the kernel lacks ESP
     nftables.conf             fail-closed filter: nothing but IKE/ESP to/from the planes' subnets
+    nftables-egress.rules     the same filter's outbound rules for the devices' egress hook, where a
+                              drop is never an error to the sender (ipsec/entrypoint.sh loads them)
     overlay.env               what ipsec/entrypoint.sh needs (node, mode, children, addresses)
 
 `plane` is a PLANE expression (testbed/planes.py): one plane or several (`n2,n4,n3,sbi`). A
@@ -303,6 +305,29 @@ def nftables_conf(plane: str, values: dict[str, Any], node: str | None = None) -
     ]) + "\n"
 
 
+def nftables_egress_rules(plane: str, values: dict[str, Any], node: str | None = None) -> str:
+    """The outbound half of the fail-closed filter for each network device's egress hook (netdev
+    family, Linux 5.16+): only IKE and ESP (ESP-in-UDP included) to the planes' subnets. A drop in
+    the output or postrouting hook hands EPERM to the sending socket (nr-gnb aborted on it, issue
+    22.13); a drop at egress reaches the sender as a lost packet at most (UDP: sendto succeeds),
+    so the RAN survives and the loss is measured. A packet the kernel protects is ESP by then; one
+    for libipsec's TUN (ipsec0) never reaches these devices. ipsec/entrypoint.sh wraps the rules in
+    one chain per device of the namespace (lo apart) and removes nftables.conf's postrouting drop
+    once they are in; a kernel without the egress hook keeps that one (fail-closed, with EPERM)."""
+    nets = [network(p) for p in _split(plane)]
+    if node is not None:
+        nets = [n for n in nets if n in (values["nodes"][node].get("networks") or {})]
+    subnets = [str(values["networks"][n]["subnet"]) for n in dict.fromkeys(nets)]
+    subnet = subnets[0] if len(subnets) == 1 else "{ " + ", ".join(subnets) + " }"
+    return "\n".join([
+        "meta protocol != ip accept",
+        f"ip daddr != {subnet} accept",
+        "ip protocol esp accept",
+        "udp sport { 500, 4500 } accept",
+        "counter drop",
+    ]) + "\n"
+
+
 def overlay_env(node: str, plane: str, profile: Profile, values: dict[str, Any],
                 conns: list[tuple[str, channels.Link]]) -> str:
     p = profile.params
@@ -365,6 +390,7 @@ def render(profile: Profile, plane: str, values: dict[str, Any], keys_dir: Path,
         _write(d / "strongswan.conf", strongswan_conf("kernel"))
         _write(d / "strongswan-libipsec.conf", strongswan_conf("libipsec"))
         _write(d / "nftables.conf", nftables_conf(plane, values, node))
+        _write(d / "nftables-egress.rules", nftables_egress_rules(plane, values, node))
         _write(d / "overlay.env", overlay_env(node, plane, profile, values, conns))
         result[node] = d
         log.info("rendered IPsec %s for %s (%s): connections %s", profile.id, node, plane,

@@ -24,7 +24,7 @@ EXPERIMENTS := n3 sbi cpu throughput overlay
 run-n3: ## N3 ping RTT: BOOTS stack boots with PROFILE's N3 overlay, SETS x PINGS pings per size in SIZES from UE 1 to the host
 	@$(call CHECKS_FIRST,n3,profile) $(EXPERIMENT_ENV) bash scripts/boots.sh n3 scripts/run-n3.sh
 
-run-sbi: ## attach time, cold (UE 1) and warm (UE 2) (MODE=cold: UE 1 only): ITERATIONS fresh cores, PROFILE on PLANE (sbi; n2,n4,... or all), a capture per plane
+run-sbi: ## attach time, cold (UE 1) and warm (UE 2) (MODE=cold: UE 1 only): ITERATIONS fresh cores, PROFILE on PLANE (sbi; n2,n4,... or all), a capture per plane; NAS=nea2-nia2 fixes the NAS algorithms (docs/nas.md)
 	@$(call CHECKS_FIRST,sbi,profile) $(EXPERIMENT_ENV) bash scripts/run-sbi.sh --mode "$(or $(MODE),both)"
 
 run-sbi-cold: ## SBI attach time, cold only: UE 1 on a fresh core, ITERATIONS times

@@ -67,6 +67,30 @@ cpu_table() {
   done < <(docker inspect -f '{{.Id}} {{index .Config.Labels "com.docker.compose.service"}}' "${ids[@]}")
 }
 
+# scale_attach_failed N REP TAG: the boot's failed attach in the manifest (attach_failures: the
+# ue-scale container, how many of its N UEs had a session, where its evidence is), not only in the
+# reason; the UEs' and the gNB's logs and nr-cli views are kept before the teardown.
+scale_attach_failed() {
+  local n="$1" rep="$2" tag="$3" boot evidence="failure/$3-attach"
+  [[ "$DRY_RUN" != 1 ]] || return 0
+  boot=$(( $(ues_index "$n") * REPS + rep ))
+  stack_save_evidence "$RENDER" "$RUN_DIR/$evidence" ue-scale "$(ran_value RAN_READY)"
+  tbm add-failure "$RUN_DIR" --attr ue=ue-scale --attr attempt=1 --attr "iteration=$boot" --attr final=true \
+    --attr "ues=$n" --attr "rep=$rep" --attr "evidence=$evidence" \
+    --attr "reason=$(ue_sessions ue-scale) of $n UEs had a PDU session after ${ATTACH_TIMEOUT}s ($tag)" \
+    || warn "could not record the failed attach of $tag"
+}
+
+# ues_index N: the position of N in UES (0-based): boots are numbered in the order they run.
+ues_index() {
+  local i=0 u
+  for u in $UES; do
+    [[ "$u" != "$1" ]] || { echo "$i"; return 0; }
+    i=$((i + 1))
+  done
+  echo 0
+}
+
 one_rep() {
   local n="$1" rep="$2" tag
   tag="$(printf 'u%02d-r%02d' "$n" "$rep")"
@@ -77,14 +101,16 @@ one_rep() {
     dumpcap -q -i "$(bridge_of sbi)" -w "${RUN_DIR:-.}/sbi-$tag.pcap"
   local snaps="${RUN_DIR:-.}/hostcpu-$tag.txt"
   host_snapshot "$snaps" boot-start
-  stack_up "$tag-stack-up.log" --no-ue
-  render_hashes "$RENDER" "$tag-rendered-configs.sha256"
+  # the drivers' one start path; nothing exec'd into the stack until the CPU sample is read
+  stack_run_start --quiet-start "$tag-stack-up.log" --no-ue
   # UES here is compose's interpolation for the ue-scale container only: never exported, so the
   # next boot's up.sh does not inherit this count
   run_cmd env UES="$n" "${DC[@]}" "${STACK_ALL_PROFILES[@]}" up -d --no-deps ue-scale \
     >>"$(out_path "$tag-stack.log")" 2>&1 || die "could not start ue-scale with $n UEs; see $tag-stack.log" 1
-  wait_for "$ATTACH_TIMEOUT" "$n UE PDU sessions ($tag)" ue_has_session ue-scale "$n" \
-    || die "not all $n UEs got a PDU session within ${ATTACH_TIMEOUT}s ($tag): the CPU sample is not taken" 1
+  if ! wait_for "$ATTACH_TIMEOUT" "$n UE PDU sessions ($tag)" ue_has_session ue-scale "$n"; then
+    scale_attach_failed "$n" "$rep" "$tag"
+    die "only $(ue_sessions ue-scale) of $n UEs got a PDU session within ${ATTACH_TIMEOUT}s ($tag): the CPU sample is not taken" 1
+  fi
   if [[ "$DRY_RUN" == 1 ]]; then
     _record_command cat "/sys/fs/cgroup/.../cpu.stat" "(every running container)"
     host_snapshot "$snaps" last-pdu
@@ -93,9 +119,8 @@ one_rep() {
     cpu_table >"$RUN_DIR/cpu-$tag.csv"
   fi
   capture_stop "sbi-$tag"
-  stack_logs "$tag-containers.log"
-  [[ "$DRY_RUN" == 1 ]] || datapath_from_log "$RUN_DIR/$tag-containers.log"
-  stack_teardown
+  # what the overlay negotiated (the validity check needs it), the logs, the teardown
+  stack_boot_end
   # an idle window of the measured window's length, measured the same way, stack down
   local idle_s=$(( $(stack_window_s "$snaps") ))
   host_snapshot "$snaps" idle-start

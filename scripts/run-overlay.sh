@@ -120,13 +120,18 @@ overlay_daemons() {
 # One `ip netns pids` + `ps` per namespace: nothing enters the measured path. On a loss it writes
 # OVERLAY_DIED (time and reason) and interrupts the pings, so the set ends within about a second
 # and the run stops as invalid instead of pinging into a dead tunnel until its deadline.
+# watch_stop's TERM ends it at once and takes its pacing sleep along (no `Terminated` line from a
+# killed foreground sleep, no sleep left behind).
 overlay_watch() {
   local before now gone names
+  trap 'pkill -P "$BASHPID" 2>/dev/null; wait; exit 0' TERM
   # asked once: the loop below runs no Python beside the measurement
   names="$(overlay_ask daemons | paste -sd'|')"
   before="$(overlay_daemons "$names" "$@")"
   [[ -n "$before" ]] || return 0
-  while sleep 1; do
+  while true; do
+    sleep 1 &             # pacing of the check (outside the measured path), interruptible by TERM
+    wait "$!" || true
     now="$(overlay_daemons "$names" "$@")"
     gone="$(comm -23 <(echo "$before") <(echo "$now"))"
     if [[ -n "$gone" ]]; then

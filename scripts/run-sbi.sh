@@ -64,7 +64,7 @@ iteration() {
   # too, and a TLS record is never cut (a cut record cannot prove anything)
   stack_create "$tag-stack-up.log" --no-ue
   plane_captures "$it" "$tag"
-  stack_up "$tag-stack-up.log" --no-ue
+  stack_run_start "$tag-stack-up.log" --no-ue
   if protects n2; then
     # N2 is protected: the bridge shows no NGAP; time the attach from the N2 client's own plaintext view
     local n2_client
@@ -72,7 +72,6 @@ iteration() {
     plaintext_view_start "$tag-n2-gnb" "$tag-n2-gnb.pcap" "$n2_client" n2 38 iface=n2 purpose=timing \
       "view=$n2_client-plaintext" "iteration=$it"
   fi
-  render_hashes "$RENDER" "$tag-rendered-configs.sha256"
   local failed=0
   # the overlay's own steps before the cold UE (WireGuard forgets every session: the cold attach
   # must include its handshakes; validity checks the capture for new ones)
@@ -93,11 +92,9 @@ iteration() {
   fi
   ! protects n2 || plaintext_view_stop "$tag-n2-gnb" "$(plane_client n2)"
   capture_stop_all
-  stack_overlay_state "$tag-sa-after"
+  # the key logs (KEYS=1) while the stack is up, then the boot's records and the teardown
   keylog_collect "$tag" "$it"
-  stack_logs "$tag-containers.log"
-  [[ "$DRY_RUN" == 1 ]] || datapath_from_log "$RUN_DIR/$tag-containers.log"
-  stack_teardown
+  stack_boot_end
 }
 
 main() {

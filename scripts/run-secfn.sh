@@ -89,10 +89,7 @@ main() {
     dumpcap -q -i "$(bridge_of n6)" -c "$VALIDATION_PACKETS" -w "${RUN_DIR:-.}/n6.pcap"
   capture_start n3 n3.pcap iface=n3 purpose=validation -- \
     dumpcap -q -i "$(bridge_of n3)" -c "$VALIDATION_PACKETS" -w "${RUN_DIR:-.}/n3.pcap"
-  stack_up stack-up.log
-  render_hashes "$RENDER" rendered-configs.sha256
-  stack_overlay_state sa-before
-  cleanup_push stack_logs containers.log
+  stack_run_start stack-up.log
 
   UE_IP="$(ue1_address)"
   local cmd=()

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Bring the 5G stack up for a profile and return once UE 1 has its PDU session.
-# On failure or interrupt: prints which service is unhealthy with the tail of its log, then
-# tears down everything it started. Documentation: docs/stack.md.
+# On failure or interrupt: keeps every container's log, state and health in an evidence
+# directory, prints a short summary (the first failure in time, its consequences), then tears
+# down everything it started. Documentation: docs/stack.md.
 set -euo pipefail
 
 # shellcheck source-path=SCRIPTDIR source=lib/compose.sh
@@ -10,7 +11,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/compose.sh"
 usage() {
   cat <<USAGE
 usage: up.sh [--profile ID] [--plane PLANE] [--scp] [--ran V] [--ues N] [--timeout SECONDS] [--no-ue]
-             [--create-only | --start-created]
+             [--create-only | --start-created] [--evidence DIR]
 
   --profile ID   security profile (default: \$PROFILE or baseline; \`make profiles\` lists them)
   --plane P      plane(s) the overlay covers: n3, sbi, n2, n4, several (n2,n4) or all
@@ -23,6 +24,9 @@ usage: up.sh [--profile ID] [--plane PLANE] [--scp] [--ran V] [--ues N] [--timeo
   --create-only  create the networks and containers, start nothing (a driver then starts its
                  captures on the bridges, so they hold every packet from the first NF's start)
   --start-created  start a stack made by --create-only (the same arguments otherwise)
+  --evidence DIR where a failed bring-up keeps every container's log (logs/<service>.log), ps.txt,
+                 states.json and nr-cli-<service>.txt (default: \$STATE/failed-up/<UTC time>;
+                 the drivers pass their run directory's failure/<tag>/)
 Environment: OPEN5GS_IMAGE UERANSIM_IMAGE OAI_IMAGE TOOLS_IMAGE MONGO_IMAGE MONGO_URI RUN_ID STATE RAN UU
   DRY_RUN=1      check the input, render and check the configs, print what would run: no Docker
 One run at a time per STATE directory (its lock names the holder); another STATE runs its own
@@ -43,6 +47,7 @@ WITH_UE=1
 PHASE=all          # all | create (networks + containers, nothing started) | start (after create)
 RENDER=""
 STARTED=0
+EVIDENCE_DIR=""
 
 parse_args() {
   while (($#)); do
@@ -56,6 +61,7 @@ parse_args() {
       --no-ue) WITH_UE=0; shift ;;
       --create-only) PHASE=create; shift ;;
       --start-created) PHASE=start; shift ;;
+      --evidence) EVIDENCE_DIR="${2:?--evidence needs a value}"; shift 2 ;;
       -h|--help) usage; exit 0 ;;
       *) echo "up.sh: unknown argument $1" >&2; usage >&2; exit 2 ;;
     esac
@@ -68,11 +74,17 @@ on_exit() {
   local rc=$?
   trap - EXIT INT TERM
   if ((rc != 0 && STARTED)); then
-    stack_log "bring-up failed (exit $rc); services that are not healthy:"
-    stack_report "$RENDER" 40 || true
+    # the evidence first, a short summary on the terminal (not minutes of logs), then the teardown
+    local ev="${EVIDENCE_DIR:-$(stack_state_dir)/failed-up/$(date -u +%Y%m%dT%H%M%SZ)}" line
+    stack_log "bring-up failed (exit $rc): keeping every container's log, state and health in $ev"
+    stack_save_evidence "$RENDER" "$ev"
+    while IFS= read -r line; do
+      stack_log "$line"
+    done < <(stack_failure_lines "$ev")
     stack_log "tearing down what was started"
     stack_down "$RENDER" >/dev/null 2>&1 || stack_log "teardown failed: run \`make down\`"
     rm -f "$(stack_current_file)"
+    stack_log "evidence (logs/<service>.log, ps.txt, states.json, nr-cli-<service>.txt): $ev"
   fi
   exit "$rc"
 }
@@ -150,6 +162,10 @@ main() {
   # a stack created by --create-only (captures were started on its bridges since) is kept
   [[ "$PHASE" == start ]] || down_previous
   export UES="$UES_N"
+  # the holders' own waits follow the bring-up deadline (a WireGuard end waits this long for a peer
+  # it never heard from: under load the holders start tens of seconds apart); the same value in the
+  # create and the start phase, so Compose does not recreate the created containers
+  export STACK_UP_TIMEOUT="$TIMEOUT"
   local deadline=$(($(date +%s) + TIMEOUT))
   local services=() profiles=()
   mapfile -t services < <(stack_compose "$RENDER" config --services)

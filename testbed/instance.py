@@ -137,7 +137,7 @@ def addresses_of(state: str | os.PathLike[str] | None = None) -> Iterator[Instan
     try:
         yield inst
     finally:
-        if not before:            # environment.get gives "" for unset: leave no slot behind
+        if not before:                  # environment.get says "" for unset: the slot was ours to clear
             environment.unset(SLOT_ENV)
 
 

@@ -286,11 +286,29 @@ def _convert(p: Param, raw: str) -> tuple[Any, str | None]:
     return v, None
 
 
+def _fixed_plane(experiment: str, given: str) -> str | None:
+    """An experiment without a PLANE parameter measures its own plane: a PLANE given anyway
+    (`make run-overlay PLANE=xyz`) must name that plane, never be ignored; None when it does."""
+    given = given.strip()
+    if not given:
+        return None
+    own = PLANE[experiment]
+    try:
+        if planes.split(planes.expr(given)) == planes.split(own):
+            return None
+    except planes.PlaneError as exc:
+        return f"PLANE={given!r}: {exc}"
+    return (f"PLANE={given!r}: the {experiment} experiment measures the {own} plane only (it has no PLANE "
+            f"parameter); leave PLANE unset or use an experiment with one (run-sbi: PLANE=n2,n4,...)")
+
+
 def raw_values(experiment: str, assignments: list[str], from_env: bool = False) -> dict[str, str]:
     """Make variables as strings: the experiment's own from the environment (as Make exports
     them) when `from_env`, then KEY=VALUE assignments; ParamError for a word without '='."""
     env = environment.mapping()
     raw = {s.name: env[s.name] for s in SPECS[experiment] if s.name in env} if from_env else {}
+    if from_env and env.get("PLANE", "").strip() and experiment in PLANE:
+        raw.setdefault("PLANE", env["PLANE"])          # checked by validate, also where it is no parameter
     for a in assignments:
         key, sep, value = a.partition("=")
         if not sep:
@@ -308,6 +326,11 @@ def validate(experiment: str, raw: dict[str, str], profile: str | None = None) -
     if experiment not in SPECS:
         raise ParamError(f"unknown experiment {experiment!r}; valid: {', '.join(EXPERIMENTS)}")
     errors: list[str] = []
+    if "PLANE" in raw and "PLANE" not in {p.name for p in SPECS[experiment]}:
+        raw = dict(raw)
+        err = _fixed_plane(experiment, raw.pop("PLANE"))
+        if err:
+            errors.append(err)
     out = _typed(experiment, raw, errors)
     _cross_checks(experiment, out, errors)
     if profile is not None:

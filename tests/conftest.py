@@ -20,6 +20,14 @@ ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = ROOT / "tests" / "data"
 
 
+# A plain user's PATH often lacks the sbin directories where Debian installs swanctl, nft, ip
+# and iptables: look there too (the tests' own subprocesses included), so a tool that is installed
+# is never reported as missing (the tests that need root still skip naming root).
+_SBIN = ("/usr/local/sbin", "/usr/sbin", "/sbin")
+_path = os.environ.get("PATH", "").split(os.pathsep)
+os.environ["PATH"] = os.pathsep.join([*_path, *(d for d in _SBIN if d not in _path and os.path.isdir(d))])
+
+
 def require_root() -> None:
     if os.geteuid() != 0:
         pytest.skip("needs root (network namespaces): run `sudo make test`")

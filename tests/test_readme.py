@@ -30,3 +30,39 @@ def test_campaign_profile_counts_are_the_catalogues() -> None:
     on = {plane: sum(plane in p.planes for p in profiles.load().values()) for plane in ("n3", "sbi")}
     assert f"`campaign-n3`: {on['n3']} profiles" in s and f"`campaign-overlay`: {on['n3']} profiles" in s
     assert f"`campaign-sbi`: {on['sbi']} profiles" in s
+
+
+def _catalogue_counts() -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for p in profiles.load().values():
+        if not p.refused:                   # `make profiles` counts those that run (refused ones apart)
+            counts[p.protocol] = counts.get(p.protocol, 0) + 1
+    return counts
+
+
+def test_the_introductions_profile_counts_are_the_catalogues() -> None:
+    """README said "68 profiles" where `make profiles` counts 71 (the DTLS ones were missing)."""
+    import re
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    intro = text.split("\n## ", 1)[0]
+    counts = _catalogue_counts()
+    total = re.search(r"`profiles\.yaml`, (\d+) profiles", intro)
+    assert total and int(total.group(1)) == sum(counts.values()), (total and total.group(0), counts)
+    assert f"{counts['tls']} TLS profiles" in intro and f"{counts['dtls']} DTLS" in intro
+    assert f"{counts['ipsec'] // 4} mandatory IPsec configurations" in intro and "four establishment modes" in intro
+
+
+def test_run_overlay_takes_as_long_everywhere_the_readme_says() -> None:
+    """README promised run-overlay "in seconds" beside its own table's "1-2 min per profile"."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    row = next(line for line in section().splitlines() if line.startswith("| `make run-overlay"))
+    claim = row.split("|")[3].strip().split(" (")[0]           # the "with boots" cell: "1-2 min per profile"
+    assert claim.endswith("per profile"), row
+    duration = claim.removesuffix(" per profile")
+    blocks = []                          # table rows one by one, prose paragraphs whole (they wrap)
+    for para in text.split("\n\n"):
+        blocks += para.splitlines() if para.lstrip().startswith("|") else [" ".join(para.split())]
+    mentions = [b for b in blocks if "run-overlay" in b and b != row]
+    for line in mentions:
+        assert "in seconds" not in line and "(seconds" not in line, line
+    assert sum(duration in line for line in mentions) >= 2, (duration, mentions)

@@ -23,6 +23,7 @@ CONFIG_DIR=""
 TIMEOUT=""
 NFT_TABLE="testbed_wireguard"
 FILTER_LOADED=0
+EGRESS_LOADED=0
 
 usage() {
     cat <<'USAGE'
@@ -96,6 +97,8 @@ check_namespace() {
         || die "an ip rule with preference ${WG_RULE_PREF} already exists here: stop the other overlay first"
     ! nft list table inet "$NFT_TABLE" >/dev/null 2>&1 \
         || die "nftables table inet ${NFT_TABLE} already exists here: stop the other overlay first"
+    ! nft list table netdev "${NFT_TABLE}_egress" >/dev/null 2>&1 \
+        || die "nftables table netdev ${NFT_TABLE}_egress already exists here: stop the other overlay first"
 }
 
 # Decrypted packets arrive on the WireGuard interface from a peer whose address the main table
@@ -131,6 +134,32 @@ table inet ${NFT_TABLE} {
 }
 NFT
     FILTER_LOADED=1
+    load_egress_filter "$peers"
+}
+
+# load_egress_filter PEERS: the same drop in each device's egress hook (every device here but lo;
+# the tunnel's own is created later): a drop in the output hook is EPERM to the sending socket (an
+# NF or nr-gnb sees a send error, nr-gnb aborts on it), one at egress is a lost packet at most.
+# The egress table is in before the output chain goes: closed throughout. Without the egress hook
+# (Linux < 5.16) the output chain stays (closed, with EPERM), said once.
+load_egress_filter() {
+    local peers="$1" dev chains="" i=0
+    for dev in $(ip -o link show | awk -F': ' '{ sub(/@.*/, "", $2); print $2 }'); do
+        [[ "$dev" == lo || "$dev" == "$WG_IF" ]] && continue
+        chains+="    chain out$i { type filter hook egress device \"$dev\" priority 0; policy accept; ip daddr { ${peers} } meta mark != ${WG_FWMARK} counter drop; }"$'\n'
+        i=$((i + 1))
+    done
+    [[ -n "$chains" ]] || return 0
+    if nft -f - <<NFT
+table netdev ${NFT_TABLE}_egress {
+${chains}}
+NFT
+    then
+        EGRESS_LOADED=1
+        nft delete chain inet "$NFT_TABLE" output || die "cannot remove the output-hook drop (nft delete chain inet ${NFT_TABLE} output)"
+    else
+        log "WARNING: no netfilter egress hook here (Linux 5.16+): the drop stays in the output hook, so a sender whose packet it drops gets EPERM"
+    fi
 }
 
 # uapi_listening: wireguard-go's UAPI socket for WG_IF listens. Read from the socket table, not
@@ -233,15 +262,38 @@ rearm() {
 # initiator's keepalive) completes its handshake. An attempt without an answer is set up afresh
 # after 0.25 s, then after twice as long each time up to 4 s (a handshake takes milliseconds
 # here; a loaded host gets the longer waits).
+#
+# How long: a peer is given WG_READY_TIMEOUT from when it was first heard from (anything of it
+# arrived: `wg show transfer`), so a late starter gets the whole time; one never heard from is
+# waited for as long as the stack waits for its holders (WG_STACK_TIMEOUT, the bring-up deadline
+# scripts/up.sh hands the holders; only WG_READY_TIMEOUT without it), counted from this end's
+# start. Under load the holders start tens of seconds apart (the guest: 47 and 53 s), and a fixed
+# deadline from the waiting end's own start gave up on peers that were merely late. The message
+# says which peers were never heard from and which were but did not complete a handshake.
 wait_handshakes() {
-    local deadline missing peer key now
-    local -A began=() wait_ms=()
-    deadline=$(( $(date +%s) + WG_READY_TIMEOUT ))
+    local start missing peer key now wait_s never heard
+    local -A began=() wait_ms=() seen=()
+    start=$(date +%s)
+    wait_s=$(( ${WG_STACK_TIMEOUT:-0} > WG_READY_TIMEOUT ? ${WG_STACK_TIMEOUT:-0} : WG_READY_TIMEOUT ))
     while :; do
         missing="$(missing_handshakes)"
         [[ -z "$missing" ]] && return 0
-        if (( $(date +%s) >= deadline )); then
-            die "no WireGuard handshake within ${WG_READY_TIMEOUT}s with: $(echo "$missing" | tr '\n' ' ')- is their overlay up and UDP ${WG_LISTEN_PORT:-51820} reachable? ($(wg show "$WG_IF" | tr '\n' ' '))"
+        now=$(date +%s)
+        for peer in $missing; do
+            key="$(peer_key "${peer#*=}")"
+            [[ -n "${seen[$key]:-}" ]] || ! heard_from "$key" || seen[$key]=$now
+        done
+        never="" heard=""
+        for peer in $missing; do
+            key="$(peer_key "${peer#*=}")"
+            if [[ -z "${seen[$key]:-}" ]]; then
+                (( now - start >= wait_s )) && never+="${never:+ }$peer"
+            elif (( now - seen[$key] >= WG_READY_TIMEOUT && now - start >= WG_READY_TIMEOUT )); then
+                heard+="${heard:+ }$peer"
+            fi
+        done
+        if [[ -n "$never$heard" ]]; then
+            die "no WireGuard handshake within $([[ -n "$never" ]] && echo "$wait_s" || echo "$WG_READY_TIMEOUT")s with: $(echo "$missing" | tr '\n' ' ')-${never:+ never heard from (their overlay never started, or nothing of it arrives here): ${never};}${heard:+ heard from but no handshake completed within ${WG_READY_TIMEOUT}s: ${heard};} is their overlay up and UDP ${WG_LISTEN_PORT:-51820} reachable? ($(wg show "$WG_IF" | tr '\n' ' '))"
         fi
         now=$(( $(date +%s%N) / 1000000 ))
         for peer in $missing; do
@@ -259,6 +311,11 @@ wait_handshakes() {
         done
         sleep 0.1
     done
+}
+
+# heard_from KEY: something of the peer with public key KEY arrived (a handshake message counts).
+heard_from() {
+    wg show "$WG_IF" transfer | awk -v k="$1" '$1 == k && $2 > 0 { found = 1 } END { exit !found }'
 }
 
 write_ready() {
@@ -304,6 +361,9 @@ teardown() {
     fi
     if (( FILTER_LOADED )); then
         nft delete table inet "$NFT_TABLE" 2>/dev/null || log "could not remove nftables table inet ${NFT_TABLE}"
+    fi
+    if (( EGRESS_LOADED )); then
+        nft delete table netdev "${NFT_TABLE}_egress" 2>/dev/null || log "could not remove nftables table netdev ${NFT_TABLE}_egress"
     fi
     log "overlay removed (exit ${rc})"
     exit "$rc"

@@ -127,9 +127,18 @@ require_root() {
   [[ "$(id -u)" == 0 ]] || die "$SCRIPT_NAME needs root (network namespaces, captures): run it with sudo" 1
 }
 
+# require_tools TOOL...: each on PATH, or in an sbin directory (added to PATH: a plain user's PATH
+# often lacks /usr/sbin, where swanctl, nft and ip live), or die naming the missing ones.
 require_tools() {
-  local missing=() t
+  local missing=() t d
   for t in "$@"; do
+    command -v "$t" >/dev/null 2>&1 && continue
+    for d in /usr/local/sbin /usr/sbin /sbin; do
+      if [[ -x "$d/$t" && ":$PATH:" != *":$d:"* ]]; then
+        PATH="$PATH:$d"
+        break
+      fi
+    done
     command -v "$t" >/dev/null 2>&1 || missing+=("$t")
   done
   ((${#missing[@]} == 0)) || die "missing programs: ${missing[*]}; run \`make setup\` (or \`make doctor\`)" 1
@@ -218,6 +227,8 @@ load_params() {
   for name in "${PARAM_NAMES[@]}"; do
     PARAM_ARGS+=("$name=${!name:-}")
   done
+  # a PLANE given to an experiment without that parameter must name its own plane (checked, not ignored)
+  [[ -z "${PLANE:-}" || " ${PARAM_NAMES[*]} " == *" PLANE "* ]] || PARAM_ARGS+=("PLANE=$PLANE")
   [[ -n "${PROFILE:-}" ]] || die "PROFILE is not set; list them with \`make profiles\`" 2
   if ! assignments="$(tb params "$exp" "${PARAM_ARGS[@]}" --profile "$PROFILE")"; then
     log "error: parameters rejected before anything started (see above); valid ones: $SCRIPT_NAME --help"
@@ -265,6 +276,7 @@ _on_exit() {
     CHILD_PID=""
   fi
   capture_stop_all
+  _stack_evidence_at_exit          # before the cleanups tear the stack down
   _run_cleanups
   if [[ -n "$RUN_DIR" && "$(tbm get "$RUN_DIR" state 2>/dev/null)" == running ]]; then
     _record_pending
@@ -277,11 +289,23 @@ _on_exit() {
       reason="${reason:-driver stopped with exit status $rc}"
       ((rc != 0)) || rc=1
     fi
+    _judge_anyway "$state"
     tbm finish "$RUN_DIR" --state "$state" ${reason:+"--reason=$reason"} \
       || log "error: could not finish the manifest of $RUN_DIR"
     log "run $state: $RUN_DIR"
   fi
   exit "$rc"
+}
+
+# _judge_anyway STATE: a run that stopped early still has its whole-packet captures (stopped and
+# recorded above): judge them, so the run itself answers whether anything leaked after the failure.
+_judge_anyway() {
+  local judged
+  judged="$(tbm get "$RUN_DIR" valid 2>/dev/null || true)"
+  [[ "$judged" != true && "$judged" != false ]] || return 0           # run_end judged it already
+  [[ -n "$(find "$RUN_DIR" -maxdepth 1 -name '*.pcap*' -size +0 -print -quit 2>/dev/null)" ]] || return 0
+  log "the run is $1: judging its capture anyway (did anything leak after the failure?)"
+  tb validity "$RUN_DIR" >&2 || true
 }
 
 install_traps() {
@@ -588,7 +612,7 @@ ping_series() {
       [[ "$DRY_RUN" == 1 ]] && continue
       # a watcher (run-overlay, docker_watch_start) that saw the overlay die says so, with the time
       [[ -z "${OVERLAY_DIED:-}" || ! -s "$OVERLAY_DIED" ]] \
-        || die "the overlay died during set $set (size $size): $(<"$OVERLAY_DIED"); the run is invalid" 1
+        || die "the overlay died during set $set (size $size): $(overlay_died_reason); the run is invalid" 1
       ping_rc_ok "$rc" "$RUN_DIR/$rel" \
         || die "ping set $set (size $size) from $who to $TARGET failed (exit $rc); see $RUN_DIR/$rel" 1
       # exactly PINGS requests per set: a set that sent fewer (deadline, a signal caught by ping
@@ -647,10 +671,11 @@ iperf_series() {
   iperf_server_stop
 }
 
-# watch_stop: end the overlay watcher started by a driver (its stream reader included).
+# watch_stop: end the overlay watcher started by a driver. The watcher's own TERM trap stops what
+# it started (its stream reader, its pacing sleep): killing those first, under it, made bash print a
+# bare `Terminated` line and could leave a sleep it started next behind.
 watch_stop() {
   [[ -n "${WATCH_PID:-}" ]] || return 0
-  pkill -P "$WATCH_PID" 2>/dev/null || true
   kill "$WATCH_PID" 2>/dev/null || true
   wait "$WATCH_PID" 2>/dev/null || true
   WATCH_PID=""
@@ -660,7 +685,9 @@ watch_stop() {
 # event stream for the project (pushed by the engine: no polling, no exec in the measured
 # window). The overlay entrypoints (ipsec/entrypoint.sh, wireguard/entrypoint.sh) exit when
 # their daemon dies, so an overlay lost mid-run is a container `die` (or an `unhealthy`) event:
-# it writes OVERLAY_DIED and interrupts the pings, and ping_series stops the run as invalid.
+# the first one interrupts the pings (ping_series then stops the run as invalid), and every one is
+# appended to OVERLAY_DIED with the engine's time until watch_stop, so that the reason names the
+# first failure in time and lists the later ones as its consequences (overlay_died_reason).
 docker_watch_start() {
   [[ "$DRY_RUN" != 1 && "$PROTOCOL" != none ]] || return 0
   local svc="$1"
@@ -671,24 +698,63 @@ docker_watch_start() {
 }
 
 _docker_watch() {
-  local svc="$1" stop=()
-  mapfile -d '' -t stop < <(dc_exec "$svc" pkill -INT -x ping)
-  # the stream is ended on every way out (a TERM from watch_stop included)
-  trap 'kill "${_STREAM_PID:-}" 2>/dev/null; exit 0' TERM
+  local svc="$1"
+  mapfile -d '' -t _WATCH_STOP < <(dc_exec "$svc" pkill -INT -x ping)
+  _WATCH_STOPPED=0
+  # the stream (and a ping stop under way) is ended on every way out (a TERM from watch_stop included)
+  trap 'kill "${_STREAM_PID:-}" 2>/dev/null; wait; exit 0' TERM
   stream_until _overlay_lost docker events --filter "label=com.docker.compose.project=$COMPOSE_PROJECT" \
     --filter type=container --filter event=die --filter event=kill --filter event=oom \
-    --filter event=health_status --format '{{.Actor.Attributes.name}}|{{.Action}}' || return 1
-  "${stop[@]}" >/dev/null 2>&1 || true
+    --filter event=health_status --format '{{.TimeNano}}|{{.Actor.Attributes.name}}|{{.Action}}' || return 1
 }
 
-# _overlay_lost "NAME|ACTION": an engine event that ends an overlay; writes OVERLAY_DIED.
+# _overlay_lost "TIMENANO|NAME|ACTION": an engine event that ends a container: appended to
+# OVERLAY_DIED ("<ns since the epoch> container NAME: ACTION"); the first stops the pings. Never a
+# match: the stream is read on until watch_stop, the later failures being the first one's consequences.
 _overlay_lost() {
-  local name="${1%%|*}" action="${1#*|}"
+  local nanos="${1%%|*}" rest="${1#*|}" name action
+  name="${rest%%|*}"
+  action="${rest#*|}"
   case "$action" in
     die | kill | oom | "health_status: unhealthy") ;;
     *) return 1 ;;
   esac
-  printf '%s container %s: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$name" "$action" >"$OVERLAY_DIED"
+  printf '%s container %s: %s\n' "$nanos" "$name" "$action" >>"$OVERLAY_DIED"
+  if ((_WATCH_STOPPED == 0)); then
+    _WATCH_STOPPED=1
+    "${_WATCH_STOP[@]}" >/dev/null 2>&1 &
+  fi
+  return 1
+}
+
+# overlay_died_reason: OVERLAY_DIED as a reason: the first failure in time, then its consequences
+# (+seconds), one entry per container. Its consequences follow within seconds, so it first waits
+# until the watcher added nothing for 2 s (at most WATCH_SETTLE_S, default 10; the measurement has
+# ended). A line without the engine's time (run-overlay's watcher) is taken as it is.
+overlay_died_reason() {
+  local f="$OVERLAY_DIED" end=$((SECONDS + ${WATCH_SETTLE_S:-10})) size last=-1 still=0
+  while ((SECONDS < end && still < 10)); do
+    size="$(wc -c <"$f" 2>/dev/null || echo 0)"
+    if ((size == last)); then still=$((still + 1)); else still=0; last="$size"; fi
+    sleep 0.2              # pacing of the settle wait, after the measured window
+  done
+  local first="" t0=0 nanos what out="" later=()
+  while read -r nanos what; do
+    if [[ ! "$nanos" =~ ^[0-9]+$ ]]; then
+      out+="${out:+; }$nanos $what"
+      continue
+    fi
+    run_event error "overlay watcher: $what (engine time $nanos ns)"
+    if [[ -z "$first" ]]; then
+      first="$what"
+      t0="$nanos"
+      out="first failure: $what at $(date -u -d "@$((nanos / 1000000000))" +%H:%M:%S).$(printf '%03d' $((nanos / 1000000 % 1000)))Z"
+    else
+      later+=("${what#container } (+$(awk -v d="$((nanos - t0))" 'BEGIN { printf "%.1f", d / 1e9 }') s)")
+    fi
+  done < <(sort -n -k1,1 "$f" 2>/dev/null | awk '{ key = $3 } !seen[key]++')
+  ((${#later[@]} == 0)) || out+="; then (consequences): $(printf '%s, ' "${later[@]}" | sed 's/, $//')"
+  printf '%s\n' "$out"
 }
 
 # stream_until MATCH CMD...: run CMD, hand each line it prints to the function MATCH until MATCH
@@ -796,6 +862,7 @@ bridge_of() {
 stack_create() {
   local rel="$1"
   shift
+  STACK_TAG="$(_stack_tag "$rel")"
   _STACK_CREATED=1
   stack_up "$rel" --create-only "$@"
   stack_pin
@@ -851,9 +918,14 @@ stack_up() {
     phase=(--start-created)
     _STACK_CREATED=0
   fi
-  run_bg_wait "$TESTBED_ROOT/scripts/up.sh" --profile "$PROFILE" --plane "$PLANE" --timeout "$UP_TIMEOUT" "$@" "${phase[@]}" \
-    >>"$RUN_DIR/$rel" 2>&1 \
-    || die "stack for $PROFILE ($PLANE) did not come up: $(tail -n 3 "$RUN_DIR/$rel" | tr '\n' ' ')(full log: $RUN_DIR/$rel; make doctor)" 1
+  local evidence="failure/${rel%.log}"
+  if ! run_bg_wait "$TESTBED_ROOT/scripts/up.sh" --profile "$PROFILE" --plane "$PLANE" --timeout "$UP_TIMEOUT" "$@" \
+         "${phase[@]}" --evidence "$RUN_DIR/$evidence" >>"$RUN_DIR/$rel" 2>&1; then
+    RENDER=""               # up.sh took down what it started, its evidence kept in $evidence
+    local first
+    first="$(grep -o 'first failure: .*' "$RUN_DIR/$rel" | tail -n 1 || true)"
+    die "stack for $PROFILE ($PLANE) did not come up: ${first:-$(tail -n 3 "$RUN_DIR/$rel" | tr '\n' ' ')} (every container's log, ps and health: $evidence/; full log: $rel; make doctor)" 1
+  fi
   RENDER="$(<"$(stack_current_file)")"
   stack_compose_argv "$RENDER"
   DC=("${STACK_CMD[@]}")
@@ -953,7 +1025,8 @@ stack_overlay_state() {
   ((${#cmd[@]})) || return 0
   mapfile -t nodes < <(overlay_endpoints)
   for node in "${nodes[@]}"; do
-    run_cmd "${DC[@]}" exec -T "$node-net" "${cmd[@]}" >"$(out_path "$tag-$node.txt")" 2>&1 \
+    # bounded: a wedged holder (the failure path reads it too) must not hold the driver
+    run_cmd timeout 60 "${DC[@]}" exec -T "$node-net" "${cmd[@]}" >"$(out_path "$tag-$node.txt")" 2>&1 \
       || warn "could not read the overlay state of $node ($tag)"
   done
 }
@@ -984,7 +1057,7 @@ stack_holder_commands() {
 stack_logs() {
   local rel="$1"
   [[ "$DRY_RUN" == 1 || ${#DC[@]} -eq 0 ]] && return 0
-  "${DC[@]}" "${STACK_ALL_PROFILES[@]}" logs --no-color --timestamps >"$RUN_DIR/$rel" 2>&1 \
+  timeout 120 "${DC[@]}" "${STACK_ALL_PROFILES[@]}" logs --no-color --timestamps >"$RUN_DIR/$rel" 2>&1 \
     || warn "could not save the container logs into $rel"
 }
 
@@ -1031,14 +1104,60 @@ ping_cmd() {
   dc_exec ue1 "${argv[@]}" -I "$(ran_value RAN_UE_TUN)" "$TARGET"
 }
 
-# stack_run_start REL_LOG [up.sh args...]: start the stack made by stack_create (its captures
-# already running), keep the hashes of the rendered configs that run and what the overlay
-# negotiated, and save the containers' logs whatever happens next.
+# _stack_tag REL_LOG: the prefix a boot's records share ("u01-r01-" for u01-r01-stack-up.log, "" for
+# stack-up.log): [TAG]sa-before-<node>.txt, [TAG]sa-after-..., [TAG]containers.log, failure/[TAG]...
+_stack_tag() {
+  local tag="${1%stack-up.log}"
+  [[ "$tag" != "$1" ]] || tag=""
+  printf '%s\n' "$tag"
+}
+
+# stack_run_start [--quiet-start] REL_LOG [up.sh args...]: the one start path of every Docker driver
+# (run-n3, -sbi, -cpu, -throughput, -secfn, -f1u, -ran-procedures): start the stack made by
+# stack_create (its captures already running), keep the hashes of the rendered configs that run and
+# what the overlay negotiated ([TAG]sa-before-<node>.txt); stack_boot_end / stack_run_end record it
+# again at the end ([TAG]sa-after, what the validity check reads), and the exit trap does on any
+# failure, with every container's log (failure/[TAG]at-exit/). --quiet-start: nothing is exec'd
+# into the stack at its start (run-cpu: the CPU time it measures runs from the boot).
+STACK_TAG=""
 stack_run_start() {
+  local quiet=0
+  [[ "${1:-}" != --quiet-start ]] || { quiet=1; shift; }
+  STACK_TAG="$(_stack_tag "$1")"
   stack_up "$@"
-  render_hashes "$RENDER" rendered-configs.sha256
-  stack_overlay_state sa-before
-  cleanup_push stack_logs containers.log
+  render_hashes "$RENDER" "${STACK_TAG}rendered-configs.sha256"
+  ((quiet)) || stack_overlay_state "${STACK_TAG}sa-before"
+}
+
+# stack_boot_end: the end of one boot of a multi-boot driver (run-sbi's iterations, run-cpu's
+# repetitions): what the overlay negotiated, the containers' logs (and the datapath line from
+# them), then the teardown.
+stack_boot_end() {
+  stack_overlay_state "${STACK_TAG}sa-after"
+  stack_logs "${STACK_TAG}containers.log"
+  [[ "$DRY_RUN" == 1 ]] || datapath_from_log "$RUN_DIR/${STACK_TAG}containers.log"
+  stack_teardown
+}
+
+# _stack_evidence_at_exit: a run that fails (not one interrupted on purpose) with its stack up keeps,
+# before the exit trap's cleanups tear the stack down, what the overlay negotiated
+# ([TAG]sa-after-<node>.txt, if not recorded yet), the containers' logs ([TAG]containers.log) and the
+# evidence of scripts/lib/compose.sh stack_save_evidence (failure/[TAG]at-exit/: one log per
+# container, ps, states and health, nr-cli); its summary goes to the terminal and, when the stack
+# names a first failure, into the run's reason.
+_stack_evidence_at_exit() {
+  [[ "$DRY_RUN" != 1 && -n "$RENDER" && -n "$RUN_DIR" && "$RUN_STATE" != complete ]] || return 0
+  ((INTERRUPTED == 0)) || return 0
+  local dir="failure/${STACK_TAG}at-exit" line first=""
+  log "run failed with the stack up: keeping every container's log, state and health in $dir/ before the teardown"
+  compgen -G "$RUN_DIR/${STACK_TAG}sa-after-*" >/dev/null || stack_overlay_state "${STACK_TAG}sa-after"
+  stack_logs "${STACK_TAG}containers.log"
+  stack_save_evidence "$RENDER" "$RUN_DIR/$dir"
+  while IFS= read -r line; do
+    log "$line"
+    [[ -n "$first" || "$line" != "first failure: "* ]] || first="$line"
+  done < <(stack_failure_lines "$RUN_DIR/$dir")
+  [[ -z "$first" || "$RUN_REASON" == *"${first#first failure: }"* ]] || RUN_REASON="${RUN_REASON:+$RUN_REASON; in the stack, }$first"
 }
 
 # ue1_ping_series: ping_series from UE 1 under the overlay watcher (an overlay that dies stops it).
@@ -1102,8 +1221,12 @@ attach_ue() {
     warn "iteration $it: $ue attempt $attempt failed: $reason"
     final=false
     ((attempt < RETRIES)) || final=true
+    # the UE's log and nr-cli view (and the RAN's) before its container is removed for the retry
+    local evidence
+    evidence="failure/$(printf 'it%02d' "$it")-$ue-attempt$attempt"
+    stack_save_evidence "$RENDER" "$RUN_DIR/$evidence" "$ue" "$(ran_value RAN_READY)"
     tbm add-failure "$RUN_DIR" --attr "ue=$ue" --attr "attempt=$attempt" --attr "iteration=$it" \
-      --attr "final=$final" --attr "reason=$reason" || warn "could not record the failed attach"
+      --attr "final=$final" --attr "reason=$reason" --attr "evidence=$evidence" || warn "could not record the failed attach"
     "${DC[@]}" "${STACK_ALL_PROFILES[@]}" rm -sf "$ue" >>"$(out_path "$rel")" 2>&1 || true
   done
   tbm add-ue "$RUN_DIR" --attr "name=$ue" --attr "imsi=$imsi" --attr "role=$role" \
@@ -1114,10 +1237,15 @@ attach_ue() {
 # ue_has_session SERVICE [N]: at least N (default 1) PDU session interfaces (uesimtun<i>, or the
 # OAI UE's oaitun_ue<i>) with an address.
 ue_has_session() {
-  local svc="$1" n="${2:-1}" count prefix
+  (($(ue_sessions "$1") >= ${2:-1}))
+}
+
+# ue_sessions SERVICE: how many PDU session interfaces with an address the container has (0 if none).
+ue_sessions() {
+  local prefix count
   prefix="$(ran_value RAN_UE_TUN)"
   prefix="${prefix%%[0-9]*}"
-  count="$("${DC[@]}" "${STACK_ALL_PROFILES[@]}" exec -T "$svc" ip -4 -o addr show 2>/dev/null \
+  count="$(timeout 30 "${DC[@]}" "${STACK_ALL_PROFILES[@]}" exec -T "$1" ip -4 -o addr show 2>/dev/null \
     | grep -cE " ${prefix}[0-9]+ +inet ")" || true
-  ((count >= n))
+  echo "${count:-0}"
 }

@@ -137,23 +137,50 @@ stack_state() {
   docker inspect -f '{{.State.Status}} {{if .State.Health}}{{.State.Health.Status}}{{else}}-{{end}} {{.State.ExitCode}}' "$cid"
 }
 
-# stack_report RENDER_DIR [LINES]: every service that is not healthy/running (or exited
-# non-zero), with the tail of its log. Prints nothing for a healthy stack.
-stack_report() {
-  local dir="$1" lines="${2:-40}" svc state status health code bad=0
-  while IFS= read -r svc; do
+# What UERANSIM itself says in a container of its image (`nr-cli`): each node's status, a UE's PDU
+# sessions and radio link, a gNB's AMF and UE lists (run by stack_save_evidence with `sh -c`).
+# shellcheck disable=SC2016  # expanded in the container
+readonly _NR_CLI_VIEW='for n in $(nr-cli --dump 2>/dev/null); do
+  case "$n" in imsi-*) set -- status ps-list rls-state ;; *) set -- status amf-list ue-list ;; esac
+  for c; do echo "== nr-cli $n -e $c"; nr-cli "$n" -e "$c" 2>&1; done
+done'
+
+# stack_save_evidence RENDER_DIR DIR [SERVICE...]: what a failed stack shows, kept before anyone
+# tears it down (docs/stack.md "When the stack fails"): every container's log with timestamps
+# (DIR/logs/<service>.log), `docker compose ps -a` (DIR/ps.txt), each container's state and health
+# as the engine recorded them (DIR/states.json, testbed/stackfailure.py: never the environment) and,
+# in every running container of the UERANSIM image, nr-cli's view (DIR/nr-cli-<service>.txt). With
+# SERVICEs, only those containers' logs and views. Each step is bounded by EVIDENCE_TIMEOUT seconds
+# (default 30); nothing here fails the caller.
+stack_save_evidence() {
+  local dir="$1" out="$2" t="${EVIDENCE_TIMEOUT:-30}" svc image state ids=() dc=()
+  shift 2
+  [[ -f "$dir/compose.env" && -f "$dir/compose.files" ]] || return 0
+  mkdir -p "$out/logs" 2>/dev/null || return 0
+  stack_compose_argv "$dir"
+  dc=("${STACK_CMD[@]}" "${STACK_ALL_PROFILES[@]}")
+  local -A only=()
+  for svc in "$@"; do only[$svc]=1; done
+  timeout "$t" "${dc[@]}" ps -a >"$out/ps.txt" 2>&1 || true
+  while read -r svc image state; do
     [[ -n "$svc" ]] || continue
-    state="$(stack_state "$dir" "$svc")"
-    read -r status health code <<<"$state"
-    case "$status/$health" in
-      running/healthy|running/-|absent/-) continue ;;
-      exited/-) [[ "$code" == 0 ]] && continue ;;
-    esac
-    bad=1
-    printf '\n--- %s: %s (health %s, exit code %s); last %s log lines:\n' "$svc" "$status" "$health" "${code:-?}" "$lines" >&2
-    stack_compose "$dir" "${STACK_ALL_PROFILES[@]}" logs --no-color --tail "$lines" "$svc" >&2 || true
-  done < <(stack_compose "$dir" "${STACK_ALL_PROFILES[@]}" config --services 2>/dev/null)
-  return "$bad"
+    ((${#only[@]} == 0)) || [[ -n "${only[$svc]:-}" ]] || continue
+    timeout "$t" "${dc[@]}" logs --no-color --timestamps "$svc" >"$out/logs/$svc.log" 2>&1 || true
+    if [[ "$image" == "${UERANSIM_IMAGE:-}" && "$state" == running ]]; then
+      timeout "$t" "${dc[@]}" exec -T "$svc" sh -c "$_NR_CLI_VIEW" >"$out/nr-cli-$svc.txt" 2>&1 || true
+    fi
+  done < <(timeout "$t" "${dc[@]}" ps -a --format '{{.Service}} {{.Image}} {{.State}}' 2>/dev/null || true)
+  mapfile -t ids < <(timeout "$t" "${dc[@]}" ps -aq 2>/dev/null || true)
+  if ((${#ids[@]})); then
+    timeout "$t" docker inspect "${ids[@]}" 2>/dev/null \
+      | (cd "$STACK_REPO" && "$PYTHON" -m testbed.stackfailure record "$out") || true
+  fi
+}
+
+# stack_failure_lines DIR: the order of the failures stack_save_evidence saw in DIR (the first in
+# time, its last log line, the later ones as consequences, those never started); nothing if none.
+stack_failure_lines() {
+  (cd "$STACK_REPO" && "$PYTHON" -m testbed.stackfailure summary "$1") 2>/dev/null || true
 }
 
 # stack_wait_healthy RENDER_DIR DEADLINE_EPOCH SERVICE...: wait until each service is healthy

@@ -71,4 +71,5 @@ if __name__ == "__main__":
     # stdlib only: scripts/lib/images.sh runs this with any python3, before a venv exists
     _parser = argparse.ArgumentParser(prog="python -m testbed images")
     add_arguments(_parser, "images")
-    raise SystemExit(run(_parser.parse_args()))
+    from testbed.cli.pipes import exit_with
+    exit_with(lambda: run(_parser.parse_args()))

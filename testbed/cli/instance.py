@@ -37,4 +37,5 @@ if __name__ == "__main__":
     # stdlib only: scripts/lib/state.sh runs this with any python3
     _parser = argparse.ArgumentParser(prog="python -m testbed instance")
     add_arguments(_parser, "instance")
-    raise SystemExit(run(_parser.parse_args()))
+    from testbed.cli.pipes import exit_with
+    exit_with(lambda: run(_parser.parse_args()))

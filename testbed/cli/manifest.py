@@ -86,7 +86,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             entry = json.loads(args.json_value)
         else:
             # --attr KEY=VALUE; identifiers such as an IMSI keep their leading zeros
-            entry = {k: (v if k in ("imsi", "name", "ue", "reason") else _attr_value(v))
+            entry = {k: (v if k in ("imsi", "name", "ue", "reason", "evidence") else _attr_value(v))
                      for k, v in _pairs(_need(args.attr, "--attr or --json", a)).items()}
         (manifest.add_ue if a == "add-ue" else manifest.add_attach_failure)(target, entry)
     elif a == "event":
@@ -141,4 +141,5 @@ if __name__ == "__main__":
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
     _parser = argparse.ArgumentParser(prog="python -m testbed manifest")
     add_arguments(_parser, "manifest")
-    raise SystemExit(run(_parser.parse_args()))
+    from testbed.cli.pipes import exit_with
+    exit_with(lambda: run(_parser.parse_args()))

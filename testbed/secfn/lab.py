@@ -246,6 +246,10 @@ class SecfnLab:
             except subprocess.TimeoutExpired:
                 os.killpg(p.pid, signal.SIGKILL)
                 p.wait(timeout=10)
+        try:
+            os.killpg(p.pid, signal.SIGKILL)     # anything of its session it left behind (its own group)
+        except (ProcessLookupError, PermissionError):
+            pass
         return p.returncode
 
     def stop_captures(self) -> None:
@@ -261,6 +265,14 @@ class SecfnLab:
                 pass
         self.stop_captures()
         for node in ("ue", "dn"):
+            # whatever still runs in them was started by this lab (an exec, a child a process left)
+            pids = subprocess.run(["ip", "netns", "pids", self.ns(node)], capture_output=True, text=True,
+                                  check=False).stdout.split()
+            for pid in pids:
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except (ProcessLookupError, ValueError):
+                    pass
             subprocess.run(["ip", "netns", "del", self.ns(node)], capture_output=True, check=False)
         self.n3.down()
 

@@ -22,10 +22,21 @@ say() { echo "server: $*" >&2; }
 # shellcheck disable=SC2317  # invoked by trap
 stop() {
   trap '' TERM INT
+  exit 0
+}
+
+# reap: on every way out (SIGTERM, a listener that failed or died), the listeners and whatever
+# they forked (socat's connection children) go too: a server that gave up by itself used to leave
+# ITGRecv and socat running in a namespace deleted after it.
+# shellcheck disable=SC2317  # invoked by trap
+reap() {
+  local rc=$?
+  trap - EXIT
+  ((${#PIDS[@]} == 0)) || pkill -TERM -P "$(printf '%s,' "${PIDS[@]}" | sed 's/,$//')" 2>/dev/null || true
   ((${#PIDS[@]} == 0)) || kill -TERM "${PIDS[@]}" 2>/dev/null || true
   wait 2>/dev/null || true
   rm -f "$READY"
-  exit 0
+  exit "$rc"
 }
 
 listening() {
@@ -41,6 +52,7 @@ main() {
   local out="$1" drop_port="${2:-9999}" port i
   mkdir -p "$out" "$(dirname "$READY")"
   rm -f "$READY"
+  trap reap EXIT
   trap stop TERM INT
   if [[ -n "${ROUTE_TO:-}" ]]; then
     ip route replace "$ROUTE_TO" via "${ROUTE_VIA:?ROUTE_VIA needed with ROUTE_TO}" \

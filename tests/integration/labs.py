@@ -2,6 +2,7 @@
 to leave no namespace behind (testbed/netns.py)."""
 from __future__ import annotations
 
+import os
 import secrets
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -33,3 +34,30 @@ def lab_factory(prefix: str, state_dir: Path, keys_dir: Path, up_timeout: float 
             lab.down()
     leftover = [ns for ns in netns.existing_namespaces() if any(ns.startswith(lab.name) for lab in labs)]
     assert not leftover, f"lab down left namespaces behind: {leftover}"
+
+
+def namespace_inode(name: str) -> int | None:
+    """The inode of a named network namespace (its identity, which outlives the name)."""
+    try:
+        return os.stat(f"/run/netns/{name}").st_ino
+    except OSError:
+        return None
+
+
+def processes_in(inodes: set[int]) -> list[str]:
+    """'pid comm (parent ppid)' of every live process whose network namespace is one of `inodes`,
+    named or deleted (a process keeps a deleted namespace alive: what a lab must never leave)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            link = os.readlink(proc / "ns" / "net")
+            stat = (proc / "stat").read_text()
+        except OSError:
+            continue
+        if int(link.split("[", 1)[1].rstrip("]")) in inodes:
+            comm = stat[stat.index("(") + 1:stat.rindex(")")]
+            ppid = stat[stat.rindex(")") + 2:].split()[1]
+            found.append(f"{proc.name} {comm} (parent {ppid})")
+    return found

@@ -137,8 +137,52 @@ def test_fail_closed_when_charon_dies(make_lab: Callable[..., netns.Lab], tmp_pa
     assert ping.returncode != 0
     verdict = ipsec.verify_capture(pcap, lab.profile, "n3", VALUES)
     assert verdict.plaintext_packets == 0, verdict.details
-    counters = lab.exec("gnb", ["nft", "list", "chain", "inet", "testbed_ipsec", "out"], check=True).stdout
+    counters = lab.exec("gnb", ["nft", "list", "table", "netdev", "testbed_ipsec_egress"], check=True).stdout
     assert re.search(r"counter packets [1-9]", counters), counters
+
+
+# a UDP sender as the gNB's GTP-U is one (nr-gnb aborts on the first failed sendto): how many of its
+# datagrams the kernel took, and the error of the first it refused
+_SENDTO = """
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+sent = 0
+for i in range(20):
+    try:
+        s.sendto(b"GTP-U in the clear? %d" % i, (sys.argv[1], 2152))
+        sent += 1
+    except OSError as exc:
+        print(f"sent {sent}, then {exc.strerror} ({exc.errno})")
+        sys.exit(1)
+print(f"sent {sent}")
+"""
+
+
+def test_fail_closed_returns_no_error_to_the_sender(make_lab: Callable[..., netns.Lab], tmp_path: Path) -> None:
+    """The fail-closed filter turned the gNB's GTP-U sendto into EPERM and nr-gnb died (issue 22.13):
+    a drop in the output path hands EPERM to the socket. With the overlay gone the datagrams are
+    now dropped where the sender never hears of it (the devices' egress hook): sendto succeeds,
+    nothing crosses in the clear, the filter counts them."""
+    import sys
+    lab = make_lab("n3", "aes128gcm")
+    pid = lab.exec("gnb", ["cat", "/run/charon.pid"], check=True).stdout.strip()
+    lab.exec("gnb", ["kill", "-KILL", pid], check=True)
+    pcap = tmp_path / "closed.pcap"
+    with lab.capture(pcap):
+        res = lab.exec("gnb", [sys.executable, "-c", _SENDTO, lab.address("upf")])
+    assert res.returncode == 0 and res.stdout.strip() == "sent 20", res.stdout + res.stderr
+    verdict = ipsec.verify_capture(pcap, lab.profile, "n3", VALUES)
+    assert verdict.plaintext_packets == 0, verdict.details
+    out = tshark_count(pcap, "udp.port == 2152")
+    assert out == 0, f"{out} plaintext GTP-U datagrams on the wire"
+    counters = lab.exec("gnb", ["nft", "list", "table", "netdev", "testbed_ipsec_egress"], check=True).stdout
+    assert sum(int(n) for n in re.findall(r"counter packets (\d+)", counters)) >= 20, counters
+
+
+def tshark_count(pcap: Path, display_filter: str) -> int:
+    res = subprocess.run(["tshark", "-r", str(pcap), "-Y", display_filter, "-T", "fields", "-e", "frame.number"],
+                         capture_output=True, text=True, check=True)
+    return len(res.stdout.split())
 
 
 def test_full_sbi_channel_map(make_lab: Callable[..., netns.Lab], tmp_path: Path) -> None:

@@ -328,7 +328,9 @@ def test_a_set_cut_short_by_a_signal_to_ping_is_partial(overlay_env: None, tmp_p
     assert proc.returncode != 0, err[-2000:]
     assert "partial" in err and "of 600 requests transmitted" in err, err[-2000:]
     m = json.loads(next((tmp_path / "adhoc" / "overlay" / "baseline").iterdir()).joinpath("manifest.json").read_text())
-    assert m["state"] != "complete" and m["valid"] is not True, (m["state"], m["valid"])
+    assert m["state"] != "complete", (m["state"], m["valid"])
+    # judged anyway (issue 22.14): the capture of the run that ended early says what crossed the wire
+    assert "not checked" not in m["validity"]["details"] and m["validity"]["plaintext_packets"] > 0, m["validity"]
 
 
 def test_an_overlay_that_dies_mid_set_stops_the_run_within_seconds(overlay_env: None, tmp_path: Path) -> None:
@@ -352,16 +354,23 @@ def test_an_overlay_that_dies_mid_set_stops_the_run_within_seconds(overlay_env: 
                     comm = Path(f"/proc/{pid}/comm").read_text().strip() if Path(f"/proc/{pid}/comm").exists() else ""
                     if comm == "wireguard-go":
                         subprocess.run(["kill", "-KILL", pid], check=False)
-                        killed_at = time.monotonic()
+                        killed_at = time.time()
             time.sleep(0.1)
         out, err = proc.communicate(timeout=120)
-        ended = time.monotonic()
     finally:
         if proc.poll() is None:
             proc.kill()
     if killed_at is None:
         pytest.skip("no wireguard-go process in the lab (kernel WireGuard here): nothing to kill")
-    assert proc.returncode != 0 and ended - killed_at < 10, (proc.returncode, ended - killed_at, err[-1500:])
+    # when the driver said so (its log's UTC second), not when it ended: the exit trap judges the
+    # capture afterwards (issue 22.14), which takes its own seconds
+    import datetime as dt
+    said = next(line for line in err.splitlines() if "the overlay died during set" in line)
+    day = dt.datetime.fromtimestamp(killed_at, dt.timezone.utc)
+    hh, mm, ss = (int(x) for x in said.split()[0].split(":"))
+    stopped = day.replace(hour=hh, minute=mm, second=ss, microsecond=0).timestamp()
+    stopped += 86400 if stopped < killed_at - 3600 else 0
+    assert proc.returncode != 0 and stopped - killed_at < 10, (proc.returncode, stopped - killed_at, err[-1500:])
     assert "the overlay died during set 1" in err and "wireguard-go" in err, err[-1500:]
     run = next((tmp_path / "adhoc" / "overlay" / "wireguard").iterdir())
     m = json.loads((run / "manifest.json").read_text())

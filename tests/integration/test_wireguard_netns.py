@@ -8,6 +8,7 @@ module where the host has it), nftables and tshark; nothing is mocked.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import time
@@ -120,6 +121,29 @@ def test_n3_wireguard_between_gnb_and_upf(make_lab, tmp_path: Path) -> None:
     _assert_torn_down(lab)
 
 
+def test_fail_closed_returns_no_error_to_the_sender(make_lab, tmp_path: Path) -> None:
+    """The fail-closed filter's drop in the output hook turned a sender's sendto into EPERM (issue
+    22.13: nr-gnb aborts on it). With the tunnel's steering gone (a routing mistake, the moment
+    after its removal) a UDP sender to the peer now sees its datagrams taken, none of them crosses
+    in the clear, and the filter (in the devices' egress hook) counts them."""
+    import sys
+    values = ran.restrict(stack.load(), "ueransim")
+    upf = stack.address("upf", "n3", values)
+    lab = make_lab("n3", "wireguard")
+    lab.exec("gnb", ["ip", "rule", "del", "pref", str(wireguard.RULE_PREF)], check=True)
+    code = ("import socket, sys\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\nsent = 0\n"
+            "for i in range(20):\n    try:\n        s.sendto(b'gtpu', (sys.argv[1], 2152)); sent += 1\n"
+            "    except OSError as exc:\n        print(f'sent {sent}, then {exc.strerror}'); sys.exit(1)\n"
+            "print(f'sent {sent}')\n")
+    cap = lab.capture(tmp_path / "closed.pcap")
+    res = lab.exec("gnb", [sys.executable, "-c", code, upf])
+    pcap = _settle_and_stop(cap)
+    assert res.returncode == 0 and res.stdout.strip() == "sent 20", res.stdout + res.stderr
+    assert _count(pcap, "udp.port == 2152") == 0
+    counters = lab.exec("gnb", ["nft", "list", "table", "netdev", "testbed_wireguard_egress"], check=True).stdout
+    assert sum(int(n) for n in re.findall(r"counter packets (\d+)", counters)) >= 20, counters
+
+
 def _initiations(pcap: Path) -> set[tuple[str, str]]:
     """(source, destination) of every WireGuard handshake initiation in the capture (not the
     copies quoted in ICMP port-unreachable errors from an end whose interface was not up yet)."""
@@ -198,6 +222,80 @@ def test_entrypoint_gives_up_at_its_deadline_when_the_peer_is_absent(make_lab, t
     assert "wg0" not in subprocess.run(["ip", "-n", ns, "-o", "link"], capture_output=True, text=True).stdout
     assert "testbed_wireguard" not in subprocess.run(["ip", "netns", "exec", ns, "nft", "list", "tables"],
                                                      capture_output=True, text=True).stdout
+
+
+class _Entrypoint:
+    """The entrypoint running in a node's namespace, its output in a file (read while it runs)."""
+
+    def __init__(self, lab: netns.Lab, node: str, config: Path, *args: str, **env: str) -> None:
+        self.log = Path(f"{config}.log")
+        with self.log.open("w") as out:
+            self.proc = subprocess.Popen(["ip", "netns", "exec", lab.netns(node), str(ENTRYPOINT), "--private-run",
+                                          *args, str(config)], stdout=out, stderr=subprocess.STDOUT, text=True,
+                                         env={**os.environ, **env})
+
+    def output(self) -> str:
+        return self.log.read_text()
+
+    def running(self) -> bool:
+        return self.proc.poll() is None
+
+    def stop(self) -> str:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        return self.output()
+
+
+def test_the_waiting_end_follows_the_stack_timeout_when_its_peer_starts_late(make_lab, tmp_path: Path) -> None:
+    """`make run-sbi PROFILE=wireguard` in the guest: nssf's holder gave up after its fixed 60 s
+    (READY_TIMEOUT_S, from its own start) while amf's and nrf's holders started 47 and 53 s after
+    it. Here the waiting end (upf: gnb sorts first and initiates) has a 3 s handshake timeout and
+    the stack's 40 s (WG_STACK_TIMEOUT, what up.sh's deadline gives the holders); gnb starts 6 s
+    later: both come up."""
+    values = ran.restrict(stack.load(), "ueransim")
+    dirs = wireguard.render(profiles.get("wireguard", "n3"), "n3", values, tmp_path / "keys", tmp_path / "render")
+    lab = make_lab("n3", "baseline", ["gnb", "upf"])
+    upf = _Entrypoint(lab, "upf", dirs["upf"], "--timeout", "3", WG_STACK_TIMEOUT="40")
+    gnb = None
+    try:
+        time.sleep(6)
+        assert upf.running(), "the waiting end gave up before its stack's deadline: " + upf.stop()
+        gnb = _Entrypoint(lab, "gnb", dirs["gnb"], "--timeout", "30", WG_STACK_TIMEOUT="40")
+        deadline = time.monotonic() + 40
+        while time.monotonic() < deadline:
+            if "ready:" in upf.output() and "ready:" in gnb.output():
+                break
+            assert upf.running() and gnb.running(), upf.stop() + gnb.stop()
+            time.sleep(0.2)
+        else:
+            pytest.fail("not ready within 40 s of the late start: " + upf.output() + gnb.output())
+    finally:
+        out_upf = upf.stop()
+        out_gnb = gnb.stop() if gnb is not None else ""
+    assert "ready:" in out_upf and "ready:" in out_gnb, out_upf[-1500:] + out_gnb[-1500:]
+
+
+def test_a_peer_that_never_starts_is_named_as_such(make_lab, tmp_path: Path) -> None:
+    """The give-up message said `no WireGuard handshake within 60s with: amf=... nrf=...`: it now
+    says which peers were never heard from (their overlay never started, or nothing of it arrives),
+    after the stack's timeout."""
+    values = ran.restrict(stack.load(), "ueransim")
+    dirs = wireguard.render(profiles.get("wireguard", "n3"), "n3", values, tmp_path / "keys", tmp_path / "render")
+    lab = make_lab("n3", "baseline", ["gnb", "upf"])
+    start = time.monotonic()
+    res = subprocess.run(["ip", "netns", "exec", lab.netns("upf"), str(ENTRYPOINT), "--private-run", "--timeout", "2",
+                          str(dirs["upf"])], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "WG_STACK_TIMEOUT": "5"})
+    took = time.monotonic() - start
+    assert res.returncode == 1 and 4.5 < took < 20, (took, res.stderr[-1500:])
+    gnb = stack.address("gnb", "n3", values)
+    assert f"never heard from (their overlay never started, or nothing of it arrives here): gnb={gnb}" in res.stderr, \
+        res.stderr[-1500:]
 
 
 def test_entrypoint_usage_errors() -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from testbed import channels, keys, profiles, ran, stack
+from ipsec import keys as ipsec_keys
 from ipsec import overlay as ipsec
 from tests.conftest import require_tools
 
@@ -77,7 +78,7 @@ def test_render_every_profile(profile_id: str, plane: str, keys_dir: Path, tmp_p
         if prof.params["auth"] == "psk":
             assert "secrets {" in conf
             for peer in conns:
-                assert f"secret = 0x{keys.psk(keys_dir, node, peer)}" in conf
+                assert f"secret = 0x{ipsec_keys.psk(keys_dir, node, peer)}" in conf
             assert not (d / "private").exists()
         else:
             assert "secrets {" not in conf

@@ -189,3 +189,18 @@ def test_nfqueue_as_this_kernel_queues(report: subprocess.CompletedProcess) -> N
         assert tag == "ok" and "iptables-legacy" in text.split("not with")[0], text
     else:
         assert "iptables-legacy" not in text.split("not with")[0]
+
+
+def test_without_docker_the_report_names_the_docker_free_route(tmp_path: Path) -> None:
+    """`make run-n3` on a host without Docker printed the doctor report but not the route that
+    needs no Docker (`make run-overlay`, the namespace measurement)."""
+    res = run_doctor(DOCKER=str(tmp_path / "no-docker-here"))
+    assert res.returncode == 1
+    tail = res.stdout.strip().splitlines()[-2:]
+    assert any("without Docker" in line and "make run-overlay PROFILE=" in line for line in tail), tail
+    env = {k: v for k, v in os.environ.items() if k not in ("DRY_RUN", "PROFILE", "PLANE")}
+    made = subprocess.run(["make", "--no-print-directory", "run-n3", "PROFILE=aes256gcm", f"RESULTS={tmp_path}/r",
+                           f"DOCKER={tmp_path / 'no-docker-here'}"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300, env=env, check=False)
+    assert made.returncode != 0 and "make run-overlay PROFILE=aes256gcm" in made.stdout, made.stdout[-600:]
+    assert not (tmp_path / "r").exists()

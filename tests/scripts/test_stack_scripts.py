@@ -136,14 +136,15 @@ def test_docker_watch_stops_the_pings_when_an_overlay_container_dies(tmp_path) -
     (tmp_path / "docker").write_text(
         "#!/usr/bin/env bash\necho \"$*\" >> " + str(calls) + "\n"
         "[[ \"$1\" == events ]] || exit 0\n"
-        "echo 'g5tb-upf-net-1|health_status: healthy'; sleep 0.5\n"
-        "echo 'g5tb-upf-net-1|die'; exec sleep 30\n")
+        "echo '1767261600000000000|g5tb-upf-net-1|health_status: healthy'; sleep 0.5\n"
+        "echo '1767261600500000000|g5tb-upf-net-1|die'; exec sleep 30\n")
     (tmp_path / "docker").chmod(0o755)
-    # the stand-in's `sleep 30` holds the test's stderr open: run() returns within 10 s only if the
-    # watcher ends the event stream when it is done
+    # the stand-in's `sleep 30` holds the test's stderr open: run() returns within 10 s only if
+    # watch_stop ends the event stream (the watcher reads on after the first failure: issue 22.12)
     script = (f'source "{ROOT}/scripts/lib/common.sh"; DRY_RUN=0; PROTOCOL=ipsec; RUN_DIR="{tmp_path}"; '
               'COMPOSE_PROJECT=g5tb; DC=(docker compose -p g5tb); STACK_ALL_PROFILES=(); '
-              'docker_watch_start ue1; wait "$WATCH_PID"; echo "watch ended"')
+              'docker_watch_start ue1; for _ in $(seq 100); do [[ -s "$OVERLAY_DIED" ]] && break; sleep 0.1; done; '
+              'sleep 0.5; watch_stop; echo "watch ended"')
     t0 = time.monotonic()
     res = subprocess.run(["bash", "-c", script], env={"PATH": f"{tmp_path}:/usr/bin:/bin"},
                          capture_output=True, text=True, timeout=60)
@@ -153,3 +154,113 @@ def test_docker_watch_stops_the_pings_when_an_overlay_container_dies(tmp_path) -
     lines = calls.read_text().splitlines()
     assert any(ln.startswith("events ") and "label=com.docker.compose.project=g5tb" in ln for ln in lines)
     assert "compose -p g5tb exec -T ue1 pkill -INT -x ping" in lines
+
+
+def test_make_help_shows_the_real_state_paths_and_every_run_sbi_knob(tmp_path) -> None:
+    """`make help` printed `$(STATE)/render` unexpanded, and its run-sbi line did not mention NAS=."""
+    res = subprocess.run(["make", "--no-print-directory", "help", f"STATE={tmp_path}/st"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=60, check=False)
+    assert res.returncode == 0, res.stderr
+    assert "$(" not in res.stdout, [line for line in res.stdout.splitlines() if "$(" in line]
+    assert f"{tmp_path}/st/render" in res.stdout and f"{tmp_path}/st/keys" in res.stdout
+    default = subprocess.run(["make", "--no-print-directory", "help"], cwd=ROOT, capture_output=True, text=True,
+                             timeout=60, check=False, env={k: v for k, v in os.environ.items() if k != "STATE"})
+    assert ".state/render" in default.stdout
+    sbi = [line for line in res.stdout.splitlines() if line.split()[:1] == ["run-sbi"]]
+    assert len(sbi) == 1 and "NAS=" in sbi[0], sbi
+
+
+@pytest.mark.parametrize("target", ["help", "profiles"])
+def test_make_listing_into_a_closed_pipe_ends_quietly(target: str) -> None:
+    """`make profiles | head -1` ended in a BrokenPipeError traceback (and `make help` in make's
+    'Broken pipe' error): a reader that stops early is no error of a listing."""
+    r, w = os.pipe()
+    os.close(r)                     # the reader is gone before anything is written
+    try:
+        res = subprocess.run(["make", "--no-print-directory", target], cwd=ROOT, stdout=w,
+                             stderr=subprocess.PIPE, text=True, timeout=120, check=False)
+    finally:
+        os.close(w)
+    assert res.returncode == 0 and res.stderr == "", res.stderr
+
+
+def _failed_wireguard_world() -> dict:
+    """The guest's WireGuard start under load (issue 22.11/22.12/22.15): nssf's holder gave up
+    first, amf's 47 s later, the gNB was only created; each left 200 log lines."""
+    noise = "".join(f"wireguard: waiting for the handshake ({i})\n" for i in range(200))
+    return {
+        "default": {"status": "running", "health": "healthy"},
+        "containers": {
+            "nssf-net": {"status": "exited", "exit": 1, "finished": "2026-01-01T10:00:05.250000000Z",
+                         "log": noise + "wireguard: ERROR: no WireGuard handshake within 60s with: amf nrf\n"},
+            "amf-net": {"status": "exited", "exit": 1, "finished": "2026-01-01T10:00:52.250000000Z",
+                        "log": noise + "wireguard: ERROR: peer nssf never answered\n"},
+            "gnb": {"status": "created", "log": ""},
+        },
+    }
+
+
+def test_a_failed_bring_up_keeps_the_evidence_and_prints_a_short_summary(tmp_path) -> None:
+    """up.sh printed 40 log lines of every failed service to the terminal (in the guest: 4 minutes
+    of logs) and kept nothing, and its driver named `gnb`, a container only created. Now: every
+    container's log, ps, states and health saved before the teardown, a few lines on the terminal
+    naming the first failure in time, the later ones as consequences and what never started."""
+    from tests.scripts import fakedocker
+    require_tools("wg", "openssl")
+    bin_dir, _ = fakedocker.install(tmp_path, _failed_wireguard_world())
+    ev = tmp_path / "evidence"
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "STATE": str(tmp_path / "state"),
+           "AUTO_BUILD": "0"}
+    for k in ("TESTBED_LOCK", "STACK_SLOT", "COMPOSE_PROJECT", "BRIDGE_PREFIX", "STATE_DIR", "DRY_RUN"):
+        env.pop(k, None)
+    res = subprocess.run(["bash", "scripts/up.sh", "--profile", "wireguard", "--plane", "sbi", "--no-ue",
+                          "--timeout", "3", "--evidence", str(ev)], cwd=ROOT, env=env, capture_output=True,
+                         text=True, timeout=600, check=False)
+    assert res.returncode == 1, res.stderr[-2000:]
+    after_start = res.stderr.split("starting ", 1)[-1]
+    assert len(after_start.splitlines()) < 20, after_start[-3000:]
+    assert "waiting for the handshake" not in res.stderr, "no log lines on the terminal"
+    assert "first failure: nssf-net (g5tb-nssf-net-1) exited (code 1) at 10:00:05.250Z; its last log line: " \
+           "wireguard: ERROR: no WireGuard handshake within 60s with: amf nrf" in res.stderr, res.stderr[-2000:]
+    assert "then (consequences): amf-net exited (code 1) (+47.0 s)" in res.stderr
+    assert "never started (waiting on the above): gnb" in res.stderr
+    assert f"evidence (logs/<service>.log, ps.txt, states.json, nr-cli-<service>.txt): {ev}" in res.stderr
+    assert len((ev / "logs" / "nssf-net.log").read_text().splitlines()) == 201
+    assert {p.name for p in (ev / "logs").iterdir()} >= {"nssf-net.log", "amf-net.log", "gnb.log", "nrf.log"}
+    assert "nssf-net" in (ev / "ps.txt").read_text()
+    states = (ev / "states.json").read_text()
+    assert '"exit_code": 1' in states and "must-not-be-recorded" not in states
+    made = fakedocker.calls(tmp_path)
+    logs = [i for i, c in enumerate(made) if c[:1] == ["compose"] and "logs" in c]
+    downs = [i for i, c in enumerate(made) if c[:1] == ["compose"] and "down" in c]
+    assert logs and downs and max(logs) < min(downs), "the logs are saved before the teardown"
+
+
+def test_the_overlay_watcher_names_the_first_failure_in_time_and_its_consequences(tmp_path) -> None:
+    """Killing charon in the UPF's N3 holder mid-set: the run's reason was `container g5tb-gnb-1:
+    die`, a consequence (the watcher kept one line). It now keeps every failure with the engine's
+    time, stops the pings once, and the reason is the first in time, the later ones (one entry per
+    container) listed as consequences."""
+    import time
+    calls = tmp_path / "calls"
+    (tmp_path / "docker").write_text(
+        "#!/usr/bin/env bash\necho \"$*\" >> " + str(calls) + "\n"
+        "[[ \"$1\" == events ]] || exit 0\n"
+        "echo '1767261600100000000|g5tb-upf-net-1|die'; sleep 0.3\n"
+        "echo '1767261600512000000|g5tb-gnb-1|die'; sleep 0.2\n"
+        "echo '1767261600600000000|g5tb-gnb-1|kill'\n"
+        "echo '1767261600700000000|g5tb-nrf-1|health_status: healthy'; exec sleep 30\n")
+    (tmp_path / "docker").chmod(0o755)
+    script = (f'source "{ROOT}/scripts/lib/common.sh"; DRY_RUN=0; PROTOCOL=ipsec; RUN_DIR="{tmp_path}"; '
+              'COMPOSE_PROJECT=g5tb; DC=(docker compose -p g5tb); STACK_ALL_PROFILES=(); WATCH_SETTLE_S=4; '
+              'docker_watch_start ue1; for _ in $(seq 100); do [[ -s "$OVERLAY_DIED" ]] && break; sleep 0.1; done; '
+              'echo "REASON: $(overlay_died_reason)"; watch_stop')
+    t0 = time.monotonic()
+    res = subprocess.run(["bash", "-c", script], env={"PATH": f"{tmp_path}:/usr/bin:/bin"},
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0 and time.monotonic() - t0 < 15, res.stderr[-800:]
+    reason = res.stdout.split("REASON: ", 1)[1].strip()
+    assert reason == ("first failure: container g5tb-upf-net-1: die at 10:00:00.100Z; "
+                      "then (consequences): g5tb-gnb-1: die (+0.4 s)"), reason
+    stops = [line for line in calls.read_text().splitlines() if "pkill -INT -x ping" in line]
+    assert len(stops) == 1, "the pings are stopped once, at the first failure"

@@ -127,3 +127,44 @@ def test_the_python_commands_honour_the_lock_and_its_holders_children(tmp_path: 
                 pass
         finally:
             os.close(fd)
+
+
+def test_read_only_commands_never_wait_for_a_run(tmp_path: Path) -> None:
+    """`make check-config` was refused with "state directory .state is in use" while a run held
+    the lock (issue 22.5). Checks (rendering into a temporary directory), `profiles`, `help` and
+    the analysis need no lock and write nothing into the state directory; `make render`, which
+    writes it, is still refused."""
+    state = tmp_path / "state"
+    env0 = {k: v for k, v in os.environ.items() if k not in (statelock.HELD_ENV, "STATE")}
+    # the keys a run has (check-config reads them; it makes missing ones as `make keys` would)
+    subprocess.run([sys.executable, "-m", "testbed", "keys", "--state", str(state)], cwd=ROOT, env=env0,
+                   capture_output=True, text=True, timeout=300, check=True)
+    statelock.write_holder(state, "a run under test", pid=os.getpid())
+    holder = subprocess.Popen(["flock", str(state / statelock.LOCK), "sleep", "600"])   # another process's lock
+    env = {k: v for k, v in os.environ.items() if k not in (statelock.HELD_ENV, "PROFILE", "PLANE", "STATE")}
+    try:
+        for _ in range(100):
+            probe = subprocess.run(["flock", "-n", str(state / statelock.LOCK), "true"], check=False)
+            if probe.returncode != 0:
+                break
+            time.sleep(0.05)
+        before = sorted(p.relative_to(state) for p in state.rglob("*"))
+
+        def run(*argv: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(list(argv), cwd=ROOT, capture_output=True, text=True, timeout=600, env=env,
+                                  check=False)
+
+        for argv in ([sys.executable, "-m", "testbed", "check-config", "--profile", "aes256gcm", "--plane", "n3",
+                      "--state", str(state)],
+                     ["make", "--no-print-directory", "check-config", "PROFILE=wireguard", "PLANE=n3", f"STATE={state}"],
+                     ["make", "--no-print-directory", "profiles", f"STATE={state}"],
+                     ["make", "--no-print-directory", "help", f"STATE={state}"],
+                     [sys.executable, "-m", "analysis", "list-figures"]):
+            res = run(*argv)
+            assert res.returncode == 0 and "in use" not in res.stderr, (argv, res.stderr[-1500:])
+        assert sorted(p.relative_to(state) for p in state.rglob("*")) == before, "nothing written into STATE"
+        refused = run("make", "--no-print-directory", "render", "PROFILE=baseline", f"STATE={state}")
+        assert refused.returncode != 0 and "`a run under test`" in refused.stderr
+    finally:
+        holder.kill()
+        holder.wait()

@@ -62,8 +62,8 @@ def test_stack_load_follows_stack_slot(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_shifted_stack_renders_and_passes_check_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from testbed.cli import main
     monkeypatch.setenv("STACK_SLOT", "9")
-    # check-config renders into a temporary directory (it never needs the run lock); render keeps it
     assert main(["check-config", "--profile", "aes256gcm", "--plane", "n3", "--state", str(tmp_path)]) == 0
+    assert not (tmp_path / "render").exists(), "check-config renders into a temporary directory"
     assert main(["render", "--profile", "aes256gcm", "--plane", "n3", "--state", str(tmp_path), "--quiet"]) == 0
     env = (tmp_path / "render/n3/aes256gcm/compose.env").read_text()
     assert "NET_N3_SUBNET=10.109.3.0/24" in env and "PING_TARGET=10.109.6.1" in env

@@ -71,3 +71,40 @@ def test_cli_exit_2_with_every_error() -> None:
                           "--profile", "nope"], cwd=ROOT, capture_output=True, text=True, check=False)
     assert res.returncode == 2
     assert res.stderr.count("error:") >= 3
+
+
+@pytest.mark.parametrize("experiment, plane, message", [
+    ("overlay", "xyz", "PLANE='xyz': unknown plane(s) xyz"),
+    ("overlay", "sbi", "PLANE='sbi': the overlay experiment measures the n3 plane only"),
+    ("n3", "n2,n4", "PLANE='n2,n4': the n3 experiment measures the n3 plane only"),
+    ("cpu", "n3", "PLANE='n3': the cpu experiment measures the sbi plane only"),
+])
+def test_a_plane_given_to_an_experiment_without_planes_is_checked(experiment: str, plane: str,
+                                                                   message: str) -> None:
+    """`make run-overlay PLANE=xyz` ran 5 baseline boots: PLANE was ignored by every experiment
+    without a PLANE parameter. Given (the environment, as Make exports it), it must name that
+    experiment's own plane, or the parameters are refused before anything starts."""
+    import os
+    env = {**os.environ, "PLANE": plane}
+    res = subprocess.run([sys.executable, "-m", "testbed", "params", experiment, "--from-env"], cwd=ROOT,
+                         env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert res.returncode == 2 and message in res.stderr, res.stderr
+    ok = subprocess.run([sys.executable, "-m", "testbed", "params", experiment, "--from-env"], cwd=ROOT,
+                        env={**env, "PLANE": runparams.PLANE[experiment]}, capture_output=True, text=True,
+                        timeout=60, check=False)
+    assert ok.returncode == 0, ok.stderr
+    unset = subprocess.run([sys.executable, "-m", "testbed", "params", experiment, "--from-env"], cwd=ROOT,
+                           env={**env, "PLANE": ""}, capture_output=True, text=True, timeout=60, check=False)
+    assert unset.returncode == 0, unset.stderr
+
+
+def test_make_run_overlay_refuses_a_wrong_plane_before_anything_starts(tmp_path) -> None:
+    import os
+    env = {k: v for k, v in os.environ.items() if k not in ("PLANE", "PROFILE", "DRY_RUN")}
+    for target in ("run-overlay", "run-n3", "campaign-overlay", "run-throughput"):
+        res = subprocess.run(["make", "--no-print-directory", target, "PLANE=xyz", "DRY_RUN=1",
+                              f"RESULTS={tmp_path / 'results'}", f"STATE={tmp_path / 'state'}"], cwd=ROOT, env=env,
+                             capture_output=True, text=True, timeout=120, check=False)
+        assert res.returncode != 0 and "PLANE='xyz'" in res.stderr, (target, res.stdout[-800:], res.stderr[-800:])
+        assert "boot 1 of" not in res.stderr and "+ " not in res.stdout, target
+    assert not (tmp_path / "results").exists()
