@@ -261,11 +261,21 @@ def validate(manifest: dict[str, Any]) -> list[str]:
     for e in sorted(validator.iter_errors(manifest), key=lambda e: list(e.absolute_path)):
         where = "/".join(str(x) for x in e.absolute_path) or "(top)"
         errors.append(f"{where}: {e.message}")
+    if isinstance(manifest.get("protocol"), str):
+        errors += protocol_problems(manifest["protocol"])
     if isinstance(manifest.get("datapath"), dict):
         errors += datapath_problems(manifest["datapath"])
     if manifest.get("experiment") not in runparams.EXPERIMENTS:
         errors.append(f"experiment: {manifest.get('experiment')!r} is not one of {', '.join(runparams.EXPERIMENTS)}")
     return errors
+
+
+def protocol_problems(protocol: str) -> list[str]:
+    """What is wrong with a manifest's protocol: it must be the baseline's or a registered overlay
+    plug-in's (testbed/registry.py), so a new plug-in needs no edit of the schema."""
+    from testbed import registry
+    known = registry.protocols()
+    return [] if protocol in known else [f"protocol: {protocol!r} is not one of {', '.join(known)}"]
 
 
 # ---------------------------------------------------------------- lifecycle
