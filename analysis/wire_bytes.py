@@ -5,7 +5,8 @@ Every protocol's formula and handshake messages are its overlay plug-in's (`pack
 `analytic_overheads`, `handshakes`, `protected_lengths`; <plug-in>/overhead.py); this module
 builds the tables from them. Overheads are counted at the IP layer: the bytes an overlay adds to
 one inner IP packet, outer IP header included (link-layer headers are the same with and without
-it, so they cancel). Handshakes are counted as whole frames (frame.len) and as IP bytes.
+it, so they cancel); an overlay below IP counts what it adds to the Ethernet frame (testbed/wire.py).
+Handshakes are counted as whole frames (frame.len) and as IP bytes.
 """
 from __future__ import annotations
 

@@ -299,7 +299,8 @@ class OverlayPlugin(Plugin):
     def packet_overhead(self, profile: Profile, inner: int, pcap: Path | None = None) -> int | None:
         """Bytes the overlay adds to one inner IP packet of `inner` bytes at the IP layer (outer
         headers included), as the profile runs it (`pcap`: a capture of the run, where the encapsulation
-        depends on the datapath); None where it has no fixed per-packet formula."""
+        depends on the datapath); None where it has no fixed per-packet formula. An overlay below IP
+        gives the bytes it adds to the Ethernet frame carrying the packet (testbed/wire.py)."""
         return None
 
     def analytic_overheads(self, profiles: list[Profile], sizes: tuple[int, ...]) -> list[dict[str, object]]:
@@ -314,7 +315,9 @@ class OverlayPlugin(Plugin):
 
     def protected_lengths(self, pcap: Path, src: str | None = None) -> list[int]:
         """IP lengths of its protected data packets in a capture (optionally only those `src` sent),
-        for the measured per-packet overhead; empty: not measured this way."""
+        for the measured per-packet overhead; empty: not measured this way. An overlay below IP
+        gives frame lengths less the Ethernet header (testbed.wire.frame_lengths), so that minus
+        the inner IP length is its packet_overhead too."""
         return []
 
 

@@ -3,7 +3,11 @@ and IP lengths read from a capture by tshark field export (analysis/wire_bytes.p
 tables; each plug-in's overhead.py knows its own formula and handshake messages).
 
 Overheads are counted at the IP layer: the bytes an overlay adds to one inner IP packet, outer
-IP header included (link-layer headers are the same with and without it, so they cancel).
+IP header included (link-layer headers are the same with and without it, so they cancel). An
+overlay below IP (one that changes the Ethernet frame itself) counts the bytes it adds to the
+frame that carries the inner packet; its protected "lengths" are frame lengths less the Ethernet
+header the packet would have in the clear (`frame_lengths`), so protected - inner is the added
+bytes either way and the two kinds sit in one table.
 Handshakes are counted as whole frames (frame.len) and as IP bytes.
 """
 from __future__ import annotations
@@ -16,6 +20,7 @@ from pathlib import Path
 from testbed import tshark
 
 IPV4, IPV6, UDP = 20, 40, 8
+ETHERNET = 14                       # destination, source, EtherType: an untagged frame's header
 LENGTH_FIELDS = ["frame.len", "ip.len", "ipv6.plen"]
 
 
@@ -79,3 +84,12 @@ def lengths(pcap: Path, display_filter: str, src: str | None = None, extra: Sequ
     if src:
         display_filter = f"({display_filter}) && {'ipv6' if ':' in src else 'ip'}.src == {src}"
     return [ip_len(r) for r in rows(pcap, display_filter, LENGTH_FIELDS, extra)]
+
+
+def frame_lengths(pcap: Path, display_filter: str, extra: Sequence[str] = ()) -> list[int]:
+    """For an overlay below IP: each matching frame's length less the 14 B Ethernet header the
+    inner packet would have in the clear (an untagged frame, no FCS, as Linux captures it), so
+    that this minus the inner IP length is what the overlay adds to the frame, as an IP-layer
+    overlay's outer IP length minus the inner one is. A cleartext IPv4 frame gives its ip.len
+    (frames under 60 B on a real NIC are padded; the captures here are not)."""
+    return [int(r["frame.len"]) - ETHERNET for r in rows(pcap, display_filter, ["frame.len"], extra)]
