@@ -46,9 +46,7 @@ preflight() {
     || die "/dev/net/tun is missing: the userspace overlays need TUN (modprobe tun); see make doctor" 1
   # a profile this host's datapath cannot run (e.g. AES-GMAC or a trap mode on userspace ESP)
   # stops here, before anything starts (the overlay plug-in knows which ones)
-  local why
-  why="$(overlay_ask cannot-run)" \
-    || die "profile $PROFILE cannot run on this host: ${why:-datapath check failed} (make doctor)" 1
+  require_runnable_profile
 }
 
 # keep_lab_logs: the overlay entrypoints' logs (datapath line, IKE/handshake) into the run

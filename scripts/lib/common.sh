@@ -7,6 +7,7 @@
 #   wait_for DEADLINE WHAT CMD probe CMD every 0.2 s until it succeeds or DEADLINE seconds pass
 #   parse_params EXP ARGS...   --flag value / --flag=value -> FLAG variables (Make names)
 #   load_params EXP            check every parameter + PROFILE once (python -m testbed params) or exit 2
+#   require_runnable_profile   exit 1 when the overlay plug-in says this host's datapath cannot run PROFILE
 #   install_traps              EXIT/INT/TERM: stop children and captures, run cleanups, finish the manifest
 #   run_begin EXP [--image I]  create the run directory + manifest (RUN_DIR, state running)
 #   run_cmd CMD...             record the exact command in the manifest and run it (DRY_RUN: print)

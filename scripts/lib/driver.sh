@@ -108,6 +108,7 @@ docker_driver_begin() {
   if [[ "$DRY_RUN" != 1 ]]; then
     require_root
     require_tools "${tools[@]}"
+    require_runnable_profile
   fi
   docker_begin
   install_traps

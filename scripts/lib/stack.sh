@@ -204,6 +204,15 @@ overlay_ask() {
   tb overlay "$1" --profile "$PROFILE" "${@:2}"
 }
 
+# require_runnable_profile: stop before anything starts when this host's datapath cannot run the
+# profile (the overlay plug-in's cannot_run: e.g. AES-GMAC on userspace ESP, a kernel without the
+# overlay's only datapath).
+require_runnable_profile() {
+  local why
+  why="$(overlay_ask cannot-run)" \
+    || die "profile $PROFILE cannot run on this host: ${why:-datapath check failed} (make doctor)" 1
+}
+
 # overlay_endpoints: the nodes the profile's overlay runs on for PLANE, among the nodes the running
 # RAN variant has (testbed/ran: n3 is the gNB's with UERANSIM, the CU-UP's with the split).
 overlay_endpoints() {

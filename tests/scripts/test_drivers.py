@@ -69,6 +69,22 @@ def test_wrong_parameters_are_rejected_before_anything_starts(script: str, env: 
     assert not (tmp_path / "results").exists()
 
 
+def test_docker_driver_refuses_a_profile_the_host_cannot_run_before_anything_starts(tmp_path: Path) -> None:
+    """As run-overlay does: the overlay plug-in's cannot_run is asked before Docker or a run
+    directory (here: NULL-AES-GMAC, which userspace ESP cannot run, on a host without kernel ESP)."""
+    from testbed import datapath
+    from tests.conftest import require_root
+    require_root()
+    require_tools("dumpcap", "tshark")
+    if datapath.detect()["ipsec"] != "libipsec":
+        pytest.skip("this host has kernel ESP: every IPsec profile can run (the refusal is for userspace ESP)")
+    res = _run("run-n3.sh", tmp_path, PROFILE="nullgmac")
+    assert res.returncode == 1, res.stderr
+    assert "profile nullgmac cannot run on this host" in res.stderr and "kernel xfrm ESP" in res.stderr
+    assert "docker" not in res.stderr.lower()
+    assert not (tmp_path / "results").exists(), "refused before a run directory exists"
+
+
 def test_unknown_flag_lists_the_valid_ones(tmp_path: Path) -> None:
     res = _run("run-n3.sh", tmp_path, "--colour", "red")
     assert res.returncode == 2 and "unknown option --colour" in res.stderr and "--sizes" in res.stderr
