@@ -21,12 +21,15 @@ import numpy as np
 import pandas as pd
 
 from analysis.figure_files import write_figure
+from testbed import registry
 
 log = logging.getLogger(__name__)
 
 Tables = dict[str, pd.DataFrame]
-PROTOCOL_COLOURS = {"none": "#7f7f7f", "ipsec": "#1f77b4", "wireguard": "#d62728", "tls": "#2ca02c"}
-PROTOCOL_ORDER = {"none": 0, "ipsec": 1, "wireguard": 2, "tls": 3}
+# every protocol's colour and place from its plug-in (testbed/registry.py order, the baseline
+# first), so an overlay added by its folder and registry line is drawn beside the others
+PROTOCOL_COLOURS = {p.name: p.colour for p in (registry.baseline(), *registry.overlays())}
+PROTOCOL_ORDER = {name: i for i, name in enumerate(PROTOCOL_COLOURS)}
 MODE_ORDER = {"start": 0, "trap": 1, "trap-drop": 2, "trap-queue": 3}
 MODE_HATCH = {"start": "", "trap": "//", "trap-drop": "xx", "trap-queue": ".."}
 
