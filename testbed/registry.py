@@ -19,6 +19,7 @@ ENTRIES: tuple[tuple[str, str, str], ...] = (
     ("overlay", "wireguard", "wireguard.plugin:WireGuard"),
     ("overlay", "tls", "tls.plugin:Tls"),
     ("overlay", "dtls", "dtls.plugin:Dtls"),
+    ("overlay", "macsec", "macsec.plugin:Macsec"),
     # RAN variants
     ("ran", "ueransim", "testbed.ran.ueransim.plugin:Ueransim"),
     ("ran", "oai", "testbed.ran.oai.plugin:Oai"),

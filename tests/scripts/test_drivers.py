@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from testbed import stack
+from testbed import profiles, stack
 from tests.conftest import ROOT, require_tools
 
 SCRIPTS = ROOT / "scripts"
@@ -183,14 +183,15 @@ def test_run_overlay_dry_run_needs_no_root_or_docker(tmp_path: Path) -> None:
 def test_campaign_dry_run_prints_the_plan(tmp_path: Path) -> None:
     res = _run("campaign.sh", tmp_path, "n3", DRY_RUN="1", BOOTS="2", SEED="3")
     assert res.returncode == 0, res.stderr
+    n3 = len(profiles.names("n3"))          # every N3 profile of the catalogue, the baseline included
     lines = [line for line in res.stdout.splitlines() if line.startswith("n3.")]
-    assert len(lines) == 16 and all(line.endswith("\ttodo") for line in lines)
-    assert "16 slots, 16 to run" in res.stdout
+    assert len(lines) == 2 * n3 and all(line.endswith("\ttodo") for line in lines)
+    assert f"{2 * n3} slots, {2 * n3} to run" in res.stdout
     # randomised blocks: each block holds every profile once, in its own seeded order
     blocks = [[ln.split("\t")[1] for ln in lines if ln.split("\t")[2] == b] for b in ("1", "2")]
-    assert sorted(blocks[0]) == sorted(blocks[1]) and len(set(blocks[0])) == 8 and blocks[0] != blocks[1]
+    assert sorted(blocks[0]) == sorted(blocks[1]) and len(set(blocks[0])) == n3 and blocks[0] != blocks[1]
     default = _run("campaign.sh", tmp_path, "n3", DRY_RUN="1", SEED="3")
-    assert "40 slots, 40 to run" in default.stdout, "default: the experiment's BOOTS (5) blocks"
+    assert f"{5 * n3} slots, {5 * n3} to run" in default.stdout, "default: the experiment's BOOTS (5) blocks"
     again = _run("campaign.sh", tmp_path, "n3", DRY_RUN="1", BOOTS="2", SEED="3")
     assert again.stdout == res.stdout, "seeded order"
     assert not (tmp_path / "results").exists()

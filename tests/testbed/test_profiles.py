@@ -12,11 +12,12 @@ def test_catalogue_counts() -> None:
     by_proto: dict[str, int] = {}
     for p in all_.values():
         by_proto[p.protocol] = by_proto.get(p.protocol, 0) + 1
-    assert by_proto == {"none": 1, "ipsec": 48, "wireguard": 1, "tls": 18, "dtls": 4}
+    assert by_proto == {"none": 1, "ipsec": 48, "wireguard": 1, "tls": 18, "dtls": 4, "macsec": 4}
     assert [p.id for p in all_.values() if p.refused] == ["dtls13-aes128gcm"]
     n3 = profiles.names("n3")
     assert n3 == ["baseline", "aes128gcm", "aes256gcm", "aes128cbc", "aes256cbc",
-                  "nullsha256", "nullgmac", "wireguard"]
+                  "nullsha256", "nullgmac", "wireguard", "macsec-gcm-aes-128", "macsec-gcm-aes-256",
+                  "macsec-gcm-aes-xpn-128", "macsec-gcm-aes-xpn-256"]
     sbi_ipsec = [p for p in all_.values() if p.protocol == "ipsec" and "sbi" in p.planes]
     assert len(sbi_ipsec) == 48
     assert {p.params["mode"] for p in sbi_ipsec} == {"start", "trap", "trap-drop", "trap-queue"}

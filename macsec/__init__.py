@@ -1,0 +1,1 @@
+"""The macsec overlay plug-in (README.md; testbed/contract.py OverlayPlugin)."""

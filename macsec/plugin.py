@@ -1,0 +1,89 @@
+"""The MACsec overlay plug-in (IEEE 802.1AE on the N3 link, Linux macsec links, static SAKs):
+what the core asks of it, answered from this folder (README.md)."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, ClassVar
+
+from macsec import catalogue, keys, overhead, overlay, run_checks, verdict
+from macsec import datapath as probes
+from testbed import programs, wire
+from testbed.contract import DoctorNotes, OverlayPlugin, RunCheck, Values
+from testbed.profiles import Profile
+from testbed.verdict import Verdict
+
+
+class Macsec(OverlayPlugin):
+    name: ClassVar[str] = "macsec"
+    summary: ClassVar[str] = "IEEE 802.1AE on the N3 link: Linux macsec links, GCM-AES-128/256 (+XPN), static SAKs"
+    label: ClassVar[str] = "MACsec"
+    colour: ClassVar[str] = "#8c564b"
+    entrypoint: ClassVar[str | None] = "entrypoint.sh"
+    datapaths: ClassVar[tuple[str, ...]] = ("kernel",)
+    wire_filter: ClassVar[str] = "macsec || mka"
+    state_command: ClassVar[tuple[str, ...]] = ("ip", "-s", "macsec", "show")
+    lab_tools: ClassVar[tuple[str, ...]] = ("nft",)
+
+    def expand(self, section: Mapping[str, Any], all_planes: tuple[str, ...]) -> list[Profile]:
+        return catalogue.expand(section)
+
+    def endpoints(self, plane: str, values: Values) -> list[str]:
+        return overlay.endpoints(plane, values)
+
+    def render(self, profile: Profile, plane: str, values: Values, keys_dir: Path, out_dir: Path,
+               nodes: list[str] | None = None) -> dict[str, Path]:
+        return overlay.render(profile, plane, values, keys_dir, out_dir, nodes)
+
+    def compose_services(self, profile: Profile, plane: str, values: Values) -> dict[str, dict[str, Any]]:
+        return overlay.compose_services(plane, values)
+
+    def host_needs(self, profile: Profile, plane: str) -> list[str]:
+        return ["macsec kernel module (CONFIG_MACSEC)", "nftables egress hook (Linux >= 5.16)"]
+
+    def ensure_keys(self, root: Path, nodes: list[str], values: Values) -> None:
+        keys.ensure(root, nodes)
+
+    def doctor_notes(self) -> DoctorNotes:
+        return DoctorNotes(
+            "MACsec (kernel)", "a macsec link works",
+            "the MACsec profiles cannot run here: Linux has no userspace MACsec (the other profiles are unaffected)",
+            "`sudo modprobe macsec` (CONFIG_MACSEC; Debian's kernels build it as a module)",
+            "MACsec (it has no userspace datapath)", "every MACsec profile", "`sudo modprobe macsec`")
+
+    def kernel_datapath(self) -> tuple[bool, str]:
+        return probes.probe_kernel()
+
+    def cannot_run(self, profile: Profile, datapath: str | None) -> str | None:
+        if datapath not in self.datapaths:
+            return f"no kernel MACsec: {probes.probe_kernel()[1]}; Linux has no userspace MACsec to fall back to"
+        if profile.params.get("xpn"):
+            ok, why = probes.probe_xpn()
+            if not ok:
+                return f"{profile.params['cipher_label']} needs Linux >= 5.7 and an iproute2 that knows it: {why}"
+        return None
+
+    def versions(self) -> dict[str, str | None]:
+        return {"iproute2": programs.program_version(["ip", "-V"], r"iproute2-(?:ss)?v?([\d.]+)")}
+
+    def image_versions(self) -> dict[str, tuple[str, str]]:
+        return {"iproute2": ("tools", "iproute2")}
+
+    def verify_capture(self, pcap: Path, profile: Profile, plane: str, values: Values) -> Verdict:
+        return verdict.verify_capture(pcap, profile, plane, values)
+
+    def check_run(self, run_dir: Path, manifest: Mapping[str, Any], values: Values) -> list[RunCheck]:
+        from testbed import profiles
+        return [RunCheck(run_checks.check_run(run_dir, manifest, profiles.get(manifest["profile"]), values))]
+
+    def packet_overhead(self, profile: Profile, inner: int, pcap: Path | None = None) -> int | None:
+        return overhead.packet_overhead(profile, inner)
+
+    def analytic_overheads(self, profiles: list[Profile], sizes: tuple[int, ...]) -> list[dict[str, object]]:
+        return overhead.analytic_rows(profiles, sizes)
+
+    def handshakes(self, pcap: Path, plane: str, values: Values) -> wire.Handshakes | None:
+        return overhead.handshakes(pcap)
+
+    def protected_lengths(self, pcap: Path, src: str | None = None) -> list[int]:
+        return overhead.protected_lengths(pcap, src)
