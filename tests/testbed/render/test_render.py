@@ -121,7 +121,8 @@ def test_tls_hooks_reach_the_nf_configs_and_env(tmp_path: Path) -> None:
 def test_plane_the_profile_does_not_support_is_refused(tmp_path: Path) -> None:
     root = keys_root()
     from testbed import keys
-    with pytest.raises(render.RenderError, match="does not run on plane 'n3'"):
+    # refused when the profile is resolved (once, in testbed/orchestrate.py select), before any file
+    with pytest.raises(profiles.ProfileError, match="cannot run on the n3 plane"):
         render_support.render(profiles.get("tls13-aes128gcm"), "n3", tmp_path / "r",
                       subscribers=keys.subscribers(root), keys_dir=root, commit="t")
 
