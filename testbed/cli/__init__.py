@@ -20,6 +20,7 @@ COMMANDS: dict[str, str] = {
     "check-config": "check_config",
     "datapath": "datapath",
     "params": "params",
+    "spec": "spec",
     "manifest": "manifest",
     "validity": "validity",
     "campaign": "campaign",
