@@ -2,7 +2,7 @@
 # Make variables match the drivers' flags (SIZES = --sizes); empty = the driver's default
 # (testbed/runparams.py holds every default). Docs: docs/experiments.md, docs/manifest.md.
 .PHONY: run-n3 run-sbi run-sbi-cold run-sbi-warm run-cpu run-throughput run-overlay \
-        campaign campaign-n3 campaign-sbi campaign-overlay experiment-params
+        campaign campaign-n3 campaign-sbi campaign-overlay experiment-params spec run rerun
 
 # Every experiment parameter (and the campaign knobs), handed to the drivers through the environment.
 EXPERIMENT_VARS := CAMPAIGN SLOT UP_TIMEOUT BOOTS CPUSET_STACK CPUSET_TOOLS SIZES SETS PINGS INTERVAL WARMUP PING_DEADLINE MODE \
@@ -41,6 +41,16 @@ run-throughput: ## iperf3 TCP and UDP from UE 1 through N3 to the host (throughp
 
 run-overlay: ## the N3 ping measurement through PROFILE's overlay between two namespaces: no Docker, seconds (root); SECFN=...: the UPF security function behind it (docs/secfn.md)
 	@$(if $(SECFN),$(call PARAMS_FIRST,secfn-lab,profile) $(EXPERIMENT_ENV) bash scripts/run-secfn-lab.sh --small,$(call PARAMS_FIRST,overlay,profile) $(EXPERIMENT_ENV) bash scripts/boots.sh overlay scripts/run-overlay.sh)
+
+spec: ## print the full run spec (every default filled in) of EXPERIMENT=<experiment> with PROFILE and its variables: a file for make run SPEC=
+	@$(if $(EXPERIMENT),,echo "error: EXPERIMENT is empty: one of $(EXPERIMENTS) ... (python -m testbed spec --help)" >&2; exit 2;)
+	@$(EXPERIMENT_ENV) $(PYTHON) -m testbed spec "$(EXPERIMENT)" --from-env --profile "$(PROFILE)"
+
+run: ## the one run a spec file describes: SPEC=file.yaml (make spec prints one), checked before anything starts
+	@DRY_RUN="$(DRY_RUN)" bash scripts/rerun.sh --spec "$(SPEC)"
+
+rerun: ## repeat RUN=<run dir> from the spec its manifest stores, into a new run directory (manifest: rerun_of)
+	@DRY_RUN="$(DRY_RUN)" bash scripts/rerun.sh --run "$(RUN)"
 
 campaign: ## a campaign of EXPERIMENT=<n3|sbi|cpu|throughput|overlay> over every profile of its plane (resumable)
 	@$(if $(filter $(EXPERIMENTS),$(EXPERIMENT)),,echo "error: EXPERIMENT='$(EXPERIMENT)': set one of $(EXPERIMENTS)" >&2; exit 2;)

@@ -295,6 +295,24 @@ def _secfn_record(experiment: str, slot_dir: str, params: dict[str, Any]) -> tup
     return slot_dir, {}
 
 
+def _spec_record(experiment: str, profile_id: str, raw_params: dict[str, str], params: dict[str, Any],
+                 given: dict[str, Any] | None) -> dict[str, Any]:
+    """The run's spec as the manifest stores it: the driver's, verbatim, once it validates and
+    names this run's experiment, profile and parameters; else built from them and the environment."""
+    from testbed import runspec
+    try:
+        if given is None:
+            return runspec.build(experiment, raw_params, profile_id, environment.mapping()).to_dict()
+        checked = runspec.from_dict(given)
+    except runspec.SpecError as exc:
+        raise runparams.ParamError(f"run spec: {exc}") from None
+    own = {k: v for k, v in params.items() if k != "profile"}
+    if (checked.experiment, checked.profile, checked.parameters) != (experiment, profiles.get(profile_id).id, own):
+        raise ManifestError(f"the run spec ({checked.experiment}, {checked.profile}) is not the spec of this "
+                            f"run's parameters ({experiment}, {profile_id}): a driver bug")
+    return given
+
+
 def _new_run_dir(parent: Path) -> Path:
     """A fresh run directory under parent: an unused run id, made exclusively (never reused)."""
     parent.mkdir(parents=True, exist_ok=True)
@@ -310,12 +328,17 @@ def _new_run_dir(parent: Path) -> Path:
 
 def create(results: Path, experiment: str, profile_id: str, raw_params: dict[str, str],
            images: list[str] | None = None, datapath_facts: dict[str, Any] | None = None,
-           driver_pid: int | None = None) -> Path:
+           driver_pid: int | None = None, spec: dict[str, Any] | None = None,
+           rerun_of: str | None = None) -> Path:
     """A new run directory with its manifest in state "running"; returns the directory.
 
     Parameters are validated again (runparams) so a manifest never holds an unchecked value.
+    `spec` is the run specification the driver ran from (testbed/runspec.py; None: built here
+    from the parameters and the environment), stored verbatim once it validates and agrees with
+    the parameters; `rerun_of` the run directory this run repeats (make rerun).
     """
     params = runparams.validate(experiment, raw_params, profile_id)
+    run_spec = _spec_record(experiment, profile_id, raw_params, params, spec)
     plane = runparams.plane_of(experiment, params)
     prof = profiles.get(profile_id, plane)
     campaign = params["campaign"] or "adhoc"
@@ -338,6 +361,8 @@ def create(results: Path, experiment: str, profile_id: str, raw_params: dict[str
         "datapath": datapath_for(prof.protocol, datapath_facts),
         "parameters": {k: v for k, v in params.items() if k not in ("profile", "campaign", "slot")},
         "profile_params": dict(prof.params),
+        "spec": run_spec,
+        "rerun_of": rerun_of or None,
         "host": host_facts(),
         "versions": versions(images, stack_run=experiment not in NO_STACK, ran=params.get("ran")),
         "instance": _instance(),

@@ -58,20 +58,29 @@ parse_params() {
   done
 }
 
-# load_params EXPERIMENT: validate PROFILE and every parameter once, fill in defaults, or exit 2.
+# load_params EXPERIMENT: the run's spec (testbed/runspec.py: PROFILE, plane, RAN, every dimension
+# and parameter, defaults filled in) built once from the flags and Make variables, or read from
+# RUN_SPEC_FILE (make rerun / make run SPEC=..., scripts/rerun.sh), then exported as the variables
+# the driver reads; RUN_SPEC holds it for the manifest. A bad value or spec: exit 2, nothing started.
 PARAM_ARGS=()
+RUN_SPEC=""
 load_params() {
   local exp="$1" name assignments
   PARAM_ARGS=()
-  for name in "${PARAM_NAMES[@]}"; do
-    PARAM_ARGS+=("$name=${!name:-}")
-  done
-  # a PLANE given to an experiment without that parameter must name its own plane (checked, not ignored)
-  [[ -z "${PLANE:-}" || " ${PARAM_NAMES[*]} " == *" PLANE "* ]] || PARAM_ARGS+=("PLANE=$PLANE")
-  [[ -n "${PROFILE:-}" ]] || die "PROFILE is not set; list them with \`make profiles\`" 2
-  if ! assignments="$(tb params "$exp" "${PARAM_ARGS[@]}" --profile "$PROFILE")"; then
-    log "error: parameters rejected before anything started (see above); valid ones: $SCRIPT_NAME --help"
-    exit 2
+  if [[ -n "${RUN_SPEC_FILE:-}" ]]; then
+    assignments="$(tb spec "$exp" --file "$RUN_SPEC_FILE" --format shell)" \
+      || { log "error: run spec $RUN_SPEC_FILE rejected before anything started (see above)"; exit 2; }
+  else
+    for name in "${PARAM_NAMES[@]}"; do
+      PARAM_ARGS+=("$name=${!name:-}")
+    done
+    # a PLANE given to an experiment without that parameter must name its own plane (checked, not ignored)
+    [[ -z "${PLANE:-}" || " ${PARAM_NAMES[*]} " == *" PLANE "* ]] || PARAM_ARGS+=("PLANE=$PLANE")
+    [[ -n "${PROFILE:-}" ]] || die "PROFILE is not set; list them with \`make profiles\`" 2
+    if ! assignments="$(tb spec "$exp" "${PARAM_ARGS[@]}" --profile "$PROFILE" --format shell)"; then
+      log "error: parameters rejected before anything started (see above); valid ones: $SCRIPT_NAME --help"
+      exit 2
+    fi
   fi
   eval "$assignments"
   PARAM_ARGS=()

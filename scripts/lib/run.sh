@@ -89,8 +89,10 @@ run_begin() {
   fi
   mkdir -p "$RESULTS" 2>/dev/null || die "cannot create the results root $RESULTS; set RESULTS=<writable dir>" 1
   # on failure `manifest create` said why in one line (a read-only RESULTS, a bad parameter)
+  # the spec load_params read, verbatim; RERUN_OF: the run this one repeats (scripts/rerun.sh)
   RUN_DIR="$(tbm create "$RESULTS" --experiment "$exp" --profile "$PROFILE" \
-    --driver-pid "$$" "$@" "${PARAM_ARGS[@]/#/--param=}")" || exit 1
+    --driver-pid "$$" "$@" "${PARAM_ARGS[@]/#/--param=}" ${RUN_SPEC:+"--spec=$RUN_SPEC"} \
+    ${RERUN_OF:+"--rerun-of=$RERUN_OF"})" || exit 1
   log "run directory: $RUN_DIR"
 }
 

@@ -30,6 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument("--profile")
     parser.add_argument("--image", action="append", default=[], help="create: an image to record (repeat)")
     parser.add_argument("--driver-pid", type=int, help="create: the driver's pid (for resume)")
+    parser.add_argument("--spec", help="create: the run spec the driver ran from, as JSON (python -m testbed spec)")
+    parser.add_argument("--rerun-of", help="create: the run directory this run repeats (make rerun)")
     parser.add_argument("--path", help="add-file: path relative to the run directory")
     parser.add_argument("--kind", choices=manifest.KINDS)
     parser.add_argument("--state", choices=manifest.END_STATES)
@@ -72,7 +74,8 @@ def _dispatch(args: argparse.Namespace) -> int:
     if a == "create":
         run_dir = manifest.create(target, _need(args.experiment, "--experiment", a),
                                   _need(args.profile, "--profile", a), _pairs(args.param + args.values),
-                                  images=args.image, driver_pid=args.driver_pid)
+                                  images=args.image, driver_pid=args.driver_pid,
+                                  spec=json.loads(args.spec) if args.spec else None, rerun_of=args.rerun_of)
         print(run_dir)
     elif a == "add-file":
         attrs = {k: _attr_value(v) for k, v in _pairs(args.attr + args.values).items()}

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from testbed import manifest as mf
-from testbed import netns, runparams
+from testbed import environment, netns, runparams
 from testbed.secfn import SecfnError, collect, ditg, lab, run as secfn_run
 
 
@@ -50,7 +50,8 @@ def _lab(args: argparse.Namespace) -> int:
         return 1
     state = Path(args.state)
     try:
-        run_dir = secfn_run.run(Path(args.results), raw, args.profile, state / "bin", state)
+        run_dir = secfn_run.run(Path(args.results), raw, args.profile, state / "bin", state,
+                                rerun_of=environment.get("RERUN_OF") or None)
     except (lab.LabError, netns.LabError, ditg.DitgError, SecfnError, OSError) as exc:
         print(f"error: secfn run failed: {exc}", file=sys.stderr)
         return 1

@@ -56,10 +56,10 @@ def _flows(lb: lab.SecfnLab, run_dir: Path, order: list[list[Any]], duration: fl
 
 
 def run(results: Path, raw_params: dict[str, str], profile: str, bin_dir: Path,
-        state_dir: Path | None = None) -> Path:
+        state_dir: Path | None = None, rerun_of: str | None = None) -> Path:
     """One run; returns its directory (valid or not: the manifest says). Raises on failure
-    after recording it in the manifest."""
-    run_dir = mf.create(results, EXPERIMENT, profile, raw_params)
+    after recording it in the manifest. `rerun_of`: the run it repeats (make rerun)."""
+    run_dir = mf.create(results, EXPERIMENT, profile, raw_params, rerun_of=rerun_of)
     m = mf.load(run_dir)
     p, sfd = m["parameters"], m["secfn"]
     sf = resolve(sfd["function"], sfd["engine"], queue_maxlen=sfd["queue_maxlen"], fail_open=sfd["fail_open"],
