@@ -162,8 +162,11 @@ def from_dict(data: Any) -> RunSpec:
     if not isinstance(given, dict):
         raise SpecError("parameters: must map parameter names to values")
     raw = _raw_parameters(str(experiment), given)
+    # a plane or RAN stated beside the parameters is the parameter's value when it is one
     if data.get("plane") and "PLANE" not in raw:
         raw["PLANE"] = str(data["plane"])
+    if data.get("ran") and "RAN" in _param_names(str(experiment)) and "RAN" not in raw:
+        raw["RAN"] = str(data["ran"])
     spec = build(str(experiment), raw, str(profile), _options(data))
     _agrees(spec, data)
     return spec
