@@ -165,6 +165,29 @@ def test_runs_never_overwrite(baseline_results: Path, tmp_path: Path) -> None:
     assert (runs[0] / "manifest.json").read_bytes() == before
 
 
+def test_make_rerun_repeats_the_run_from_its_spec(baseline_results: Path, tmp_path: Path) -> None:
+    """`make rerun RUN=<run>` (issue 19 item 4): a new, valid run with the original's spec verbatim and
+    rerun_of naming it; the shell's own experiment variables (SETS=5 here) do not leak in."""
+    original = _only_run(baseline_results, "baseline")
+    before = (original / "manifest.json").read_bytes()
+    results = tmp_path / "results"
+    env = _env(results, SETS="5", PROFILE="aes256gcm")
+    ns_before = _namespaces()
+    try:
+        res = subprocess.run(["make", "--no-print-directory", "rerun", f"RUN={original}"], env=env, cwd=ROOT,
+                             capture_output=True, text=True, timeout=240, check=False)
+    finally:
+        for ns in {n for n in _namespaces() - ns_before if n.startswith(env["LAB_NAME"])}:
+            subprocess.run(["ip", "netns", "delete", ns], check=False)
+    assert res.returncode == 0, res.stderr[-3000:]
+    again = _only_run(results, "baseline")
+    m, first = _check_complete_valid(again, "baseline", "none"), json.loads(before)
+    assert m["spec"] == first["spec"] and m["parameters"] == first["parameters"]
+    assert m["rerun_of"] == str(original.resolve()) and first["rerun_of"] is None
+    assert m["run"] != first["run"]
+    assert (original / "manifest.json").read_bytes() == before
+
+
 def test_sigint_mid_run_marks_interrupted_and_keeps_data(overlay_env: None, tmp_path: Path) -> None:
     env = _env(tmp_path, PROFILE="baseline", SETS="3", PINGS="400", INTERVAL="0.01", SIZES="64")
     before = _namespaces()
