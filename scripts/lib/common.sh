@@ -6,7 +6,7 @@
 #   log/warn/loud/die          messages on stderr (die exits; 2 = usage error); loud = banner
 #   wait_for DEADLINE WHAT CMD probe CMD every 0.2 s until it succeeds or DEADLINE seconds pass
 #   parse_params EXP ARGS...   --flag value / --flag=value -> FLAG variables (Make names)
-#   load_params EXP            check every parameter + PROFILE once (python -m testbed params) or exit 2
+#   load_params EXP            the run spec once (python -m testbed spec, or RUN_SPEC_FILE) or exit 2
 #   require_runnable_profile   exit 1 when the overlay plug-in says this host's datapath cannot run PROFILE
 #   install_traps              EXIT/INT/TERM: stop children and captures, run cleanups, finish the manifest
 #   run_begin EXP [--image I]  create the run directory + manifest (RUN_DIR, state running)
