@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from testbed import manifest, runspec
-from tests.conftest import ROOT
+from tests.conftest import ROOT, require_tools
 
 # the experiment variables a developer's shell may hold: a spec never takes them
 STRAY = {"SETS": "99", "PINGS": "99", "PROFILE": "aes128cbc", "PLANE": "sbi", "BOOTS": "7"}
@@ -100,3 +100,11 @@ def test_make_spec_prints_what_make_run_takes(tmp_path: Path) -> None:
     path = tmp_path / "printed.yaml"
     path.write_text(res.stdout, encoding="utf-8")
     assert runspec.load(path) == runspec.build("overlay", {"SETS": "3", "PINGS": "99", "BOOTS": "7"}, "wireguard", {})
+
+
+def test_rerun_script_is_shellcheck_clean_and_strict() -> None:
+    require_tools("shellcheck")
+    script = ROOT / "scripts" / "rerun.sh"
+    res = subprocess.run(["shellcheck", "-x", str(script)], cwd=ROOT, capture_output=True, text=True, check=False)
+    assert res.returncode == 0, res.stdout
+    assert os.access(script, os.X_OK) and "set -euo pipefail" in script.read_text(encoding="utf-8")
