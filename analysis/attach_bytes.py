@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.datasets import _role_of, complete_attach, run_columns
+from analysis.datasets import role_of, complete_attach, run_columns
 from analysis.parse.ngap_attach import attach_times
 from analysis.results import RawFile, Run, discover
 from testbed import tshark
@@ -66,7 +66,7 @@ def run_rows(run: Run, attach: pd.DataFrame | None = None) -> list[dict[str, obj
                           & (attach["file"] == timing.path.name)]
         else:
             regs = attach_times(timing.path)
-            regs.insert(0, "role", _role_of(run, timing, regs))
+            regs.insert(0, "role", role_of(run, timing, regs))
         regs = complete_attach(regs)
         if regs.empty:
             continue

@@ -108,7 +108,7 @@ def ping(runs: list[Run], errors: list[str] | None = None) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)
 
 
-def _role_of(run: Run, f: RawFile, frame: pd.DataFrame) -> pd.Series:
+def role_of(run: Run, f: RawFile, frame: pd.DataFrame) -> pd.Series:
     """cold/warm per registration: the capture's ``role`` attribute, else the manifest's UE whose
     IMSI ends with the SUCI MSIN of the Registration Request (null protection scheme, as
     UERANSIM sends it), else the UEs in manifest order when the counts agree, else unknown."""
@@ -138,7 +138,7 @@ def attach(runs: list[Run], errors: list[str] | None = None, workers: int = 0) -
         if frame is None:
             continue
         frame = frame.drop(columns=["ns_registration_request", "ns_pdu_session_accept"])
-        frame.insert(0, "role", _role_of(run, f, frame))
+        frame.insert(0, "role", role_of(run, f, frame))
         parts.append(_with_run(frame, run, file=f.path.name))
     for run in runs:
         if not run.usable:

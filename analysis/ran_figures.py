@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import figures as figs
+from analysis.figure_files import write_figure
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +97,7 @@ def _draw(summary: pd.DataFrame, out: Path, name: str, interface: str,
     key = "dashed line = baseline" if panel is _panel else "grey squares = baselines"
     fig.suptitle(f"{TITLES[interface]} (Michaelides et al., WiSec 2026; {key})", fontsize=10)
     fig.tight_layout()
-    return figs._save(fig, out, name)
+    return write_figure(fig, out, name, tight=True)
 
 
 def _panels(t: pd.DataFrame, by_definition: bool) -> list[tuple[str, str, pd.DataFrame]]:

@@ -19,7 +19,7 @@ from analysis import markdown as md
 from analysis import ran_authors, ran_figures, ran_tables
 from analysis.datasets import Datasets
 from analysis.reference import RAN_REFERENCES, Reference
-from analysis.report import _select, headline
+from analysis.headlines import headline, select
 from analysis.results import discover
 
 log = logging.getLogger(__name__)
@@ -32,12 +32,12 @@ NAMES = {"f1c": "F1-C", "e1": "E1", "f1u": "F1-U", "e2e": "end-to-end"}
 
 def _value(ref: Reference, table: pd.DataFrame) -> tuple[float, float, str]:
     """(value in the reference's unit, its 99 % half-width, the configurations) or NaNs."""
-    h = headline(ref, _select(table, ref.match)) if not table.empty else None
+    h = headline(ref, select(table, ref.match)) if not table.empty else None
     if h is None:
         return math.nan, math.nan, ""
     names = h.profiles
     if ref.aggregate in ("min", "max"):
-        vals = _select(table, ref.match)
+        vals = select(table, ref.match)
         vals = vals[vals[ref.quantity].notna()]
         pick = vals[ref.quantity].idxmin() if ref.aggregate == "min" else vals[ref.quantity].idxmax()
         names = [str(vals["profile"].loc[pick])]
@@ -75,7 +75,7 @@ def comparison(authors: pd.DataFrame, ours: pd.DataFrame) -> pd.DataFrame:
             else "NO: differs")
         procedure = ref.match.get("interface") in ("f1c", "e1")
         groups = _ours_groups(ours)
-        found = [(w, g) for w, g in groups if not _select(g, ref.match).empty] or groups[:1]
+        found = [(w, g) for w, g in groups if not select(g, ref.match).empty] or groups[:1]
         for which, group in found:
             row = {"result": ref.key + (f" [{which}]" if which else ""), "paper": f"~{ref.value:g}",
                    "unit": ref.unit, "aggregate": ref.aggregate, "authors_data": _fmt(a, ah),

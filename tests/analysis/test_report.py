@@ -169,7 +169,7 @@ def test_userspace_datapath_gets_its_own_marked_headline_row() -> None:
     import pandas as pd
 
     from analysis.reference import REFERENCES
-    from analysis.report import headlines
+    from analysis.headlines import headlines
     ref = next(r for r in REFERENCES if r.key == "n3-ipsec-64")
     rows = [{"campaign": "c", "experiment": e, "profile": "aes256gcm", "protocol": "ipsec", "datapath": dp,
              "size": 64, "overhead": ov, "overhead_ci": 0.01}
@@ -189,7 +189,7 @@ def test_like_for_like_the_papers_slowest_configuration_is_a_max_not_a_mean() ->
     """'cold: slowest TLS configuration ~23 ms' is matched to the 2025 paper's four TLS profiles
     only (not the 2024 paper's suites, not equivalent duplicates) and compared as a max."""
     from analysis.reference import by_key
-    from analysis.report import headline
+    from analysis.headlines import headline
     ref = by_key("sbi-cold-tls")
     assert ref.aggregate == "max" and "tls12-ecdsa-aes128gcm" not in ref.match["profile"]
     t = pd.DataFrame({"profile": ["tls12-aes128gcm", "tls13-aes256gcm"], "overhead": [10.0, 20.0],
