@@ -16,7 +16,8 @@ from typing import Any, Iterable
 
 import pandas as pd
 
-from analysis.reference import RAN_REFERENCES, REFERENCES, Reference
+from analysis import protocols
+from analysis.reference import PAPERS, RAN_REFERENCES, REFERENCES, Reference, paper_modes
 
 # which plane a published value was measured on, by the summary table it is compared with; the RAN
 # interfaces' values (table "ran") name their plane themselves (match "interface": f1c, f1u, e1)
@@ -113,9 +114,10 @@ def _note(profile: Any, refs: list[Reference], plane: str) -> str:
                 "paper printed its DTLS overheads net of it")
     if refs:
         return "; ".join(sorted({f"{r.source}, {r.section}" for r in refs}))
-    if profile.protocol == "ipsec" and params.get("mode") not in (None, "start", "trap"):
-        return (f"no counterpart: IPsec {params.get('mode')} mode was measured by no paper "
-                "(the 2025 paper ran start and trap)")
+    ran = [p for p in PAPERS.values() if p.modes]
+    if ran and params.get("mode") not in (None, *paper_modes()):
+        return (f"no counterpart: {protocols.label(profile.protocol)} {params.get('mode')} mode was measured by no "
+                f"paper ({'; '.join(f'{p.cite} ran ' + ' and '.join(p.modes) for p in ran)})")
     if plane not in {*TABLE_PLANE.values(), *RAN_PLANES}:
         return f"no counterpart: no paper measured the {plane} plane"
     return "no counterpart: no paper measured this configuration on this plane"

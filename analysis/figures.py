@@ -20,16 +20,13 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from analysis import protocols
 from analysis.figure_files import write_figure
-from testbed import registry
+from analysis.reference import PAPERS
 
 log = logging.getLogger(__name__)
 
 Tables = dict[str, pd.DataFrame]
-# every protocol's colour and place from its plug-in (testbed/registry.py order, the baseline
-# first), so an overlay added by its folder and registry line is drawn beside the others
-PROTOCOL_COLOURS = {p.name: p.colour for p in (registry.baseline(), *registry.overlays())}
-PROTOCOL_ORDER = {name: i for i, name in enumerate(PROTOCOL_COLOURS)}
 MODE_ORDER = {"start": 0, "trap": 1, "trap-drop": 2, "trap-queue": 3}
 MODE_HATCH = {"start": "", "trap": "//", "trap-drop": "xx", "trap-queue": ".."}
 
@@ -59,7 +56,7 @@ def _datapaths(table: pd.DataFrame) -> int:
 
 def _order(table: pd.DataFrame) -> pd.DataFrame:
     t = table.copy()
-    t["_p"] = t["protocol"].map(PROTOCOL_ORDER).fillna(9)
+    t["_p"] = t["protocol"].map(protocols.order()).fillna(99)
     t["_m"] = t["mode"].map(MODE_ORDER).fillna(9) if "mode" in t else 0
     if "campaign" not in t:
         t["campaign"] = ""
@@ -111,7 +108,7 @@ def _bars(ax: plt.Axes, table: pd.DataFrame, value: str, err: str, group: str, s
         sub = t[t[group] == g].set_index(cols)
         vals = np.array([sub[value].get(k, np.nan) for k in keys], dtype=float) * scale
         errs = np.array([sub[err].get(k, np.nan) for k in keys], dtype=float) * scale
-        colours = [PROTOCOL_COLOURS.get(str(first["protocol"].get(k, "")), "#9467bd") for k in keys]
+        colours = [protocols.colour(str(first["protocol"].get(k, ""))) for k in keys]
         ax.bar(x + (gi - (len(groups) - 1) / 2) * width, vals, width, yerr=np.nan_to_num(errs),
                color=colours, edgecolor="black", linewidth=0.5, hatch=hatches[gi % len(hatches)],
                capsize=2, label=group_fmt(g), error_kw={"elinewidth": 0.8})
@@ -151,9 +148,9 @@ def _show_zero(ax: plt.Axes) -> None:
 
 
 def _mark_userspace(ax: plt.Axes, table: pd.DataFrame) -> None:
-    """Every panel that holds a userspace datapath says so on the panel itself."""
-    if "datapath" in table and (table["datapath"].astype(str) == "userspace").any():
-        ax.text(0.99, 0.98, "userspace datapath\n(kernel-libipsec / wireguard-go):\nNOT comparable with the papers",
+    """Every panel that holds a userspace fallback of a kernel datapath says so on the panel itself."""
+    if "datapath" in table and any(protocols.not_comparable(p, d) for p, d in zip(table["protocol"], table["datapath"])):
+        ax.text(0.99, 0.98, f"userspace datapath\n({protocols.userspace_fallbacks()}):\nNOT comparable with the papers",
                 transform=ax.transAxes, ha="right", va="top", fontsize=7, color="#b00000",
                 bbox={"facecolor": "white", "alpha": 0.8, "edgecolor": "#b00000", "linewidth": 0.5})
 
@@ -167,12 +164,14 @@ def _baseline_lines(ax: plt.Axes, table: pd.DataFrame, value: str, group: str | 
                    label="baseline" + suffix if i < 4 else None)
 
 
-def _protocol_legend(ax: plt.Axes, protocols: set[str], modes: list[str] | None = None) -> None:
+def _protocol_legend(ax: plt.Axes, shown: set[str], modes: dict[str, list[str]] | None = None) -> None:
+    """One patch per protocol shown (its plug-in's colour and label), one per mode ({protocol:
+    its modes shown}: a profile parameter `mode`, drawn as hatches)."""
     from matplotlib.patches import Patch
-    handles = [Patch(facecolor=PROTOCOL_COLOURS[p], edgecolor="black", label=("baseline (none)" if p == "none" else p))
-               for p in PROTOCOL_ORDER if p in protocols]
-    handles += [Patch(facecolor="white", edgecolor="black", hatch=MODE_HATCH[m], label=f"IPsec {m}")
-                for m in modes or []]
+    handles = [Patch(facecolor=protocols.colour(p), edgecolor="black", label=protocols.label(p))
+               for p in sorted(shown, key=lambda p: protocols.order().get(p, 99))]
+    handles += [Patch(facecolor="white", edgecolor="black", hatch=MODE_HATCH.get(m, ""), label=f"{protocols.label(p)} {m}")
+                for p, ms in (modes or {}).items() for m in ms]
     ax.legend(handles=handles, fontsize=8, loc="upper left", title="protocol / mode", title_fontsize=8)
 
 
@@ -221,7 +220,12 @@ def fig3_attach_time(t: pd.DataFrame, out: Path) -> list[Path]:
         for bar, mode in zip(ax.patches, modes):
             bar.set_hatch(MODE_HATCH.get(mode, ""))
         _baseline_lines(ax, sub, "mean", None)
-        _protocol_legend(ax, set(sub["protocol"].astype(str)), [m for m in MODE_ORDER if m in modes])
+        shown: dict[str, set[str]] = {}
+        for proto, mode in zip(sub["protocol"].astype(str), sub["mode"].astype(str)):
+            if mode in MODE_ORDER:
+                shown.setdefault(proto, set()).add(mode)
+        _protocol_legend(ax, set(sub["protocol"].astype(str)),
+                         {p: [m for m in MODE_ORDER if m in ms] for p, ms in shown.items()})
         lo = np.nanmin((sub["mean"] - sub["ci"].fillna(0)).to_numpy(dtype=float))
         hi = np.nanmax((sub["mean"] + sub["ci"].fillna(0)).to_numpy(dtype=float))
         pad = max(1.0, 0.15 * (hi - lo))
@@ -241,7 +245,7 @@ def fig4_cpu_vs_ues(t: pd.DataFrame, out: Path) -> list[Path]:
     for _, g in _order(t).groupby(["campaign", "profile", "datapath"], sort=False):
         g = g.assign(ues=g["ues"].astype(float)).sort_values("ues")
         proto = str(g["protocol"].iloc[0])
-        style = {"color": PROTOCOL_COLOURS.get(proto, "#9467bd"), "linestyle": "--" if proto == "none" else "-"}
+        style = {"color": protocols.colour(proto), "linestyle": "--" if proto == "none" else "-"}
         ax.errorbar(g["ues"], g["mean"], yerr=g["ci"].fillna(0), marker="o", capsize=3,
                     label=_label(g.iloc[0], dps, camps) + (" (baseline)" if proto == "none" and
                                                            g.iloc[0]["profile"] != "baseline" else ""), **style)
@@ -264,7 +268,8 @@ def fig_throughput(t: pd.DataFrame, out: Path) -> list[Path]:
 
 def fig_tls_suites(tables: Tables, out: Path) -> list[Path]:
     t = tables["attach"]
-    tls = t[t["protocol"] == "tls"] if not t.empty else t
+    # the 2024 paper's subject: every profile of the protocol it studied
+    tls = t[t["protocol"] == PAPERS["wisec2024"].protocol] if not t.empty else t
     if tls.empty or tls["overhead"].isna().all():
         log.info("fig-tls-suites: no TLS attach times with a baseline")
         return []

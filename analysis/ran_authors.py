@@ -28,11 +28,14 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from analysis.parse.rwth_txt import RwthResult, parse_rwth
+from analysis.ran_tables import RELAY_NET, RELAY_PLAIN, SUMMARY_COLUMNS, secured_relay
+from analysis.reference import AUTHORS_SETUPS
 from analysis.stats import CONFIDENCE, summarize, welch_diff
 
 log = logging.getLogger(__name__)
@@ -82,18 +85,37 @@ def classify(rel: str) -> tuple[str, str, str, str] | None:
     return None
 
 
-def esp_profile(keyword: str) -> str:
-    """Our start-mode certificate profile with this ESP proposal ('' if none: the authors also
-    ran null-sha1, aes128-sha1 and aes256-sha1, which are not among the paper's six)."""
+def _setup(setup: str) -> dict[str, Any]:
+    """What one of their SETUP values is in our terms (analysis/references.yaml authors_setups)."""
+    return dict(AUTHORS_SETUPS.get(setup) or {})
+
+
+def our_profile(setup: str, security: str) -> str:
+    """Our profile of the configuration of one of their files: the setup's fixed profile, or the one
+    whose parameter `by` is their security keyword among the profiles `like` says ('' if none)."""
     from testbed.profiles import load
-    k = keyword.strip().lower()
+    spec = _setup(setup)
+    if "profile" in spec or "by" not in spec:
+        return str(spec.get("profile") or "")
+    k = security.strip().lower()
     for pattern, repl in _ESP_ALIASES:
         k = re.sub(pattern, repl, k)
     for p in load().values():
-        if (p.protocol == "ipsec" and p.params.get("esp_proposal") == k
-                and p.params.get("mode") == "start" and p.params.get("auth") == "cert"):
+        if (p.protocol == spec["protocol"] and p.params.get(spec["by"]) == k
+                and all(p.params.get(key) == value for key, value in (spec.get("like") or {}).items())):
             return p.id
     return ""
+
+
+def esp_profile(keyword: str) -> str:
+    """Our start-mode certificate profile with this ESP proposal ('' if none: the authors also
+    ran null-sha1, aes128-sha1 and aes256-sha1, which are not among the paper's six)."""
+    return next((our_profile(s, keyword) for s, spec in AUTHORS_SETUPS.items() if spec.get("by") == "esp_proposal"), "")
+
+
+def secured_relay_setups() -> list[str]:
+    """Their setups that are the relay carrying its security (DTLS), not the plain relay."""
+    return [s for s, spec in AUTHORS_SETUPS.items() if spec.get("relay") not in (None, RELAY_PLAIN)]
 
 
 def load(folder: Path | str = DEFAULT_DIR) -> list[AuthorsFile]:
@@ -118,7 +140,7 @@ def load(folder: Path | str = DEFAULT_DIR) -> list[AuthorsFile]:
             setup = result.params.get("SETUP", "").lower() or "unknown"
             security = (result.params.get("IPSEC_ESP_CIPHER_SUITE") or result.params.get("DTLS_CIPHER")
                         or ("none" if setup == "noenc" else ""))
-        profile = esp_profile(security) if setup == "ipsec" else "baseline" if setup == "noenc" else ""
+        profile = our_profile(setup, security)
         out.append(AuthorsFile(path, rel, kind, interface, ran, measure, setup, security, profile, result))
     if not out:
         raise FileNotFoundError(f"no RAN result files of the authors below {root} "
@@ -187,19 +209,18 @@ def summary(files: list[AuthorsFile], confidence: float = CONFIDENCE) -> pd.Data
     several, else over samples; the procedure times are their NGAP-start definition
     (``definition`` = ``ngap``), relay-only rows have ``relay`` = ``plain``, and for each DTLS
     configuration a ``net`` row gives DTLS minus the relay-only mean (what they printed)."""
-    from analysis.ran_tables import SUMMARY_COLUMNS
     ft = file_table(files, confidence)
     ft = ft[ft["measure"] != "throughput"]
     rows = []
     for _, r in ft.iterrows():
         by_boots = not math.isnan(r["n_boots"]) and r["n_boots"] >= 2
-        protocol = {"noenc": "none", "relay": "dtls"}.get(r["setup"], r["setup"])
+        spec = _setup(r["setup"])
+        protocol = str(spec.get("protocol") or r["setup"])
         rows.append({
             "source": "authors", "campaign": "", "experiment": r["kind"], "interface": r["interface"],
             "definition": "ngap" if r["measure"] == "procedure" else "",
             "ran": r["ran"], "profile": r["profile"] or r["security"], "protocol": protocol,
-            "relay": {"relay": "plain", "dtls": "dtls"}.get(r["setup"], ""),
-            "datapath": {"ipsec": "kernel", "none": "none", "dtls": "relay"}.get(protocol, ""),
+            "relay": str(spec.get("relay") or ""), "datapath": str(spec.get("datapath") or ""),
             "host": "authors' host", "cpu": "AMD Ryzen 7 Pro 6850U",
             "n_boots": r["n_boots"], "n_samples": r["n"], "mean": r["mean"],
             "sd": r["sd_boots"] if by_boots else r["sd"],
@@ -241,16 +262,16 @@ def _net_rows(t: pd.DataFrame, confidence: float) -> pd.DataFrame:
     neither side's boots are known)."""
     rows = []
     for _, g in t.groupby(["interface", "ran"]):
-        relay = g[g["relay"] == "plain"]
+        relay = g[g["relay"] == RELAY_PLAIN]
         if len(relay) != 1:
             continue
         p = relay.iloc[0]
-        for _, r in g[g["relay"] == "dtls"].iterrows():
+        for _, r in g[secured_relay(g["relay"])].iterrows():
             d, h, _ = welch_diff(r["n_samples"], r["mean"], r["sd"], p["n_samples"], p["mean"], p["sd"], confidence)
             rows.append({**{c: r[c] for c in ("source", "campaign", "interface", "definition", "ran",
                                                "protocol", "datapath", "host", "cpu", "security")},
                          "experiment": f"{r['experiment']} minus {p['experiment']}",
-                         "profile": f"{r['profile']} minus relay", "relay": "net",
+                         "profile": f"{r['profile']} minus relay", "relay": RELAY_NET,
                          "overhead": d, "overhead_ci": h, "overhead_basis": "samples",
                          "baseline_mean": p["mean"], "n_samples": r["n_samples"],
                          "file": f"{r['file']} minus {p['file']}"})

@@ -16,13 +16,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis import figures as figs
+from analysis import protocols
 from analysis.figure_files import write_figure
+from analysis.ran_tables import RELAY_NET, RELAY_PLAIN
 
 log = logging.getLogger(__name__)
 
-COLOURS = {**figs.PROTOCOL_COLOURS, "dtls": "#ff7f0e"}
-ORDER = {**figs.PROTOCOL_ORDER, "dtls": 4}
 SOURCES = {"ours": "our runs", "authors": "the authors' published data"}
 TITLES = {"f1u": "F1-U: ping RTT UE -> UPF (1,024 B)", "f1c": "F1-C: UE Context Setup",
           "e1": "E1: Bearer Context Setup", "e2e": "end-to-end: ping RTT UE -> UPF, everything protected"}
@@ -32,9 +31,9 @@ DEFINITION_SHORT = {"request": "from the F1AP/E1AP request (paper)",
 
 def _label(row: pd.Series) -> str:
     label = str(row["profile"])
-    if row.get("relay") == "plain":
-        label += " (relay only, no DTLS)"
-    if row.get("datapath") == "userspace" and row.get("protocol") in ("ipsec", "wireguard"):
+    if row.get("relay") == RELAY_PLAIN:
+        label += f" (relay only, no {protocols.label(str(row.get('protocol')))})"
+    if protocols.not_comparable(str(row.get("protocol")), str(row.get("datapath"))):
         label += " [userspace]"
     if row.get("campaign") not in (None, "", np.nan) and row.get("_campaigns", 1) > 1:
         label = f"{row['campaign']}: {label}"
@@ -48,17 +47,17 @@ def _basis(t: pd.DataFrame) -> str:
 
 
 def _panel(ax, t: pd.DataFrame, title: str) -> None:
-    t = t[t["relay"] != "net"].copy()          # net rows are overheads only: in the tables
-    t["_o"] = t["protocol"].map(ORDER).fillna(9)
+    t = t[t["relay"] != RELAY_NET].copy()          # net rows are overheads only: in the tables
+    t["_o"] = t["protocol"].map(protocols.order()).fillna(99)
     t["_campaigns"] = t["campaign"].nunique()
     t = t.sort_values(["_o", "relay", "profile"], kind="stable")
     base = t[t["protocol"] == "none"]
     rest = t[t["protocol"] != "none"]
     x = np.arange(len(rest))
     for i, (_, r) in enumerate(rest.iterrows()):
-        hatch_face = "white" if r["relay"] == "plain" else COLOURS.get(str(r["protocol"]), "#9467bd")
+        hatch_face = "white" if r["relay"] == RELAY_PLAIN else protocols.colour(str(r["protocol"]))
         ax.errorbar(x[i], r["mean"], yerr=0 if pd.isna(r["ci"]) else r["ci"], fmt="o", capsize=3,
-                    color=COLOURS.get(str(r["protocol"]), "#9467bd"), markerfacecolor=hatch_face, ms=6)
+                    color=protocols.colour(str(r["protocol"])), markerfacecolor=hatch_face, ms=6)
     for j, (_, b) in enumerate(base.iterrows()):
         ax.axhline(b["mean"], color="#555555", linestyle="--", linewidth=0.9,
                    label=f"baseline (no security) {b['mean']:.3f} ms" if j == 0 else None)
@@ -71,9 +70,9 @@ def _panel(ax, t: pd.DataFrame, title: str) -> None:
     ax.set_title(f"{title}\n{_basis(t)}", fontsize=8)
     if len(base):
         ax.legend(fontsize=7, loc="upper left")
-    if ((t["datapath"] == "userspace") & t["protocol"].isin(["ipsec", "wireguard"])).any():
-        ax.text(0.99, 0.02, "[userspace] = userspace datapath (kernel-libipsec / wireguard-go): NOT comparable "
-                "with the paper's kernel ESP", transform=ax.transAxes, ha="right", va="bottom", fontsize=6,
+    if any(protocols.not_comparable(str(p), str(d)) for p, d in zip(t["protocol"], t["datapath"])):
+        ax.text(0.99, 0.02, f"[userspace] = userspace datapath ({protocols.userspace_fallbacks()}): NOT comparable "
+                "with the paper's kernel datapaths", transform=ax.transAxes, ha="right", va="bottom", fontsize=6,
                 color="#b00000")
     if rest.empty:
         ax.text(0.5, 0.5, "baseline only", transform=ax.transAxes, ha="center")
@@ -82,10 +81,12 @@ def _panel(ax, t: pd.DataFrame, title: str) -> None:
 def _draw(summary: pd.DataFrame, out: Path, name: str, interface: str,
           panel_keys: Callable[[pd.DataFrame], list[tuple[str, str, pd.DataFrame]]],
           panel: Callable[..., None] = _panel) -> list[Path]:
+    import matplotlib
+    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     t = summary[summary["interface"] == interface] if not summary.empty else summary
     panels = panel_keys(t) if not t.empty else []
-    panels = [p for p in panels if not p[2][p[2]["relay"] != "net"].empty]
+    panels = [p for p in panels if not p[2][p[2]["relay"] != RELAY_NET].empty]
     if not panels:
         log.info("%s: no %s data", name, interface)
         return []
@@ -133,10 +134,10 @@ RAN_NAMES = {"split": "disaggregated (split)", "oai": "monolithic (oai)"}
 def _e2e_panel(ax, t: pd.DataFrame, title: str) -> None:
     """Split and monolithic on one axis (the paper's Fig. 3): baseline (grey) and protected
     points per RAN, so both baselines and both overheads read off one scale."""
-    t = t.assign(_r=t["ran"].map({"split": 0, "oai": 1}).fillna(9), _o=t["protocol"].map(ORDER).fillna(9))
+    t = t.assign(_r=t["ran"].map({"split": 0, "oai": 1}).fillna(9), _o=t["protocol"].map(protocols.order()).fillna(99))
     t = t.sort_values(["_r", "_o", "profile"], kind="stable")
     for i, (_, r) in enumerate(t.iterrows()):
-        colour = COLOURS.get(str(r["protocol"]), "#9467bd")
+        colour = protocols.colour(str(r["protocol"]))
         ax.errorbar(i, r["mean"], yerr=0 if pd.isna(r["ci"]) else r["ci"], fmt="s" if r["protocol"] == "none" else "o",
                     capsize=3, color=colour, ms=6)
     ax.set_xticks(np.arange(len(t)))

@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from analysis import markdown as md
-from analysis import ran_authors, ran_figures, ran_tables
+from analysis import protocols, ran_authors, ran_figures, ran_tables
 from analysis.datasets import Datasets
 from analysis.reference import RAN_REFERENCES, Reference
 from analysis.headlines import headline, select
@@ -28,6 +28,9 @@ log = logging.getLogger(__name__)
 # interval plus this share of the printed value (the paper rounds to about one significant digit)
 ROUNDING = 0.15
 NAMES = {"f1c": "F1-C", "e1": "E1", "f1u": "F1-U", "e2e": "end-to-end"}
+# the rows of the relay table: the plain relay and the difference row ({label}: the protocol's)
+RELAY_WORDS = {ran_tables.RELAY_PLAIN: "relay only, no {label}, vs no security",
+               ran_tables.RELAY_NET: "{label} minus relay only (the paper's way)"}
 
 
 def _value(ref: Reference, table: pd.DataFrame) -> tuple[float, float, str]:
@@ -55,7 +58,8 @@ def _ours_groups(ours: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
     averaged into the kernel numbers set beside the paper (its own, marked row)."""
     if ours.empty:
         return [("", ours)]
-    userspace = (ours["datapath"] == "userspace") & ours["protocol"].isin(["ipsec", "wireguard"])
+    userspace = pd.Series([protocols.not_comparable(str(p), str(d)) for p, d in zip(ours["protocol"], ours["datapath"])],
+                          index=ours.index)
     cls = userspace.map({True: "userspace datapath: NOT comparable", False: ""})
     many = ours["campaign"].nunique() > 1
     return [("; ".join(x for x in ((str(c) if many else ""), k) if x), g)
@@ -98,13 +102,14 @@ def relay_table(summary: pd.DataFrame) -> pd.DataFrame:
     """Per source and interface: the DTLS overhead with the relay in it, the relay's own overhead
     (relay-only profile / the authors' res.txt), and the difference (what the paper prints), each
     its own row: nothing is subtracted silently."""
-    t = summary[(summary["protocol"] == "dtls") & summary["interface"].isin(["f1c", "e1"])] if not summary.empty \
+    relay = summary["relay"].astype(object).where(summary["relay"].notna(), "").astype(str) if not summary.empty \
         else summary
+    t = summary[(relay != "") & summary["interface"].isin(["f1c", "e1"])] if not summary.empty else summary
     if t.empty:
         return pd.DataFrame()
-    what = {"dtls": "DTLS (relay included) vs no security", "plain": "relay only, no DTLS, vs no security",
-            "net": "DTLS minus relay only (the paper's way)"}
-    out = t.assign(row=t["relay"].map(what), overhead_us=1000 * t["overhead"], ci99_us=1000 * t["overhead_ci"])
+    what = [RELAY_WORDS.get(str(r), "{label} (relay included) vs no security").format(label=protocols.label(str(p)))
+            for r, p in zip(t["relay"], t["protocol"])]
+    out = t.assign(row=what, overhead_us=1000 * t["overhead"], ci99_us=1000 * t["overhead_ci"])
     out = out.sort_values(["source", "interface", "definition", "relay", "profile"])
     return out[["source", "interface", "definition", "row", "profile", "overhead_us", "ci99_us", "overhead_basis",
                 "n_boots", "n_samples"]]
@@ -125,7 +130,7 @@ def _authors_notes(files: list[ran_authors.AuthorsFile], ft: pd.DataFrame, comp:
         notes.append(f"**f1c-ipsec-fastest**: the paper names AES256-HMAC; in the authors' files the fastest of "
                      f"the six is `{fastest.iloc[0]['authors_configurations']}` (their AES256-HMAC file, "
                      f"aes256-sha2_256, is {_overhead(ft, 'f1c', 'aes256cbc'):.0f} us over the baseline).")
-    dtls = ft[(ft["setup"] == "dtls")]
+    dtls = ft[ft["setup"].isin(ran_authors.secured_relay_setups())]
     for interface, g in dtls.groupby("interface"):
         relay = ft[(ft["kind"] == f"{interface}-relay")]
         base = ft[(ft["interface"] == interface) & (ft["setup"] == "noenc")]
@@ -224,7 +229,7 @@ def section(out: Path, ds: Datasets, authors_dir: Path | None = ran_authors.DEFA
               md.table(counts) if not counts.empty else "_(no ran-procedures runs)_\n"]
     if errors:
         lines.append("\nUnreadable captures left out: " + "; ".join(errors) + "\n")
-    ours_rows = ours[ours["relay"] != "net"] if not ours.empty else ours
+    ours_rows = ours[ours["relay"] != ran_tables.RELAY_NET] if not ours.empty else ours
     lines += ["\n### Our runs\n", md.table(ours_rows[["experiment", "interface", "definition", "ran", "profile",
                                                       "datapath", "n_boots", "n_samples", "mean", "ci", "overhead",
                                                       "overhead_ci"]]) if not ours_rows.empty else "_(none)_\n"]

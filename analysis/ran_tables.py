@@ -46,12 +46,24 @@ BY = ["campaign", "experiment", "interface", "definition", "ran", "uu", "profile
 MATCH = ["campaign", "experiment", "interface", "definition", "ran", "host", "cpu"]
 
 
+RELAY_PLAIN, RELAY_NET = "plain", "net"      # the relay without its security; a DTLS-minus-relay row
+
+
 def relay_of(run: Run) -> str:
-    """``dtls`` (a DTLS relay), ``plain`` (the relay without DTLS) or '' for other protocols."""
+    """The profile's ``relay`` parameter: ``dtls`` (a DTLS relay), ``plain`` (the relay without
+    DTLS), '' for a profile that is no relay; a manifest without it is read from the catalogue."""
     params = run.get("profile_params") or {}
-    if run.protocol != "dtls":
-        return ""
-    return str(params.get("relay") or ("plain" if run.profile == "dtls-relay-plain" else "dtls"))
+    if "relay" not in params:
+        from testbed import profiles
+        known = profiles.load().get(run.profile)
+        params = known.params if known is not None and known.protocol == run.protocol else {}
+    return str(params.get("relay") or "")
+
+
+def secured_relay(relay: pd.Series) -> pd.Series:
+    """Rows of a relay that carries its security (not the plain relay, not a difference row)."""
+    r = relay.astype(object).where(relay.notna(), "").astype(str)
+    return (r != "") & (r != RELAY_PLAIN) & (r != RELAY_NET)
 
 
 def _timing_captures(run: Run) -> list:
@@ -114,14 +126,14 @@ def net_rows(t: pd.DataFrame, confidence: float = CONFIDENCE) -> pd.DataFrame:
     if t.empty or "relay" not in t.columns:
         return pd.DataFrame(columns=SUMMARY_COLUMNS)
     for _, g in t.groupby(MATCH + ["uu"], dropna=False):
-        relay = g[g["relay"] == "plain"]
-        for _, r in g[g["relay"] == "dtls"].iterrows():
+        relay = g[g["relay"] == RELAY_PLAIN]
+        for _, r in g[secured_relay(g["relay"])].iterrows():
             if len(relay) != 1:
                 continue
             p = relay.iloc[0]
             d, h, _ = welch_diff(r["n_boots"], r["mean"], r["sd"], p["n_boots"], p["mean"], p["sd"], confidence)
             rows.append({**{c: r[c] for c in BY if c in r}, "source": r.get("source", "ours"),
-                         "profile": f"{r['profile']} minus {p['profile']}", "relay": "net",
+                         "profile": f"{r['profile']} minus {p['profile']}", "relay": RELAY_NET,
                          "n_boots": r["n_boots"], "n_samples": r["n_samples"], "baseline_mean": p["mean"],
                          "baseline_n_boots": p["n_boots"], "overhead": d, "overhead_ci": h,
                          "overhead_pct": 100.0 * d / p["mean"], "overhead_basis": "boots", "ci_basis": "boots"})

@@ -1,37 +1,35 @@
-"""Published values to set beside our measurements (data, with their source).
+"""Published values to set beside our measurements, loaded from their data file.
 
-Transcribed from ``tests/data/reference/published-values.md`` (the project's digest of the papers'
-printed values; docs/methodology.md cites each paper). Each entry names the paper and section, the quantity, the value and unit, the
-paper's own words, and ``match``: which of our summary-table rows measure the same thing
-(columns of ``analysis.tables``; a tuple value matches any of its items; ``cipher_contains``
-matches a substring of the cipher). N3 figures also match the ``overlay`` experiment, the
-same ping through the same overlay between two network namespaces (``make run-overlay``); the
-report never sets those beside the papers' figures (analysis/report.py).
+The values, their papers, sections, words and what each is matched with are data:
+``analysis/references.yaml`` (transcribed from ``tests/data/reference/published-values.md``, the
+project's digest of the papers' printed values; docs/methodology.md cites each paper). This module
+turns them into ``Reference`` objects: ``REFERENCES`` (the 5G core papers and the throughput
+source), ``RAN_REFERENCES`` (the RAN paper, matched by analysis/ran_report.py), ``PAPERS`` and
+``AUTHORS_SETUPS`` (what the RAN study's published files call their setups, in our terms).
 
-Like for like: each reference matches only the profiles of the paper's own configurations
-(the 2025 paper's four TLS profiles, the 2024 paper's fourteen suites, the IPsec modes the paper
-ran: start and trap), and ``aggregate`` says whether the paper's number is a mean over them or
-its slowest (max) or fastest (min) configuration. ``tls12-aes128gcm`` and
-``tls12-ecdsa-aes128gcm`` (and the other three pairs) are the same settings under each paper's
-name: each paper's rows use its own.
-Hosts differ from the papers' (i7-13700, kernel 6.5, AES-NI), so compare overheads and
-orderings, not absolute times.
+``match`` names which of our summary-table rows measure the same thing (columns of
+``analysis.tables``; a tuple value matches any of its items; ``cipher_contains`` matches a
+substring of the cipher); ``aggregate`` says whether the paper's number is a mean over its
+configurations or its slowest (max) or fastest (min) one. Hosts differ from the papers'
+(i7-13700, kernel 6.5, AES-NI), so compare overheads and orderings, not absolute times.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-WISEC2025 = "Michaelides et al., WiSec 2025"
-WISEC2024 = "Zeidler et al., WiSec 2024"
-N3 = ("n3", "overlay")
-TLS2025 = ("tls12-aes128gcm", "tls12-aes256gcm", "tls13-aes128gcm", "tls13-aes256gcm")
-TLS2024 = ("tls12-ecdsa-aes128ccm", "tls12-ecdsa-aes128gcm", "tls12-ecdsa-aes256ccm", "tls12-ecdsa-aes256gcm",
-           "tls12-ecdsa-chacha20", "tls12-rsa-aes128gcm", "tls12-rsa-aes256gcm", "tls12-rsa-chacha20",
-           "tls13-ecdsa-aes128gcm", "tls13-ecdsa-aes256gcm", "tls13-ecdsa-chacha20", "tls13-rsa-aes128gcm",
-           "tls13-rsa-aes256gcm", "tls13-rsa-chacha20")
-PAPER_MODES = ("start", "trap")          # the IPsec modes the 2025 paper ran
-THROUGHPUT_SRC = "IPsec throughput over 1 Gbit/s (iperf3, strongSwan 5.3.5, ESP tunnel)"
+import yaml
+
+DATA = Path(__file__).resolve().with_name("references.yaml")
+
+
+@dataclass(frozen=True)
+class Paper:
+    key: str
+    cite: str                           # "Michaelides et al., WiSec 2025"
+    protocol: str | None = None         # the protocol the paper studies alone (its figure's rows)
+    modes: tuple[str, ...] = ()         # the values of the profile parameter `mode` it ran
 
 
 @dataclass(frozen=True)
@@ -58,90 +56,66 @@ class Reference:
         return f"{self.value:g} {self.unit}"
 
 
-# The 2024 paper's Sec. 5 breakdown of its fourteen suites: (key, its words, the suites of the
-# group, cold %, warm %), each a cold and a warm row.
-TLS2024_GROUPS: tuple[tuple[str, str, dict[str, str], float, float], ...] = (
-    ("tls12", "TLS 1.2", {"version": "1.2"}, 29.06, 0.64),
-    ("tls13", "TLS 1.3", {"version": "1.3"}, 33.58, 0.83),
-    ("tls-ecdsa", "ECDSA", {"cert": "ecdsa"}, 28.01, 0.70),
-    ("tls-rsa", "RSA-2048", {"cert": "rsa"}, 34.63, 0.78),
-    ("tls-gcm", "AES-GCM", {"cipher_contains": "GCM"}, 31.27, 0.74),
-    ("tls-chacha", "ChaCha20-Poly1305", {"cipher_contains": "CHACHA20"}, 31.41, 0.75),
-)
-# The throughput source's iperf3 means: (key, its words, what of ours matches, TCP, UDP in Mbit/s).
-THROUGHPUTS: tuple[tuple[str, str, dict[str, str], float, float], ...] = (
-    ("baseline", "no IPsec", {"protocol": "none"}, 935, 951),
-    ("aes128gcm", "AES128-GCM16", {"profile": "aes128gcm"}, 899, 942),
-    ("aes128cbc", "AES128 + SHA256", {"profile": "aes128cbc"}, 710, 835),
-)
+def _tuples(value: Any) -> Any:
+    """YAML lists as tuples (a match value that is a sequence matches any of its items)."""
+    if isinstance(value, list):
+        return tuple(_tuples(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _tuples(v) for k, v in value.items()}
+    return value
 
 
-def _tls2024_groups() -> list[Reference]:
-    return [Reference(f"{key}-{role}", WISEC2024, "Sec. 5", "attach", "overhead_pct", value, "%",
-                      f"{words}: {value:.2f} % {role}",
-                      {"experiment": "sbi", "profile": TLS2024, **group, "role": role})
-            for key, words, group, cold, warm in TLS2024_GROUPS
-            for role, value in (("cold", cold), ("warm", warm))]
+def _reference(entry: dict[str, Any], papers: dict[str, Paper]) -> Reference:
+    e = dict(entry)
+    return Reference(key=str(e.pop("key")), source=papers[e.pop("paper")].cite, section=str(e.pop("section")),
+                     table=str(e.pop("table")), quantity=str(e.pop("quantity")),
+                     value=None if e.get("value") is None else float(e.pop("value")), unit=str(e.pop("unit")),
+                     text=str(e.pop("text")), match=_tuples(e.pop("match", {})),
+                     scale=float(e.pop("scale", 1.0)),
+                     range=tuple(float(v) for v in e.pop("range")) if e.get("range") else None,
+                     aggregate=str(e.pop("aggregate", "mean")), paper_ci=str(e.pop("paper_ci", "not printed")))
 
 
-def _throughput() -> list[Reference]:
-    return [Reference(f"tp-{key}-{transport}", THROUGHPUT_SRC, f"IPv4 {transport.upper()}", "throughput", "mean",
-                      value, "Mbit/s", f"{words} {value:g} Mbit/s ({transport.upper()})", {**match, "transport": transport})
-            for key, words, match, tcp, udp in THROUGHPUTS
-            for transport, value in (("tcp", tcp), ("udp", udp))]
+def _tls2024_groups(spec: dict[str, Any], papers: dict[str, Paper]) -> list[Reference]:
+    source = papers[spec["paper"]].cite
+    return [Reference(f"{g['key']}-{role}", source, spec["section"], "attach", "overhead_pct", float(g[role]), "%",
+                      f"{g['words']}: {float(g[role]):.2f} % {role}",
+                      {"experiment": "sbi", "profile": _tuples(spec["profiles"]), **_tuples(g["match"]), "role": role})
+            for g in spec["groups"] for role in ("cold", "warm")]
 
 
-REFERENCES: tuple[Reference, ...] = (
-    # --- N3 RTT (Figure 2) ---
-    Reference("n3-ipsec-64", WISEC2025, "Sec. 4, N3 (Fig. 2)", "rtt", "overhead", 55, "us",
-              "all six ESP configurations: mean overhead 55 us (sd +-7 us across configurations), about +5 %",
-              {"experiment": N3, "protocol": "ipsec", "size": 64}, 1000.0),
-    Reference("n3-ipsec-64-pct", WISEC2025, "Sec. 4, N3 (Fig. 2)", "rtt", "overhead_pct", 5, "%",
-              "IPsec about +5 % over the baseline RTT", {"experiment": N3, "protocol": "ipsec", "size": 64}),
-    Reference("n3-ipsec-1024", WISEC2025, "Sec. 4, N3 (Fig. 2)", "rtt", "overhead", 55, "us",
-              "overheads stay about constant from 64 B to 1,024 B",
-              {"experiment": N3, "protocol": "ipsec", "size": 1024}, 1000.0),
-    Reference("n3-wireguard-64", WISEC2025, "Sec. 4, N3 (Fig. 2)", "rtt", "overhead", 260, "us",
-              "WireGuard +260 us, 17.2 % slower than the fastest IPsec configuration",
-              {"experiment": N3, "protocol": "wireguard", "size": 64}, 1000.0),
-    # --- SBI attach time (Figure 3) ---
-    Reference("sbi-baseline-attach", WISEC2025, "Sec. 4, SBI (Fig. 3)", "attach", "mean", None, "ms",
-              "implied baseline attach time roughly 200-250 ms on their host",
-              {"experiment": "sbi", "protocol": "none"}, range=(200, 250)),
-    Reference("sbi-warm-tls", WISEC2025, "Sec. 4, SBI warm", "attach", "overhead", 0.8, "ms",
-              "warm: TLS +0.8 ms (~0.4 %)", {"experiment": "sbi", "profile": TLS2025, "role": "warm"}),
-    Reference("sbi-warm-ipsec", WISEC2025, "Sec. 4, SBI warm", "attach", "overhead", 1.2, "ms",
-              "warm: IPsec +1.2 ms (~0.55 %) on average", {"experiment": "sbi", "protocol": "ipsec", "mode": PAPER_MODES, "role": "warm"}),
-    Reference("sbi-warm-wireguard", WISEC2025, "Sec. 4, SBI warm", "attach", "overhead", 2.4, "ms",
-              "warm: WireGuard about twice the IPsec overhead (2 x 1.2 ms), ~1 % slower than the best IPsec",
-              {"experiment": "sbi", "protocol": "wireguard", "role": "warm"}),
-    Reference("sbi-cold-tls", WISEC2025, "Sec. 4, SBI cold", "attach", "overhead", 23, "ms",
-              "cold: slowest TLS configuration ~23 ms overhead", {"experiment": "sbi", "profile": TLS2025, "role": "cold"},
-              aggregate="max"),
-    Reference("sbi-cold-ipsec-psk-trap", WISEC2025, "Sec. 4, SBI cold", "attach", "overhead", 24, "ms",
-              "cold: fastest IPsec PSK trap configuration ~24 ms overhead (PSK faster than certificates)",
-              {"experiment": "sbi", "protocol": "ipsec", "auth": "psk", "mode": "trap", "role": "cold"},
-              aggregate="min"),
-    Reference("sbi-cold-ipsec-start", WISEC2025, "Sec. 4, SBI cold", "attach", "overhead", 1, "ms",
-              "cold: IPsec start mode about +-1 ms (~0.4 %), 22 ms faster than TLS",
-              {"experiment": "sbi", "protocol": "ipsec", "mode": "start", "role": "cold"}),
-    Reference("sbi-cold-wireguard", WISEC2025, "Sec. 4, SBI cold", "attach", "overhead", 6, "ms",
-              "cold: WireGuard +6 ms (~2.5 %)", {"experiment": "sbi", "protocol": "wireguard", "role": "cold"}),
-    # --- CPU (Figure 4) ---
-    Reference("cpu-linear", WISEC2025, "Sec. 4, CPU (Fig. 4)", "cpu_slopes", "cpu_s_per_ue", None, "s/UE",
-              "IPsec (ECDSA, AES256-GCM) vs TLS 1.3 (ECDSA, AES256-GCM) vs WireGuard: all linear, WireGuard lowest",
-              {"profile": ("aes256gcm", "tls13-aes256gcm", "wireguard")}),
-    # --- TLS suites (Zeidler et al. 2024), overhead = TLS/noTLS - 1 ---
-    Reference("tls-cold-range", WISEC2024, "Sec. 5, cold", "attach", "overhead_pct", None, "%",
-              "cold: 28.01 % to 34.63 % over the 14 suites", {"experiment": "sbi", "profile": TLS2024, "role": "cold"},
-              range=(28.01, 34.63)),
-    Reference("tls-warm-range", WISEC2024, "Sec. 5, warm", "attach", "overhead_pct", None, "%",
-              "warm: 0.64 % to 0.83 %", {"experiment": "sbi", "profile": TLS2024, "role": "warm"},
-              range=(0.64, 0.83)),
-    *_tls2024_groups(),
-    # --- throughput (REFERENCE.md, other source) ---
-    *_throughput(),
-)
+def _throughputs(spec: dict[str, Any], papers: dict[str, Paper]) -> list[Reference]:
+    source = papers[spec["paper"]].cite
+    return [Reference(f"tp-{g['key']}-{transport}", source, f"IPv4 {transport.upper()}", "throughput", "mean",
+                      float(g[transport]), "Mbit/s", f"{g['words']} {g[transport]:g} Mbit/s ({transport.upper()})",
+                      {**_tuples(g["match"]), "transport": transport})
+            for g in spec["groups"] for transport in ("tcp", "udp")]
+
+
+@dataclass(frozen=True)
+class Published:
+    """Everything the data file holds."""
+    papers: dict[str, Paper]
+    references: tuple[Reference, ...]
+    ran_references: tuple[Reference, ...]
+    sets: dict[str, tuple[str, ...]]
+    authors_setups: dict[str, dict[str, Any]]
+
+
+def load(path: Path = DATA) -> Published:
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    papers = {k: Paper(k, str(v["cite"]), v.get("protocol"), tuple(v.get("modes") or ()))
+              for k, v in data["papers"].items()}
+    refs = (*(_reference(e, papers) for e in data["references"]),
+            *_tls2024_groups(data["tls2024_groups"], papers), *_throughputs(data["throughputs"], papers))
+    return Published(papers, refs, tuple(_reference(e, papers) for e in data["ran_references"]),
+                     {k: tuple(v) for k, v in data["sets"].items()}, data["authors_setups"])
+
+
+_DATA = load()
+PAPERS, REFERENCES, RAN_REFERENCES = _DATA.papers, _DATA.references, _DATA.ran_references
+SETS, AUTHORS_SETUPS = _DATA.sets, _DATA.authors_setups
+WISEC2025, WISEC2024, WISEC2026 = (PAPERS[k].cite for k in ("wisec2025", "wisec2024", "wisec2026"))
 
 
 def by_key(key: str) -> Reference:
@@ -153,46 +127,6 @@ def by_key(key: str) -> Reference:
     raise KeyError(f"no reference {key!r}; valid: {', '.join(r.key for r in every)}")
 
 
-# --- RAN interfaces (Michaelides et al., WiSec 2026): matched by analysis/ran_report.py onto the
-# RAN summary tables (analysis/ran_tables.py SUMMARY_COLUMNS: ours and the authors' data alike).
-# Overheads are against the same interface's no-security runs; the paper's six ESP
-# configurations are our start-mode certificate profiles; DTLS figures are printed net of the
-# relay's own cost (DTLS minus the relay-only run: ``relay`` = ``net``).
-WISEC2026 = "Michaelides et al., WiSec 2026"
-ESP_SIX = ("aes128gcm", "aes256gcm", "aes128cbc", "aes256cbc", "nullsha256", "nullgmac")
-RAN_REFERENCES: tuple[Reference, ...] = (
-    Reference("f1u-ipsec", WISEC2026, "Sec. 5.2, user plane (Fig. 2)", "ran", "overhead", 120, "us",
-              "F1-U: all IPsec configurations combined add on average ~120 us RTT (~60 us one way), "
-              "differences between suites indistinguishable",
-              {"interface": "f1u", "ran": "split", "protocol": "ipsec", "profile": ESP_SIX}, 1000.0),
-    Reference("f1c-ipsec", WISEC2026, "Sec. 5.2, control plane (Fig. 2)", "ran", "overhead", 120, "us",
-              "F1-C: all IPsec configurations add on average ~120 us to UE context setup",
-              {"interface": "f1c", "protocol": "ipsec", "profile": ESP_SIX}, 1000.0),
-    Reference("f1c-ipsec-fastest", WISEC2026, "Sec. 5.2, control plane (Fig. 2)", "ran", "overhead", 40, "us",
-              "F1-C: the fastest IPsec configuration (AES256-HMAC) adds only ~40 us",
-              {"interface": "f1c", "protocol": "ipsec", "profile": ESP_SIX}, 1000.0, aggregate="min"),
-    Reference("f1c-dtls", WISEC2026, "Sec. 5.2, control plane (Fig. 2)", "ran", "overhead", 430, "us",
-              "F1-C: DTLS ~430 us (printed net of the socat relay's own cost)",
-              {"interface": "f1c", "protocol": "dtls", "relay": "net"}, 1000.0),
-    Reference("e1-ipsec", WISEC2026, "Sec. 5.2, control plane (Fig. 2)", "ran", "overhead", 80, "us",
-              "E1: IPsec configurations introduce on average ~80 us of overhead",
-              {"interface": "e1", "protocol": "ipsec", "profile": ESP_SIX}, 1000.0),
-    Reference("e1-ipsec-aes128gcm", WISEC2026, "Sec. 5.2, control plane (Fig. 2)", "ran", "overhead", 10, "us",
-              "E1: IPsec with AES128-GCM performs best, adding only ~10 us",
-              {"interface": "e1", "profile": "aes128gcm"}, 1000.0),
-    Reference("e1-dtls", WISEC2026, "Sec. 5.2, control plane (Fig. 2)", "ran", "overhead", 300, "us",
-              "E1: DTLS adds ~300 us (printed net of the socat relay's own cost)",
-              {"interface": "e1", "protocol": "dtls", "relay": "net"}, 1000.0),
-    Reference("e2e-split-baseline", WISEC2026, "Sec. 6.2 (Fig. 3)", "ran", "mean", 11, "ms",
-              "end-to-end (1,024 B pings UE -> UPF): disaggregated baseline 11 ms",
-              {"interface": "e2e", "ran": "split", "protocol": "none"}),
-    Reference("e2e-oai-baseline", WISEC2026, "Sec. 6.2 (Fig. 3)", "ran", "mean", 12, "ms",
-              "end-to-end: monolithic baseline 12 ms", {"interface": "e2e", "ran": "oai", "protocol": "none"}),
-    Reference("e2e-split-overhead", WISEC2026, "Sec. 6.2 (Fig. 3)", "ran", "overhead", 1.3, "ms",
-              "end-to-end, disaggregated: security on Uu, F1-U and N3 adds ~1.3 ms",
-              {"interface": "e2e", "ran": "split", "protocol": "ipsec"}),
-    Reference("e2e-oai-overhead", WISEC2026, "Sec. 6.2 (Fig. 3)", "ran", "overhead", 1, "ms",
-              "end-to-end, monolithic: security on Uu and N3 adds ~1 ms",
-              {"interface": "e2e", "ran": "oai", "protocol": "ipsec"}),
-)
-
+def paper_modes() -> tuple[str, ...]:
+    """Every value of the profile parameter `mode` some paper ran."""
+    return tuple(dict.fromkeys(m for p in PAPERS.values() for m in p.modes))
