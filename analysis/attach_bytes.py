@@ -16,13 +16,15 @@ from __future__ import annotations
 import bisect
 import logging
 import os
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pandas as pd
 
-from analysis.datasets import role_of, complete_attach, run_columns
+from analysis.datasets import complete_attach, role_of, run_columns
 from analysis.parse.ngap_attach import attach_times
+from analysis.parse.tshark import tshark_records
 from analysis.results import RawFile, Run, discover
 from testbed import tshark
 
@@ -31,9 +33,13 @@ log = logging.getLogger(__name__)
 ALL = "all"          # the interface label of the sum over interfaces
 
 
-def frames(pcap: Path) -> tuple[list[float], list[int]]:
-    """(epoch times ascending, frame lengths) of every frame of a capture: one tshark pass."""
-    rows = tshark.fields(pcap, "frame", ["frame.time_epoch", "frame.len"])
+Frames = tuple[list[float], list[int]]
+
+
+def frames(pcap: Path) -> Frames:
+    """(epoch times ascending, frame lengths) of every frame of a capture: one tshark pass (the
+    report reads them from the capture's shared export instead: analysis/wire_bytes.py read)."""
+    rows = tshark_records(pcap, ["frame.time_epoch", "frame.len"])
     pairs = sorted((float(t), int(n)) for t, n, *_ in rows if t)
     return [t for t, _ in pairs], [n for _, n in pairs]
 
@@ -44,7 +50,7 @@ def in_window(times: list[float], lengths: list[int], start: float, end: float) 
     return hi - lo, sum(lengths[lo:hi])
 
 
-def _wire_captures(run: Run, timing: RawFile) -> list[RawFile]:
+def wire_captures(run: Run, timing: RawFile) -> list[RawFile]:
     """The wire captures of the timing capture's iteration (only itself when it has none)."""
     it = timing.attrs.get("iteration")
     if it is None:
@@ -53,14 +59,28 @@ def _wire_captures(run: Run, timing: RawFile) -> list[RawFile]:
             and not f.attrs.get("tap") and not f.attrs.get("view") and f.attrs.get("iface")]
 
 
-def run_rows(run: Run, attach: pd.DataFrame | None = None) -> list[dict[str, object]]:
+def _timing_captures(run: Run) -> list[RawFile]:
+    return [f for f in run.files("pcap") if f.attrs.get("iface") == "n2" and f.attrs.get("purpose", "timing") == "timing"]
+
+
+def _runs(runs: list[Run]) -> list[Run]:
+    return [r for r in runs if r.usable and r.experiment == "sbi"]
+
+
+def frame_captures(runs: list[Run]) -> list[tuple[Run, RawFile]]:
+    """Every capture whose frames the attach windows count, with its run."""
+    return [(run, f) for run in _runs(runs) for timing in _timing_captures(run) for f in wire_captures(run, timing)]
+
+
+def run_rows(run: Run, attach: pd.DataFrame | None = None,
+             frames_of: Mapping[Path, Frames] | None = None) -> list[dict[str, object]]:
     """One row per (registration, interface) of a run-sbi run, plus the interfaces' sum.
     `attach`: the registrations analysis/datasets.py already read (columns campaign, run, file,
-    role, status, t_registration_request, ...); without it the timing captures are read here."""
+    role, status, t_registration_request, ...); without it the timing captures are read here.
+    `frames_of`: the captures' frames already read (analysis/wire_bytes.py read), by path."""
     out: list[dict[str, object]] = []
-    for timing in run.files("pcap"):
-        if timing.attrs.get("iface") != "n2" or timing.attrs.get("purpose", "timing") != "timing":
-            continue
+    known = frames_of or {}
+    for timing in _timing_captures(run):
         if attach is not None:
             regs = attach[(attach["campaign"] == run.campaign) & (attach["run"] == run.run_id)
                           & (attach["file"] == timing.path.name)]
@@ -70,7 +90,8 @@ def run_rows(run: Run, attach: pd.DataFrame | None = None) -> list[dict[str, obj
         regs = complete_attach(regs)
         if regs.empty:
             continue
-        captures = {f.attrs["iface"]: frames(f.path) for f in _wire_captures(run, timing)}
+        captures = {f.attrs["iface"]: known[f.path] if f.path in known else frames(f.path)
+                    for f in wire_captures(run, timing)}
         for _, reg in regs.iterrows():
             role = str(reg["role"])
             start, end = float(reg["t_registration_request"]), float(reg["t_pdu_session_accept"])
@@ -85,14 +106,16 @@ def run_rows(run: Run, attach: pd.DataFrame | None = None) -> list[dict[str, obj
     return out
 
 
-def samples(results: Path, attach: pd.DataFrame | None = None) -> pd.DataFrame:
+def samples(results: Path, attach: pd.DataFrame | None = None,
+            frames_of: Mapping[Path, Frames] | None = None) -> pd.DataFrame:
     """Per registration and interface: packets and bytes in the attach window (usable sbi runs);
-    `attach`: analysis/datasets.py's attach frame of the same results, if already loaded."""
-    runs = [r for r in discover(results) if r.usable and r.experiment == "sbi"]
+    `attach`: analysis/datasets.py's attach frame of the same results, if already loaded;
+    `frames_of`: the captures' frames, if already read."""
+    runs = _runs(discover(results))
 
     def one(run: Run) -> list[dict[str, object]]:
         try:
-            return run_rows(run, attach)
+            return run_rows(run, attach, frames_of)
         except (tshark.TsharkError, ValueError, KeyError) as exc:
             log.warning("%s: attach bytes left out: %s", run.directory, exc)
             return []

@@ -19,6 +19,7 @@ if TYPE_CHECKING:           # imported where used: `attach-times` must not pay f
     import pandas as pd
 
 log = logging.getLogger("analysis")
+DEFAULT_CACHE = Path("build") / "analysis" / "tshark-cache"
 
 
 def _ping_values(path: Path) -> tuple[np.ndarray, int]:
@@ -239,6 +240,9 @@ def cmd_section(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     p = OneLineParser(prog="python -m analysis", description=__doc__.splitlines()[0])
     p.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
+    p.add_argument("--cache", default=str(DEFAULT_CACHE), metavar="DIR",
+                   help=f"keep tshark exports under DIR, keyed by the capture's content (default {DEFAULT_CACHE})")
+    p.add_argument("--no-cache", action="store_true", help="read every capture again (no export cache)")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     s = sub.add_parser("attach-times", help="per-UE attach times of an N2 capture, CSV on stdout")
@@ -348,7 +352,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
-    from analysis.parse.tshark import TsharkError
+    from analysis.parse.tshark import TsharkError, use_cache
+    use_cache(None if args.no_cache else Path(args.cache))
     try:
         return int(args.run(args))
     except KeyboardInterrupt:

@@ -7,12 +7,23 @@ builds the tables from them. Overheads are counted at the IP layer: the bytes an
 one inner IP packet, outer IP header included (link-layer headers are the same with and without
 it, so they cancel); an overlay below IP counts what it adds to the Ethernet frame (testbed/wire.py).
 Handshakes are counted as whole frames (frame.len) and as IP bytes.
+
+One tshark pass per capture: every capture is exported once (testbed/wire.py Export, with the
+fields its run's plug-in asks for in `wire_fields`, through the content cache of
+analysis/parse/tshark.py), captures in parallel, and everything (handshakes, protected and
+baseline lengths, the frames the attach windows count) is read from that one export.
 """
 from __future__ import annotations
 
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from analysis.parse import tshark as exports
+from analysis.results import RawFile, Run
 from testbed import profiles, registry, tshark, wire
 from testbed.wire import Handshakes
 
@@ -20,6 +31,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["Handshakes", "analytic_table", "measured_overheads", "results_table"]
+T = TypeVar("T")
+Frames = tuple[list[float], list[int]]          # epoch times ascending, frame lengths
 
 
 def analytic_table(sizes: tuple[int, ...] = (64, 1024)) -> pd.DataFrame:
@@ -47,61 +60,142 @@ def measured_overheads(lengths: list[int], inner: list[int]) -> dict[int, int]:
 
 
 # The unprotected packets whose lengths are the inner lengths, per experiment: the echo requests
-# as GTP-U on N3 (stack runs), as plain ICMP between the namespaces (run-overlay).
-BASELINE_PACKETS = {"n3": "gtp && icmp.type == 8", "overlay": "icmp.type == 8"}
+# as GTP-U on N3 (stack runs), as plain ICMP between the namespaces (run-overlay): the protocols
+# in the frame's stack, and ICMP type 8.
+BASELINE_PACKETS = {"n3": ("gtp", "icmp"), "overlay": ("icmp",)}
+# what the analysis itself reads from every export, beside the plug-ins' fields
+FIELDS = wire.Fields(("frame.time_epoch", "icmp.type"))
 
 
-def _wire_captures(run: Any) -> list[Any]:
+def wire_captures(run: Run) -> list[RawFile]:
     """The run's captures of the wire; an endpoint's plaintext view (purpose "timing", e.g. the
     gNB's view of an ESP-protected N2) carries no wire bytes, nor does a relay's tap."""
     return [f for f in run.files("pcap") if f.attrs.get("purpose") != "timing" and not f.attrs.get("tap")]
 
 
-def _baseline_lengths(runs: list[Any]) -> dict[str, list[int]]:
-    """{experiment: the distinct inner lengths} from the baseline runs' captures."""
-    base_len: dict[str, list[int]] = {}
-    for r in runs:
-        if r.experiment in BASELINE_PACKETS and not registry.overlay(r.protocol).protects:
-            for f in _wire_captures(r):
-                lens = wire.lengths(f.path, BASELINE_PACKETS[r.experiment])
-                if lens:
-                    base_len.setdefault(r.experiment, sorted(set(lens)))
-    return base_len
+def _plane(run: Run, f: RawFile) -> str:
+    return str(f.attrs.get("iface") or run.get("plane"))
 
 
-def _overheads(row: dict[str, object], ov: Any, prof: Any, pcap: Path, inner: list[int]) -> None:
+def values() -> dict[str, Any]:
+    """The stack values the plug-ins read (relay ports ...), for the default RAN."""
+    from testbed import ran, stack
+    return ran.restrict(stack.load(), ran.default())
+
+
+def export(run: Run, f: RawFile, stack_values: dict[str, Any]) -> wire.Export:
+    """The capture's one shared export: the analysis' fields and those of the run's plug-in."""
+    ov = registry.overlay(run.protocol)
+    fields = FIELDS | (ov.wire_fields(_plane(run, f), stack_values) if ov.protects else wire.Fields())
+    full = wire.Export.with_base(fields)
+    return wire.Export.parse(exports.export(f.path, full.names, decode_as=full.decode_as), fields, f.path)
+
+
+def each_capture(jobs: Sequence[tuple[Run, RawFile]], read: Callable[[Run, RawFile, wire.Export], T],
+                 stack_values: dict[str, Any], workers: int = 0) -> list[T | tshark.TsharkError]:
+    """`read(run, file, export)` for every capture, one tshark pass each (or none: cached), as many
+    at once as there are cores; a capture tshark cannot read gives its error in its place. Only
+    what `read` returns is kept, so a large tree is never held in memory at once."""
+    def one(job: tuple[Run, RawFile]) -> T | tshark.TsharkError:
+        try:
+            return read(job[0], job[1], export(job[0], job[1], stack_values))
+        except tshark.TsharkError as exc:
+            return exc
+    with ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
+        return list(pool.map(one, jobs))
+
+
+def frames(ex: wire.Export) -> Frames:
+    """(epoch times ascending, frame lengths) of every frame of the export."""
+    pairs = sorted((float(r["frame.time_epoch"]), int(r["frame.len"])) for r in ex.rows if r["frame.time_epoch"])
+    return [t for t, _ in pairs], [n for _, n in pairs]
+
+
+def baseline_lengths(ex: wire.Export, experiment: str) -> list[int]:
+    """The distinct inner lengths: those of the experiment's unprotected echo requests."""
+    found = [wire.ip_len(r) for r in ex.having(*BASELINE_PACKETS[experiment]) if wire.occurs(r, "icmp.type", ("8",))]
+    return sorted(set(found))
+
+
+def _overheads(row: dict[str, object], ov: Any, prof: Any, ex: wire.Export, inner: list[int]) -> None:
     """Measured protected lengths against the inner ones, and the plug-in's analytic overhead."""
-    prot = sorted(set(ov.protected_lengths(pcap)))
+    prot = sorted(set(ov.protected_lengths(ex)))
     if not prot:
         return
     row["protected_lengths"] = " ".join(map(str, prot))
     row["inner_lengths"] = " ".join(map(str, inner))
     if len(prot) == len(inner):
         row["overhead_measured"] = " ".join(str(p - i) for p, i in zip(prot, inner))
-        analytic = [ov.packet_overhead(prof, i, pcap) for i in inner]
+        analytic = [ov.packet_overhead(prof, i, ex) for i in inner]
         row["overhead_analytic"] = " ".join(str(a) for a in analytic) if None not in analytic else ""
 
 
-def _row(r: Any, f: Any, base_len: dict[str, list[int]]) -> dict[str, object]:
-    row: dict[str, object] = {"experiment": r.experiment, "profile": r.profile, "protocol": r.protocol,
-                              "run": r.run_id, "capture": f.path.name}
+def _head(r: Run, f: RawFile) -> dict[str, object]:
+    return {"experiment": r.experiment, "profile": r.profile, "protocol": r.protocol, "run": r.run_id,
+            "capture": f.path.name}
+
+
+def _row(r: Run, f: RawFile, ex: wire.Export, base_len: dict[str, list[int]],
+         stack_values: dict[str, Any]) -> dict[str, object]:
+    row = _head(r, f)
     ov = registry.overlay(r.protocol)
-    plane = str(f.attrs.get("iface") or r.get("plane"))
-    try:
-        hs = ov.handshakes(f.path, plane, _values()) if ov.protects else None
+    if ov.protects:
+        hs = ov.handshakes(ex, _plane(r, f), stack_values)
         if hs is not None:
             row.update(handshake_packets=hs.total_packets, handshake_frame_bytes=hs.total_frame_bytes,
                        handshake_retransmitted=sum(hs.retransmitted.values()))
-        if ov.protects and r.experiment in base_len:
-            _overheads(row, ov, profiles.load().get(r.profile), f.path, base_len[r.experiment])
-    except tshark.TsharkError as exc:
-        row["problem"] = str(exc)
+        if r.experiment in base_len:
+            _overheads(row, ov, profiles.load().get(r.profile), ex, base_len[r.experiment])
     return row
 
 
-def _values() -> dict[str, Any]:
-    from testbed import ran, stack
-    return ran.restrict(stack.load(), ran.default())
+@dataclass
+class Read:
+    """What one pass over each capture of a results tree gave."""
+    rows: list[dict[str, object]] = field(default_factory=list)     # the wire-bytes table's rows
+    frames: dict[Path, Frames] = field(default_factory=dict)        # the captures asked for in `frames_of`
+
+
+def read(runs: list[Run], frames_of: Sequence[tuple[Run, RawFile]] = (), workers: int = 0) -> Read:
+    """The wire-bytes rows of the usable runs' wire captures and the frames of `frames_of` (the
+    attach windows' captures, analysis/attach_bytes.py), one pass per capture: the baseline runs'
+    captures first (their echo requests give the inner lengths), then the protected ones."""
+    stack_values = values()
+    table = [(r, f) for r in runs if r.usable for f in wire_captures(r)]
+    want_rows = {f.path for _, f in table}
+    want_frames = {f.path for _, f in frames_of}
+    jobs = list({f.path: (r, f) for r, f in [*table, *frames_of]}.values())
+    base_len: dict[str, list[int]] = {}
+
+    def first(r: Run, f: RawFile, ex: wire.Export) -> tuple[list[int], Frames | None]:
+        lens = baseline_lengths(ex, r.experiment) if r.experiment in BASELINE_PACKETS and f.path in want_rows else []
+        return lens, frames(ex) if f.path in want_frames else None
+
+    def then(r: Run, f: RawFile, ex: wire.Export) -> tuple[dict[str, object] | None, Frames | None]:
+        return (_row(r, f, ex, base_len, stack_values) if f.path in want_rows else None,
+                frames(ex) if f.path in want_frames else None)
+
+    plain = [j for j in jobs if not registry.overlay(j[0].protocol).protects]
+    protected = [j for j in jobs if registry.overlay(j[0].protocol).protects]
+    got: dict[Path, Any] = {}
+    out = Read()
+    for (r, f), res in zip(plain, each_capture(plain, first, stack_values, workers)):
+        got[f.path] = res
+        if not isinstance(res, tshark.TsharkError) and res[0]:
+            base_len.setdefault(r.experiment, res[0])
+    for (r, f), res in zip(protected, each_capture(protected, then, stack_values, workers)):
+        got[f.path] = res
+    for r, f in jobs:
+        res = got[f.path]
+        if not isinstance(res, tshark.TsharkError) and res[1] is not None:
+            out.frames[f.path] = res[1]
+    for r, f in table:
+        res = got[f.path]
+        if isinstance(res, tshark.TsharkError):
+            out.rows.append({**_head(r, f), "problem": str(res)})
+        else:
+            out.rows.append(res[0] if registry.overlay(r.protocol).protects else _head(r, f))
+    return out
 
 
 def results_table(results: Path) -> pd.DataFrame:
@@ -111,6 +205,4 @@ def results_table(results: Path) -> pd.DataFrame:
     import pandas as pd
 
     from analysis.results import discover
-    runs = [r for r in discover(results) if r.usable and r.files("pcap")]
-    base_len = _baseline_lengths(runs)
-    return pd.DataFrame([_row(r, f, base_len) for r in runs for f in _wire_captures(r)])
+    return pd.DataFrame(read([r for r in discover(results) if r.usable and r.files("pcap")]).rows)

@@ -69,8 +69,11 @@ def figure(runs: pd.DataFrame, attach: pd.DataFrame, out: Path) -> list[Path]:
 def markdown_section(results: Path, out: Path, link_dir: str = "", registrations: pd.DataFrame | None = None) -> str:
     """The section's Markdown ('' when no run has a capture); writes its CSVs and figure to out.
     `registrations`: analysis/datasets.py's attach frame, when the caller has it already."""
-    runs = wire_bytes.results_table(results)
-    attach = attach_bytes.summary(attach_bytes.samples(results, registrations))
+    from analysis.results import discover
+    found = [r for r in discover(results) if r.usable and r.files("pcap")]
+    got = wire_bytes.read(found, frames_of=attach_bytes.frame_captures(found))     # one pass per capture
+    runs = pd.DataFrame(got.rows)
+    attach = attach_bytes.summary(attach_bytes.samples(results, registrations, frames_of=got.frames))
     if runs.empty and attach.empty:
         return ""
     out.mkdir(parents=True, exist_ok=True)

@@ -46,13 +46,19 @@ def analytic_rows(profiles: list[Profile], sizes: tuple[int, ...]) -> list[dict[
     return rows
 
 
-def dtls_handshake(pcap: Path, relay_port: int) -> wire.Handshakes:
+def fields(relay_port: int) -> wire.Fields:
+    """What dtls_handshake reads from a capture's shared export: the relay port decoded as DTLS."""
+    return wire.Fields(("dtls.record.content_type", "udp.srcport", "udp.dstport"), (f"udp.port=={relay_port},dtls",))
+
+
+def dtls_handshake(pcap: Path | wire.Export, relay_port: int) -> wire.Handshakes:
     """DTLS handshake frames on the relay port: every frame carrying handshake (22) or
     ChangeCipherSpec (20) records (ClientHello, HelloVerifyRequest, the flights, Finished,
     NewSessionTicket; fragments counted as the frames they are)."""
-    names = [*wire.LENGTH_FIELDS, "dtls.record.content_type"]
-    rows = wire.rows(pcap, f"dtls && udp.port == {relay_port}", names, extra=["-d", f"udp.port=={relay_port},dtls"])
-    hs = [r for r in rows if {"20", "22"} & set(r["dtls.record.content_type"].split(","))]
+    port = (str(relay_port),)
+    rows = [r for r in wire.exported(pcap, fields(relay_port)).having("dtls")
+            if wire.occurs(r, "udp.srcport", port) or wire.occurs(r, "udp.dstport", port)]
+    hs = [r for r in rows if wire.occurs(r, "dtls.record.content_type", ("20", "22"))]
     kind = "DTLS handshake"
     return wire.Handshakes("dtls", {kind: len(hs)}, {kind: sum(int(r["frame.len"]) for r in hs)},
                            {kind: sum(wire.ip_len(r) for r in hs)}, {})

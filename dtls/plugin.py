@@ -75,13 +75,17 @@ class Dtls(OverlayPlugin):
     def decryption(self, key_files: list[Path]) -> Decryption | str:
         return "DTLS relay: socat and Debian's OpenSSL write no key log (docs/analysis.md)"
 
-    def packet_overhead(self, profile: Profile, inner: int, pcap: Path | None = None) -> int | None:
+    def packet_overhead(self, profile: Profile, inner: int, pcap: Path | wire.Export | None = None) -> int | None:
         version, cipher = profile.params.get("version"), profile.params.get("cipher")
         return overhead.dtls_record_overhead(version, cipher) if version and cipher else 0
 
     def analytic_overheads(self, profiles: list[Profile], sizes: tuple[int, ...]) -> list[dict[str, object]]:
         return overhead.analytic_rows(profiles, sizes)
 
-    def handshakes(self, pcap: Path, plane: str, values: Values) -> wire.Handshakes | None:
+    def handshakes(self, pcap: Path | wire.Export, plane: str, values: Values) -> wire.Handshakes | None:
         lk = overlay.links(values).get(plane)
         return None if lk is None else overhead.dtls_handshake(pcap, lk.relay_port)
+
+    def wire_fields(self, plane: str, values: Values) -> wire.Fields:
+        lk = overlay.links(values).get(plane)
+        return wire.Fields() if lk is None else overhead.fields(lk.relay_port)

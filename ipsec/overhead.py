@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from testbed import tshark, wire
+from testbed import wire
 from testbed.profiles import Profile
 
 # ESP transforms by the catalogue's strongSwan keyword: (IV bytes, ICV bytes, cipher block for
@@ -18,6 +18,8 @@ ESP = {
 ESP_HEADER, ESP_TRAILER = 8, 2          # SPI + sequence; pad length + next header
 IKE_EXCHANGES = {"34": "IKE_SA_INIT", "35": "IKE_AUTH"}
 IKE_IDS = ["isakmp.ispi", "isakmp.rspi", "isakmp.messageid", "isakmp.flag_r", "ip.src", "ipv6.src"]
+# what handshakes, protected_lengths and udp_encapsulated read from a capture's shared export
+FIELDS = wire.Fields(("isakmp.exchangetype", *IKE_IDS))
 
 
 def esp_overhead(keyword: str, inner: int, *, ipv6: bool = False, udp_encap: bool = False) -> int:
@@ -31,12 +33,12 @@ def esp_overhead(keyword: str, inner: int, *, ipv6: bool = False, udp_encap: boo
             + ESP_TRAILER + icv)
 
 
-def udp_encapsulated(pcap: Path) -> bool:
+def udp_encapsulated(pcap: Path | wire.Export) -> bool:
     """ESP inside UDP (NAT-T, or strongSwan's userspace ESP)?"""
-    return tshark.count(pcap, "esp && udp") > 0
+    return bool(wire.exported(pcap, FIELDS).having("esp", "udp"))
 
 
-def packet_overhead(profile: Profile, inner: int, pcap: Path | None) -> int | None:
+def packet_overhead(profile: Profile, inner: int, pcap: Path | wire.Export | None) -> int | None:
     """The profile's ESP overhead; UDP-encapsulated when the capture shows it so."""
     kw = str(profile.params.get("esp_proposal", ""))
     if kw not in ESP:
@@ -57,14 +59,13 @@ def analytic_rows(profiles: list[Profile], sizes: tuple[int, ...]) -> list[dict[
     return rows
 
 
-def handshakes(pcap: Path) -> wire.Handshakes:
+def handshakes(pcap: Path | wire.Export) -> wire.Handshakes:
     """IKE_SA_INIT + IKE_AUTH messages (a retransmission repeats the SPIs and message id)."""
-    found = wire.rows(pcap, "isakmp.exchangetype == 34 || isakmp.exchangetype == 35",
-                      wire.LENGTH_FIELDS + ["isakmp.exchangetype", *IKE_IDS])
-    return wire.count_messages("ipsec", found, lambda r: IKE_EXCHANGES[r["isakmp.exchangetype"].split(",")[0]],
-                               IKE_IDS)
+    found = [r for r in wire.exported(pcap, FIELDS).rows if wire.occurs(r, "isakmp.exchangetype", IKE_EXCHANGES)]
+    return wire.count_messages("ipsec", found,
+                               lambda r: IKE_EXCHANGES[wire.first_of(r, "isakmp.exchangetype", IKE_EXCHANGES)], IKE_IDS)
 
 
-def protected_lengths(pcap: Path, src: str | None = None) -> list[int]:
+def protected_lengths(pcap: Path | wire.Export, src: str | None = None) -> list[int]:
     """IP lengths of the ESP packets, optionally only those sent by `src`."""
-    return wire.lengths(pcap, "esp", src)
+    return [wire.ip_len(r) for r in wire.sent_by(wire.exported(pcap, FIELDS).having("esp"), src)]

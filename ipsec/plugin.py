@@ -101,14 +101,17 @@ class Ipsec(OverlayPlugin):
         note = f"{len(skipped)} SA(s) tshark cannot decrypt" if skipped else ""
         return Decryption(dict(keylog.PREFS), tuple(args), "esp", f"ESP, {len(args) // 2} SA(s)", note)
 
-    def packet_overhead(self, profile: Profile, inner: int, pcap: Path | None = None) -> int | None:
+    def packet_overhead(self, profile: Profile, inner: int, pcap: Path | wire.Export | None = None) -> int | None:
         return overhead.packet_overhead(profile, inner, pcap)
 
     def analytic_overheads(self, profiles: list[Profile], sizes: tuple[int, ...]) -> list[dict[str, object]]:
         return overhead.analytic_rows(profiles, sizes)
 
-    def handshakes(self, pcap: Path, plane: str, values: Values) -> wire.Handshakes | None:
+    def handshakes(self, pcap: Path | wire.Export, plane: str, values: Values) -> wire.Handshakes | None:
         return overhead.handshakes(pcap)
 
-    def protected_lengths(self, pcap: Path, src: str | None = None) -> list[int]:
+    def protected_lengths(self, pcap: Path | wire.Export, src: str | None = None) -> list[int]:
         return overhead.protected_lengths(pcap, src)
+
+    def wire_fields(self, plane: str, values: Values) -> wire.Fields:
+        return overhead.FIELDS

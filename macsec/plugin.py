@@ -76,14 +76,18 @@ class Macsec(OverlayPlugin):
         from testbed import profiles
         return [RunCheck(run_checks.check_run(run_dir, manifest, profiles.get(manifest["profile"]), values))]
 
-    def packet_overhead(self, profile: Profile, inner: int, pcap: Path | None = None) -> int | None:
+    def packet_overhead(self, profile: Profile, inner: int, pcap: Path | wire.Export | None = None) -> int | None:
         return overhead.packet_overhead(profile, inner)
 
     def analytic_overheads(self, profiles: list[Profile], sizes: tuple[int, ...]) -> list[dict[str, object]]:
         return overhead.analytic_rows(profiles, sizes)
 
-    def handshakes(self, pcap: Path, plane: str, values: Values) -> wire.Handshakes | None:
-        return overhead.handshakes(pcap)
+    # MACsec counts frames with its own display-filter pass (macsec/overhead.py): given the shared
+    # export of a capture (testbed/wire.py Export) it reads the capture the export came from
+    def handshakes(self, pcap: Path | wire.Export, plane: str, values: Values) -> wire.Handshakes | None:
+        path = pcap.path if isinstance(pcap, wire.Export) else pcap
+        return overhead.handshakes(path) if path is not None else None
 
-    def protected_lengths(self, pcap: Path, src: str | None = None) -> list[int]:
-        return overhead.protected_lengths(pcap, src)
+    def protected_lengths(self, pcap: Path | wire.Export, src: str | None = None) -> list[int]:
+        path = pcap.path if isinstance(pcap, wire.Export) else pcap
+        return overhead.protected_lengths(path, src) if path is not None else []

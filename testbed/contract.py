@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from testbed import wire
 from testbed.verdict import Verdict
 from testbed.wire import Handshakes
 
@@ -296,11 +297,20 @@ class OverlayPlugin(Plugin):
         cannot be decrypted (said in the report). Validity never uses it."""
         return f"{self.label or self.name}: the testbed exports no keys the tools can use"
 
-    def packet_overhead(self, profile: Profile, inner: int, pcap: Path | None = None) -> int | None:
+    def wire_fields(self, plane: str, values: Values) -> wire.Fields:
+        """Called by the analysis before its one tshark pass over a capture of a run of this protocol
+        on `plane`: the fields (and decode-as rules) that `handshakes`, `protected_lengths` and
+        `packet_overhead` read, so that one shared export of the capture (testbed/wire.py Export:
+        every frame, with wire.BASE_FIELDS and these) feeds all three without a tshark pass of
+        their own. Empty: they read nothing from a capture."""
+        return wire.Fields()
+
+    def packet_overhead(self, profile: Profile, inner: int, pcap: Path | wire.Export | None = None) -> int | None:
         """Bytes the overlay adds to one inner IP packet of `inner` bytes at the IP layer (outer
-        headers included), as the profile runs it (`pcap`: a capture of the run, where the encapsulation
-        depends on the datapath); None where it has no fixed per-packet formula. An overlay below IP
-        gives the bytes it adds to the Ethernet frame carrying the packet (testbed/wire.py)."""
+        headers included), as the profile runs it (`pcap`: a capture of the run, or its shared
+        export, where the encapsulation depends on the datapath); None where it has no fixed
+        per-packet formula. An overlay below IP gives the bytes it adds to the Ethernet frame
+        carrying the packet (testbed/wire.py)."""
         return None
 
     def analytic_overheads(self, profiles: list[Profile], sizes: tuple[int, ...]) -> list[dict[str, object]]:
@@ -308,16 +318,17 @@ class OverlayPlugin(Plugin):
         rows {profile, what, size, added_bytes, ...} of its theoretical per-packet overhead."""
         return []
 
-    def handshakes(self, pcap: Path, plane: str, values: Values) -> Handshakes | None:
+    def handshakes(self, pcap: Path | wire.Export, plane: str, values: Values) -> Handshakes | None:
         """Its handshake messages in one capture of the plane (packets, frame and IP bytes per
-        message kind); None: nothing to count."""
+        message kind); None: nothing to count. Given the capture's shared export (made with
+        `wire_fields`) it reads that; given the capture's path it makes one pass of its own."""
         return None
 
-    def protected_lengths(self, pcap: Path, src: str | None = None) -> list[int]:
-        """IP lengths of its protected data packets in a capture (optionally only those `src` sent),
-        for the measured per-packet overhead; empty: not measured this way. An overlay below IP
-        gives frame lengths less the Ethernet header (testbed.wire.frame_lengths), so that minus
-        the inner IP length is its packet_overhead too."""
+    def protected_lengths(self, pcap: Path | wire.Export, src: str | None = None) -> list[int]:
+        """IP lengths of its protected data packets in a capture or its shared export (optionally
+        only those `src` sent), for the measured per-packet overhead; empty: not measured this way.
+        An overlay below IP gives frame lengths less the Ethernet header (testbed.wire.frame_lengths),
+        so that minus the inner IP length is its packet_overhead too."""
         return []
 
 

@@ -13,7 +13,7 @@ Handshakes are counted as whole frames (frame.len) and as IP bytes.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -93,3 +93,91 @@ def frame_lengths(pcap: Path, display_filter: str, extra: Sequence[str] = ()) ->
     overlay's outer IP length minus the inner one is. A cleartext IPv4 frame gives its ip.len
     (frames under 60 B on a real NIC are padded; the captures here are not)."""
     return [int(r["frame.len"]) - ETHERNET for r in rows(pcap, display_filter, ["frame.len"], extra)]
+
+
+# ------------------------------------------------------------------ one shared export per capture
+
+BASE_FIELDS = ("frame.protocols", *LENGTH_FIELDS, "ip.src", "ipv6.src")
+"""Fields every shared export holds: the frame's protocol stack (colon-separated, what a display
+filter naming a protocol tests), the lengths and the outer and inner source addresses."""
+
+
+@dataclass(frozen=True)
+class Fields:
+    """What a capture's byte accounting reads in its one tshark pass: field names and decode-as
+    rules (values of tshark's -d, e.g. "udp.port==4433,dtls")."""
+
+    names: tuple[str, ...] = ()
+    decode_as: tuple[str, ...] = ()
+
+    def __or__(self, other: Fields) -> Fields:
+        return Fields(tuple(dict.fromkeys((*self.names, *other.names))),
+                      tuple(dict.fromkeys((*self.decode_as, *other.decode_as))))
+
+
+class Export:
+    """Every frame of one capture from one tshark field export (no display filter): a row per
+    frame, field -> text ("" where the frame lacks it, several occurrences comma-joined, as
+    testbed/tshark.py exports them). What a plug-in filtered with a display filter before, it now
+    picks from these rows: `having` the protocols (frame.protocols), `occurs` a field's value."""
+
+    def __init__(self, rows: list[dict[str, str]], fields: Fields, path: Path | None = None) -> None:
+        self.rows = rows
+        self.fields = fields
+        self.path = path
+
+    @staticmethod
+    def with_base(fields: Fields) -> Fields:
+        return Fields(BASE_FIELDS) | fields
+
+    @classmethod
+    def parse(cls, text: str, fields: Fields, path: Path | None = None) -> Export:
+        """From tshark's export text of `Export.with_base(fields)`, in that field order."""
+        names = cls.with_base(fields).names
+        n = len(names)
+        rows = [dict(zip(names, (line.split("\t") + [""] * n)[:n])) for line in text.splitlines() if line]
+        return cls(rows, cls.with_base(fields), path)
+
+    @classmethod
+    def read(cls, pcap: Path, fields: Fields) -> Export:
+        """One tshark pass over the capture (its own; the analysis reads through its cache)."""
+        full = cls.with_base(fields)
+        return cls.parse(tshark.export(pcap, full.names, decode_as=full.decode_as), fields, Path(pcap))
+
+    def covers(self, fields: Fields) -> None:
+        """ValueError unless the export holds these fields and decode-as rules (it was made without
+        the reader's wire_fields: counting from it would silently find nothing)."""
+        missing = [f for f in (*fields.names, *fields.decode_as) if f not in (*self.fields.names, *self.fields.decode_as)]
+        if missing:
+            raise ValueError(f"export of {self.path} lacks {', '.join(missing)}: make it with the plug-in's wire_fields")
+
+    def having(self, *protocols: str) -> list[dict[str, str]]:
+        """The frames whose protocol stack holds every one of `protocols` (display filter "a && b")."""
+        want = set(protocols)
+        return [r for r in self.rows if want <= set(r["frame.protocols"].split(":"))]
+
+
+def occurs(row: dict[str, str], field: str, values: Collection[str]) -> bool:
+    """Whether any occurrence of the field has one of the values (display filter "field == v")."""
+    return any(v in values for v in row.get(field, "").split(","))
+
+
+def first_of(row: dict[str, str], field: str, values: Collection[str]) -> str:
+    """The first occurrence of the field among the values ("" when none is)."""
+    return next((v for v in row.get(field, "").split(",") if v in values), "")
+
+
+def sent_by(rows: list[dict[str, str]], src: str | None) -> list[dict[str, str]]:
+    """The rows whose source address (outer or inner) is `src` (all of them when src is None)."""
+    if not src:
+        return rows
+    field = "ipv6.src" if ":" in src else "ip.src"
+    return [r for r in rows if src in r.get(field, "").split(",")]
+
+
+def exported(pcap: Path | Export, fields: Fields) -> Export:
+    """The export to count from: the shared one given (checked to hold `fields`), or a pass of its own."""
+    if isinstance(pcap, Export):
+        pcap.covers(fields)
+        return pcap
+    return Export.read(pcap, fields)

@@ -25,17 +25,19 @@ def analytic_rows(profiles: list[Profile], sizes: tuple[int, ...]) -> list[dict[
             for p in profiles if p.params.get("paper") == "wisec2025" for size in sizes]
 
 
-def tls_handshake(pcap: Path) -> wire.Handshakes:
+# what tls_handshake reads from a capture's shared export
+FIELDS = wire.Fields(("tcp.stream", "tls.handshake.type", "tls.record.content_type", "tcp.srcport", "tcp.dstport"))
+
+
+def tls_handshake(pcap: Path | wire.Export) -> wire.Handshakes:
     """TLS handshake records per TCP connection: every TLS record from the ClientHello up to and
     including the client's first application_data record after the ServerHello (in TLS 1.3 that
     record is the encrypted client Finished, possibly sharing a segment with the first request,
     so this is an upper bound by at most one request segment). Counted per frame."""
-    names = ["tcp.stream", *wire.LENGTH_FIELDS, "tls.handshake.type", "tls.record.content_type",
-             "tcp.srcport", "tcp.dstport"]
     state: dict[str, str] = {}           # stream -> "hello" | "server" | "done"
     client_port: dict[str, str] = {}
     packets = frames = ips = 0
-    for r in wire.rows(pcap, "tls", names):
+    for r in wire.exported(pcap, FIELDS).having("tls"):
         s = r["tcp.stream"]
         types = set(r["tls.handshake.type"].split(",")) - {""}
         content = set(r["tls.record.content_type"].split(",")) - {""}

@@ -59,11 +59,14 @@ class Tls(OverlayPlugin):
             return "no TLS key log among the run's key files"
         return Decryption({"tls.keylog_file": str(key_files[0])}, (), "tls", "TLS key log", dissects=True)
 
-    def packet_overhead(self, profile: Profile, inner: int, pcap: Path | None = None) -> int | None:
+    def packet_overhead(self, profile: Profile, inner: int, pcap: Path | wire.Export | None = None) -> int | None:
         return overhead.tls_record_overhead(profile.params["version"], profile.params["cipher"])
 
     def analytic_overheads(self, profiles: list[Profile], sizes: tuple[int, ...]) -> list[dict[str, object]]:
         return overhead.analytic_rows(profiles, sizes)
 
-    def handshakes(self, pcap: Path, plane: str, values: Values) -> wire.Handshakes | None:
+    def handshakes(self, pcap: Path | wire.Export, plane: str, values: Values) -> wire.Handshakes | None:
         return overhead.tls_handshake(pcap)
+
+    def wire_fields(self, plane: str, values: Values) -> wire.Fields:
+        return overhead.FIELDS

@@ -11,6 +11,8 @@ WG_HEADER, WG_TAG = 16, 16              # type/reserved + receiver index + count
 WG_TYPES = {"1": "handshake initiation", "2": "handshake response", "3": "cookie reply"}
 # a retransmitted initiation is a new message (new ephemeral key, new sender index)
 WG_IDS = ["wg.sender", "wg.receiver", "ip.src", "ipv6.src"]
+# what handshakes and protected_lengths read from a capture's shared export
+FIELDS = wire.Fields(("wg.type", *WG_IDS))
 
 
 def wireguard_overhead(inner: int, *, ipv6: bool = False) -> int:
@@ -24,12 +26,12 @@ def analytic_rows(profiles: list[Profile], sizes: tuple[int, ...]) -> list[dict[
              "added_bytes": wireguard_overhead(size)} for p in profiles for size in sizes]
 
 
-def handshakes(pcap: Path) -> wire.Handshakes:
-    found = wire.rows(pcap, "wg.type == 1 || wg.type == 2 || wg.type == 3",
-                      wire.LENGTH_FIELDS + ["wg.type", *WG_IDS])
-    return wire.count_messages("wireguard", found, lambda r: WG_TYPES[r["wg.type"].split(",")[0]], WG_IDS)
+def handshakes(pcap: Path | wire.Export) -> wire.Handshakes:
+    found = [r for r in wire.exported(pcap, FIELDS).rows if wire.occurs(r, "wg.type", WG_TYPES)]
+    return wire.count_messages("wireguard", found, lambda r: WG_TYPES[wire.first_of(r, "wg.type", WG_TYPES)], WG_IDS)
 
 
-def protected_lengths(pcap: Path, src: str | None = None) -> list[int]:
+def protected_lengths(pcap: Path | wire.Export, src: str | None = None) -> list[int]:
     """IP lengths of the transport data messages, optionally only those sent by `src`."""
-    return wire.lengths(pcap, "wg.type == 4", src)
+    rows = [r for r in wire.exported(pcap, FIELDS).rows if wire.occurs(r, "wg.type", ("4",))]
+    return [wire.ip_len(r) for r in wire.sent_by(rows, src)]

@@ -1,0 +1,124 @@
+"""One tshark pass per capture (issue 22 point 16): the report reads each capture once, the
+overlay plug-ins count handshakes and protected lengths from that one shared export
+(testbed/wire.py Export, OverlayPlugin.wire_fields), and the export is cached by the capture's
+content (analysis/parse/tshark.py), so an unchanged tree costs no tshark pass at all.
+
+On real captures: a run-sbi run with IPsec on N2 and N4 (tests/data/vm-results-n2n4: IKE with
+retransmissions, ESP) and Open5GS SBI/N32 captures with TLS. The expected numbers are what the
+plug-ins' per-capture display-filter passes gave on these files before the shared export."""
+from __future__ import annotations
+
+import shutil
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from analysis.parse import tshark as cache
+from testbed import registry, tshark, wire
+from tests.conftest import ROOT, require_tools
+
+DATA = ROOT / "tests" / "data"
+RUN = DATA / "vm-results-n2n4" / "adhoc" / "sbi" / "aes128gcm@n2+n4" / "20261125T084414Z-09a8"
+TLS = {DATA / "open5gs-docs-pcaps" / "5g-roaming-lbo.pcapng": (87, 75715, 74323),
+       DATA / "roastedbeans-open5gs-roaming" / "n32_interfaces.pcap": (73, 22236, 21214)}
+IKE = {"it01-n2.pcap": ({"IKE_SA_INIT": 11, "IKE_AUTH": 2}, {"IKE_SA_INIT": 3511, "IKE_AUTH": 1715},
+                        {"IKE_SA_INIT": 8}, 60),
+       "it01-n4.pcap": ({"IKE_SA_INIT": 6, "IKE_AUTH": 2}, {"IKE_SA_INIT": 1897, "IKE_AUTH": 1715},
+                        {"IKE_SA_INIT": 3}, 38)}
+
+
+@pytest.fixture
+def passes(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
+    """Every tshark pass, counted per capture file name."""
+    seen: Counter[str] = Counter()
+    lock = threading.Lock()
+    real = tshark.run
+
+    def counting(pcap: Path | str, args: list[str], **kw: object) -> str:
+        with lock:
+            seen[Path(pcap).name] += 1
+        return real(pcap, args, **kw)  # type: ignore[arg-type]
+    monkeypatch.setattr(tshark, "run", counting)
+    yield seen
+
+
+@pytest.mark.parametrize("name", sorted(IKE))
+def test_ipsec_counts_the_same_from_the_shared_export(name: str, passes: Counter[str]) -> None:
+    require_tools("tshark")
+    ov = registry.overlay("ipsec")
+    ex = wire.Export.read(RUN / name, ov.wire_fields("n2", {}))
+    assert passes[name] == 1
+    packets, frames, again, esp = IKE[name]
+    for source in (ex, RUN / name):          # the shared export, and the capture as before
+        hs = ov.handshakes(source, "n2", {})
+        assert hs is not None and (hs.packets, hs.frame_bytes, hs.retransmitted) == (packets, frames, again)
+        assert len(ov.protected_lengths(source)) == esp
+    assert len(ov.protected_lengths(ex, src="10.100.2.5")) == (34 if name == "it01-n2.pcap" else 0)
+    assert passes[name] == 3                 # the two calls given the path: one pass each
+
+
+@pytest.mark.parametrize("pcap", sorted(TLS), ids=lambda p: p.name)
+def test_tls_counts_the_same_from_the_shared_export(pcap: Path, passes: Counter[str]) -> None:
+    require_tools("tshark")
+    ov = registry.overlay("tls")
+    ex = wire.Export.read(pcap, ov.wire_fields("sbi", {}))
+    for source in (ex, pcap):
+        hs = ov.handshakes(source, "sbi", {})
+        assert hs is not None
+        assert (hs.total_packets, hs.total_frame_bytes, sum(hs.ip_bytes.values())) == TLS[pcap]
+
+
+def _tree(root: Path) -> Path:
+    dest = root / "adhoc" / "sbi" / RUN.parent.name / RUN.name
+    shutil.copytree(RUN, dest)
+    return root
+
+
+def test_the_report_reads_each_capture_once_and_an_unchanged_tree_not_at_all(
+        tmp_path: Path, passes: Counter[str]) -> None:
+    require_tools("tshark")
+    from analysis.report import build
+    results = _tree(tmp_path / "results")
+    with cache.cached_in(tmp_path / "cache"):
+        build(results, tmp_path / "out1")
+        assert dict(passes) == {"it01-n2-gnb.pcap": 1, "it01-n2.pcap": 1, "it01-n4.pcap": 1}
+        first = (tmp_path / "out1" / "wire-bytes" / "wire-bytes.csv").read_text()
+        passes.clear()
+        build(results, tmp_path / "out2")
+        assert dict(passes) == {}
+        assert (tmp_path / "out2" / "wire-bytes" / "wire-bytes.csv").read_text() == first
+    # without a cache: the same table, one pass per capture again
+    passes.clear()
+    build(results, tmp_path / "out3")
+    assert (tmp_path / "out3" / "wire-bytes" / "wire-bytes.csv").read_text() == first
+    assert set(passes.values()) == {1}
+
+
+def test_the_cache_is_keyed_by_content(tmp_path: Path, passes: Counter[str]) -> None:
+    require_tools("tshark")
+    a = tmp_path / "a.pcap"
+    shutil.copy(RUN / "it01-n4.pcap", a)
+    fields = ["frame.len"]
+    with cache.cached_in(tmp_path / "cache"):
+        text = cache.export(a, fields)
+        b = tmp_path / "b.pcap"                    # the same bytes under another name: no pass
+        shutil.copy(a, b)
+        assert cache.export(b, fields) == text and passes["b.pcap"] == 0
+        a.touch()                                  # a new time stamp, the same content: no pass
+        assert cache.export(a, fields) == text and passes["a.pcap"] == 1
+        assert cache.export(a, ["frame.number"]) != text and passes["a.pcap"] == 2   # other fields
+        shutil.copy(RUN / "it01-n2.pcap", a)       # other content under the old name: a pass
+        assert cache.export(a, fields) != text and passes["a.pcap"] == 3
+
+
+def test_an_unwritable_cache_only_costs_the_pass(tmp_path: Path, passes: Counter[str],
+                                                 caplog: pytest.LogCaptureFixture) -> None:
+    require_tools("tshark")
+    blocked = tmp_path / "file"
+    blocked.write_text("not a directory")
+    with cache.cached_in(blocked / "cache"):
+        assert cache.export(RUN / "it01-n4.pcap", ["frame.len"]).strip()
+    assert passes["it01-n4.pcap"] == 1 and "cache" in caplog.text
