@@ -2,9 +2,31 @@
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import pandas as pd
+
+
+# Columns that count things (boots, samples, runs, packets, bytes added ...): printed as integers
+# wherever the value is whole (pandas keeps a count column with an empty cell as floats).
+COUNTS = re.compile(r"^(n|n_.*|.*_n|.*_n_boots|runs|lost|sent|points|incomplete|registrations|duplicate_copies|files"
+                    r"|size|ues|count|sets|calls|repeat|.*packets|handshake_.*|added_bytes.*|relay_vs_sctp)$")
+
+
+def fmt_count(value: object, digits: int = 3) -> str:
+    """A count: a whole float as an integer, anything else as `fmt` prints it."""
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        return str(int(value))
+    return fmt(value, digits)
+
+
+def integer_counts(frame: pd.DataFrame) -> pd.DataFrame:
+    """The frame with its count columns (COUNTS) as nullable integers where every value is whole,
+    so that a CSV says 0, not 0.0."""
+    whole = [c for c in frame.columns if COUNTS.match(str(c)) and pd.api.types.is_float_dtype(frame[c])
+             and frame[c].dropna().apply(float.is_integer).all()]
+    return frame.astype({c: "Int64" for c in whole}) if whole else frame
 
 
 def fmt(value: object, digits: int = 3) -> str:
@@ -35,13 +57,14 @@ def fmt_p(value: object) -> str:
 
 
 def table(frame: pd.DataFrame, digits: int = 3) -> str:
-    """A pipe table; floats with ``digits`` decimals, NaN empty."""
+    """A pipe table; floats with ``digits`` decimals, counts (COUNTS) as integers, NaN empty."""
     if frame.empty:
         return "_(no rows)_\n"
     cols = [str(c) for c in frame.columns]
     lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
     pcols = {i for i, c in enumerate(cols) if c == "p_perm" or c.startswith("p_")}
+    counts = {i for i, c in enumerate(cols) if COUNTS.match(c)}
     for row in frame.itertuples(index=False, name=None):
-        lines.append("| " + " | ".join(fmt_p(v) if i in pcols else fmt(v, digits)
-                                        for i, v in enumerate(row)) + " |")
+        lines.append("| " + " | ".join(fmt_p(v) if i in pcols else fmt_count(v, digits) if i in counts
+                                        else fmt(v, digits) for i, v in enumerate(row)) + " |")
     return "\n".join(lines) + "\n"

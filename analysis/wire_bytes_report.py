@@ -14,54 +14,83 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 import pandas as pd
 
 from analysis import attach_bytes, wire_bytes
 from analysis.figure_files import write_figure
+from analysis.markdown import integer_counts
 from analysis.markdown import table as md_table
+
+if TYPE_CHECKING:
+    import matplotlib.pyplot as plt
 
 log = logging.getLogger(__name__)
 
 FIGURE = "wire-bytes"
 
 
+def _handshake_bytes(runs: pd.DataFrame) -> pd.Series:
+    """Mean handshake frame bytes per profile, the profiles whose captures hold a handshake."""
+    if "handshake_frame_bytes" not in runs:
+        return pd.Series(dtype=float)
+    hs = runs.dropna(subset=["handshake_frame_bytes"]).groupby("profile")["handshake_frame_bytes"].mean()
+    return hs[hs > 0]
+
+
+def _attach_all(attach: pd.DataFrame) -> pd.DataFrame:
+    return attach[attach["iface"] == attach_bytes.ALL] if not attach.empty else attach
+
+
+def figure_note(runs: pd.DataFrame, attach: pd.DataFrame) -> str:
+    """In words, the panels the figure leaves out for want of data ('' when it has both)."""
+    missing = []
+    if _handshake_bytes(runs).empty:
+        missing.append("no overlay handshake in these captures (a run-overlay capture starts once the "
+                       "tunnel is up)")
+    if _attach_all(attach).empty:
+        missing.append("no UE attach in these results (run-sbi)")
+    return "; ".join(missing)
+
+
+def _handshake_panel(ax: plt.Axes, hs: pd.Series) -> None:
+    ax.bar(range(len(hs)), hs.to_numpy(), color="0.45")
+    ax.set_xticks(range(len(hs)), hs.index, rotation=45, ha="right", fontsize=8)
+    ax.set_ylabel("handshake bytes per capture (frames)")
+    ax.set_title("Overlay handshakes on the wire")
+
+
+def _attach_panel(ax: plt.Axes, at: pd.DataFrame) -> None:
+    profiles = sorted(at["profile"].unique(), key=lambda p: (p != "baseline", p))
+    for k, (role, hatch) in enumerate((("cold", ""), ("warm", "//"))):
+        sub = at[at["role"] == role].set_index("profile")
+        xs = [i + (k - 0.5) * 0.4 for i, p in enumerate(profiles) if p in sub.index]
+        ys = [float(sub.loc[p, "bytes_mean"]) for p in profiles if p in sub.index]
+        es = [float(sub.loc[p, "bytes_ci"]) if pd.notna(sub.loc[p, "bytes_ci"]) else 0.0
+              for p in profiles if p in sub.index]
+        ax.bar(xs, ys, width=0.4, yerr=es, capsize=3, color="white", edgecolor="black", hatch=hatch, label=role)
+    ax.set_xticks(range(len(profiles)), profiles, rotation=45, ha="right", fontsize=8)
+    ax.set_ylim(top=ax.get_ylim()[1] * 1.2)
+    ax.legend(title="UE", loc="upper right", ncol=2)
+    ax.set_ylabel("bytes per attach (all captured interfaces)")
+    ax.set_title("Signalling bytes per UE attach")
+
+
 def figure(runs: pd.DataFrame, attach: pd.DataFrame, out: Path) -> list[Path]:
-    """Left: mean handshake frame bytes per profile (from the runs' captures). Right: mean bytes
-    per attach (all interfaces) per profile, cold and warm, with 99 % intervals over boots."""
+    """Mean handshake frame bytes per profile (from the runs' captures) and mean bytes per attach
+    (all interfaces) per profile, cold and warm, with 99 % intervals over boots: each panel only
+    when it has data, no figure when neither has (figure_note says which are left out)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    hs = (runs.dropna(subset=["handshake_frame_bytes"]).groupby("profile")["handshake_frame_bytes"].mean()
-          if "handshake_frame_bytes" in runs else pd.Series(dtype=float))
-    at = attach[attach["iface"] == attach_bytes.ALL] if not attach.empty else attach
-    if hs.empty and at.empty:
+    hs, at = _handshake_bytes(runs), _attach_all(attach)
+    panels = [(draw, data) for draw, data in ((_handshake_panel, hs), (_attach_panel, at)) if not data.empty]
+    if not panels:
         return []
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
-    ax = axes[0]
-    hs = hs[hs > 0]
-    if not hs.empty:
-        ax.bar(range(len(hs)), hs.to_numpy(), color="0.45")
-        ax.set_xticks(range(len(hs)), hs.index, rotation=45, ha="right", fontsize=8)
-    else:
-        ax.text(0.5, 0.5, "no overlay handshake\nin these captures", ha="center", va="center", transform=ax.transAxes)
-        ax.set_xticks([])
-    ax.set_ylabel("handshake bytes per capture (frames)")
-    ax.set_title("Overlay handshakes on the wire")
-    ax = axes[1]
-    if not at.empty:
-        profiles = sorted(at["profile"].unique(), key=lambda p: (p != "baseline", p))
-        for k, (role, hatch) in enumerate((("cold", ""), ("warm", "//"))):
-            sub = at[at["role"] == role].set_index("profile")
-            xs = [i + (k - 0.5) * 0.4 for i, p in enumerate(profiles) if p in sub.index]
-            ys = [float(sub.loc[p, "bytes_mean"]) for p in profiles if p in sub.index]
-            es = [float(sub.loc[p, "bytes_ci"]) if pd.notna(sub.loc[p, "bytes_ci"]) else 0.0
-                  for p in profiles if p in sub.index]
-            ax.bar(xs, ys, width=0.4, yerr=es, capsize=3, color="white", edgecolor="black", hatch=hatch, label=role)
-        ax.set_xticks(range(len(profiles)), profiles, rotation=45, ha="right", fontsize=8)
-        ax.set_ylim(top=ax.get_ylim()[1] * 1.2)
-        ax.legend(title="UE", loc="upper right", ncol=2)
-    ax.set_ylabel("bytes per attach (all captured interfaces)")
-    ax.set_title("Signalling bytes per UE attach")
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4.2), squeeze=False)
+    for ax, (draw, data) in zip(axes[0], panels):
+        draw(ax, data)
     fig.tight_layout()
     return write_figure(fig, out, FIGURE)
 
@@ -78,8 +107,8 @@ def markdown_section(results: Path, out: Path, link_dir: str = "", registrations
         return ""
     out.mkdir(parents=True, exist_ok=True)
     analytic = wire_bytes.analytic_table()
-    runs.to_csv(out / "wire-bytes.csv", index=False)
-    analytic.to_csv(out / "wire-bytes-analytic.csv", index=False)
+    integer_counts(runs).to_csv(out / "wire-bytes.csv", index=False)
+    integer_counts(analytic).to_csv(out / "wire-bytes-analytic.csv", index=False)
     if not attach.empty:
         attach.to_csv(out / "attach-bytes.csv", index=False)
     figs = figure(runs, attach, out)
@@ -87,8 +116,10 @@ def markdown_section(results: Path, out: Path, link_dir: str = "", registrations
              "From the runs' own captures (docs/wire-bytes.md). Handshakes: IKE_SA_INIT + IKE_AUTH, WireGuard "
              "initiation/response/cookie, TLS records from the ClientHello to the client's first application "
              "record, DTLS handshake and ChangeCipherSpec frames on the relay port.", ""]
+    note = figure_note(runs, attach)
     if figs:
         lines += [f"![bytes on the wire]({link_dir}{figs[0].name})", ""]
+    lines += [f"{'Not drawn' if figs else 'No figure'}: {note}.", ""] if note else []
     if not attach.empty:
         cols = ["profile", "protocol", "nas", "iface", "role", "n_boots", "n_samples", "packets_mean",
                 "packets_overhead", "bytes_mean", "bytes_ci", "bytes_overhead", "bytes_overhead_ci"]
