@@ -168,7 +168,7 @@ def cmd_figures(args: argparse.Namespace) -> int:
     for n in names or []:
         figures.get(n)
     ds = Datasets.load(discover(args.results))
-    drawn = figures.draw_all(tables.all_tables(ds), _out_dir(args) / "figures", names)
+    drawn = figures.draw_all(tables.all_tables(ds), _out_dir(args) / "figures", names, ds)
     for name, paths in drawn.items():
         print(f"{name}: " + (", ".join(str(p) for p in paths) if paths else "no data (skipped)"))
     return 0

@@ -12,6 +12,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -20,14 +21,15 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from analysis import protocols
+from analysis import protocols, rtt_figure
 from analysis.figure_files import write_figure
+from analysis.figure_layout import (HATCHES, KEYS, MODE_ORDER, datapaths, group_handles, label, layout,
+                                    mark_userspace, order, ticks)
 from analysis.reference import PAPERS
 
 log = logging.getLogger(__name__)
 
 Tables = dict[str, pd.DataFrame]
-MODE_ORDER = {"start": 0, "trap": 1, "trap-drop": 2, "trap-queue": 3}
 MODE_HATCH = {"start": "", "trap": "//", "trap-drop": "xx", "trap-queue": ".."}
 
 
@@ -35,32 +37,8 @@ MODE_HATCH = {"start": "", "trap": "//", "trap-drop": "xx", "trap-queue": ".."}
 class Figure:
     name: str
     description: str
-    draw: Callable[[Tables, Path], list[Path]]
-
-
-def _label(row: pd.Series, datapaths: int, campaigns: int = 1) -> str:
-    label = str(row["profile"])
-    if campaigns > 1:
-        label = f"{row['campaign']}: {label}"
-    if datapaths > 1 and row.get("datapath") not in (None, "", "none"):
-        label += f" [{row['datapath']}]"
-    return label
-
-
-def _datapaths(table: pd.DataFrame) -> int:
-    """How many overlay datapaths (kernel, userspace) the table mixes; the baseline has none."""
-    if "datapath" not in table:
-        return 1
-    return table.loc[table["datapath"] != "none", "datapath"].nunique()
-
-
-def _order(table: pd.DataFrame) -> pd.DataFrame:
-    t = table.copy()
-    t["_p"] = t["protocol"].map(protocols.order()).fillna(99)
-    t["_m"] = t["mode"].map(MODE_ORDER).fillna(9) if "mode" in t else 0
-    if "campaign" not in t:
-        t["campaign"] = ""
-    return t.sort_values(["campaign", "_p", "_m", "profile", "datapath"]).drop(columns=["_p", "_m"])
+    draw: Callable[..., list[Path]]
+    samples: bool = False          # draws from the loaded results too (draw(tables, out, datasets))
 
 
 def _empty(t: pd.DataFrame, figure: str, why: str) -> bool:
@@ -92,41 +70,23 @@ def _save(fig: plt.Figure, out: Path, name: str) -> list[Path]:
 def _bars(ax: plt.Axes, table: pd.DataFrame, value: str, err: str, group: str, scale: float = 1.0,
           group_fmt: Callable[[object], str] = str) -> list[tuple]:
     """Grouped bars: one cluster per profile (ordered), one bar per value of ``group``."""
-    t = _order(table)
-    dps = _datapaths(t)
-    camps = t["campaign"].nunique()
-    cols = ["campaign", "profile", "datapath"]
-    keys = list(dict.fromkeys(tuple(r) for r in t[cols].itertuples(index=False, name=None)))
-    first = t.drop_duplicates(subset=cols).set_index(cols)
-    labels = [_label(pd.Series({**first.loc[k].to_dict(), "campaign": k[0], "profile": k[1], "datapath": k[2]}),
-                     dps, camps) for k in keys]
-    groups = sorted(t[group].dropna().unique(), key=lambda v: (str(type(v)), v))
-    width = 0.8 / max(1, len(groups))
-    x = np.arange(len(keys))
-    hatches = ["", "//", "..", "xx"]
-    for gi, g in enumerate(groups):
-        sub = t[t[group] == g].set_index(cols)
-        vals = np.array([sub[value].get(k, np.nan) for k in keys], dtype=float) * scale
-        errs = np.array([sub[err].get(k, np.nan) for k in keys], dtype=float) * scale
-        colours = [protocols.colour(str(first["protocol"].get(k, ""))) for k in keys]
-        ax.bar(x + (gi - (len(groups) - 1) / 2) * width, vals, width, yerr=np.nan_to_num(errs),
-               color=colours, edgecolor="black", linewidth=0.5, hatch=hatches[gi % len(hatches)],
+    lay = layout(table, group)
+    for gi, g in enumerate(lay.groups):
+        sub = lay.table[lay.table[group] == g].set_index(KEYS)
+        vals = np.array([sub[value].get(k, np.nan) for k in lay.keys], dtype=float) * scale
+        errs = np.array([sub[err].get(k, np.nan) for k in lay.keys], dtype=float) * scale
+        colours = [protocols.colour(lay.protocol(k)) for k in lay.keys]
+        ax.bar([lay.x(i, gi) for i in range(len(lay.keys))], vals, lay.width, yerr=np.nan_to_num(errs),
+               color=colours, edgecolor="black", linewidth=0.5, hatch=HATCHES[gi % len(HATCHES)],
                capsize=2, label=group_fmt(g), error_kw={"elinewidth": 0.8})
-    ax.set_xticks(x)
-    ax.set_xticklabels(labels, rotation=45, ha="right", fontsize=8)
-    for tick, k in zip(ax.get_xticklabels(), keys):
-        if first["protocol"].get(k) == "none":
-            tick.set_fontweight("bold")
+    ticks(ax, lay)
     ax.grid(axis="y", alpha=0.3)
-    if len(groups) > 1:
+    if len(lay.groups) > 1:
         # the groups differ by hatch, not colour (colour is the protocol): the legend says so
-        from matplotlib.patches import Patch
-        handles = [Patch(facecolor="white", edgecolor="black", hatch=hatches[gi % len(hatches)], label=group_fmt(g))
-                   for gi, g in enumerate(groups)]
-        ax.legend(handles=handles, fontsize=8, title=group, title_fontsize=8, loc="upper left")
-    _mark_userspace(ax, t)
-    _headroom(ax, t, value, err, scale)
-    return keys
+        ax.legend(handles=group_handles(lay, group_fmt), fontsize=8, title=group, title_fontsize=8, loc="upper left")
+    mark_userspace(ax, lay.table)
+    _headroom(ax, lay.table, value, err, scale)
+    return lay.keys
 
 
 def _headroom(ax: plt.Axes, table: pd.DataFrame, value: str, err: str, scale: float) -> None:
@@ -137,22 +97,6 @@ def _headroom(ax: plt.Axes, table: pd.DataFrame, value: str, err: str, scale: fl
     if tops.size and tops.max() > 0:
         lo, _ = ax.get_ylim()
         ax.set_ylim(lo, tops.max() * 1.35)
-
-
-def _show_zero(ax: plt.Axes) -> None:
-    """A dashed line at 0 (the baseline of an overhead panel) is hidden by the bottom spine when
-    every overhead is positive: start the axis a little below 0 so it can be seen."""
-    lo, hi = ax.get_ylim()
-    if lo >= 0:
-        ax.set_ylim(-0.04 * (hi - lo), hi)
-
-
-def _mark_userspace(ax: plt.Axes, table: pd.DataFrame) -> None:
-    """Every panel that holds a userspace fallback of a kernel datapath says so on the panel itself."""
-    if "datapath" in table and any(protocols.not_comparable(p, d) for p, d in zip(table["protocol"], table["datapath"])):
-        ax.text(0.99, 0.98, f"userspace datapath\n({protocols.userspace_fallbacks()}):\nNOT comparable with the papers",
-                transform=ax.transAxes, ha="right", va="top", fontsize=7, color="#b00000",
-                bbox={"facecolor": "white", "alpha": 0.8, "edgecolor": "#b00000", "linewidth": 0.5})
 
 
 def _baseline_lines(ax: plt.Axes, table: pd.DataFrame, value: str, group: str | None,
@@ -175,7 +119,9 @@ def _protocol_legend(ax: plt.Axes, shown: set[str], modes: dict[str, list[str]] 
     ax.legend(handles=handles, fontsize=8, loc="upper left", title="protocol / mode", title_fontsize=8)
 
 
-def fig2_n3_rtt(tables: Tables, out: Path) -> list[Path]:
+def fig2_n3_rtt(tables: Tables, out: Path, ds: Any = None) -> list[Path]:
+    """Figure 2 (analysis/rtt_figure.py): with the loaded results `ds` (their ping samples) the
+    samples' distribution and every boot's mean beside the mean over boots; without, the means."""
     t = tables["rtt"]
     # N3 pings, else the namespace twin's; the f1u experiment's have their own figures (analysis/ran_figures.py)
     t = t[t["experiment"].isin(["n3", "overlay"])] if not t.empty else t
@@ -184,18 +130,13 @@ def fig2_n3_rtt(tables: Tables, out: Path) -> list[Path]:
     exp = "n3" if (t["experiment"] == "n3").any() else None
     if exp:
         t = t[t["experiment"] == exp]
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 4.8), layout="constrained")   # the right y label clears the left panel
-    # one unit for the whole figure (us): the overheads are tens of us, the RTTs hundreds
-    _bars(ax1, t, "mean", "ci", "size", scale=1000.0, group_fmt=lambda s: f"{s} B")
-    ax1.set_ylabel("mean RTT (us), 99 % CI")
-    ax1.set_title("RTT per profile and payload size")
+    found = rtt_figure.samples(getattr(ds, "ping", None), sorted(t["experiment"].astype(str).unique()))
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 5.2), layout="constrained")   # the right y label clears the left panel
+    # one unit, the RTT table's (ms)
+    rtt_figure.rtt_panel(ax1, t, found, group_fmt=lambda s: f"{s} B")
     over = t[t["protocol"] != "none"]
     if over["overhead"].notna().any():
-        _bars(ax2, over, "overhead", "overhead_ci", "size", scale=1000.0, group_fmt=lambda s: f"{s} B")
-        ax2.axhline(0, color="#555555", linestyle="--", linewidth=0.8)
-        ax2.set_ylabel("overhead vs baseline (us), 99 % Welch CI")
-        ax2.set_title("RTT overhead against the baseline (dashed = baseline)")
-        _show_zero(ax2)
+        rtt_figure.overhead_panel(ax2, over, found, group_fmt=lambda s: f"{s} B")
     else:
         ax2.text(0.5, 0.5, "no baseline or no secured profile:\noverhead not available",
                  ha="center", va="center", transform=ax2.transAxes)
@@ -204,7 +145,9 @@ def fig2_n3_rtt(tables: Tables, out: Path) -> list[Path]:
     where = ("N3 (UE -> UPF side)" if exp else
              "N3 between two network namespaces (experiment overlay)" if exps == ["overlay"] else
              "experiments " + ", ".join(exps))
-    fig.suptitle(f"Figure 2: ping RTT over {where}; bold label = baseline")
+    few = rtt_figure.few_boots(t)
+    fig.suptitle(f"Figure 2: ping RTT over {where}; bold label = baseline" + (f"\n{few}" if few else ""),
+                 fontsize=11 if not few else 10)
     return _save(fig, out, "fig2-n3-rtt")
 
 
@@ -240,14 +183,14 @@ def fig3_attach_time(t: pd.DataFrame, out: Path) -> list[Path]:
 @_drawn_from("cpu", "fig4-cpu-vs-ues", "no CPU accounting data")
 def fig4_cpu_vs_ues(t: pd.DataFrame, out: Path) -> list[Path]:
     fig, ax = plt.subplots(figsize=(7.5, 5))
-    dps = _datapaths(t)
+    dps = datapaths(t)
     camps = t["campaign"].nunique()
-    for _, g in _order(t).groupby(["campaign", "profile", "datapath"], sort=False):
+    for _, g in order(t).groupby(["campaign", "profile", "datapath"], sort=False):
         g = g.assign(ues=g["ues"].astype(float)).sort_values("ues")
         proto = str(g["protocol"].iloc[0])
         style = {"color": protocols.colour(proto), "linestyle": "--" if proto == "none" else "-"}
         ax.errorbar(g["ues"], g["mean"], yerr=g["ci"].fillna(0), marker="o", capsize=3,
-                    label=_label(g.iloc[0], dps, camps) + (" (baseline)" if proto == "none" and
+                    label=label(g.iloc[0], dps, camps) + (" (baseline)" if proto == "none" and
                                                            g.iloc[0]["profile"] != "baseline" else ""), **style)
     ax.set_xlabel("number of UEs")
     ax.set_ylabel("CPU time of the core: NFs + overlay + DB (s), 99 % CI")
@@ -277,10 +220,10 @@ def fig_tls_suites(tables: Tables, out: Path) -> list[Path]:
     fig, axes = plt.subplots(1, len(roles), figsize=(6.5 * len(roles), max(4.0, 0.35 * len(tls) / max(1, len(roles)) + 2)),
                              squeeze=False, sharey=True)
     for ax, role in zip(axes[0], roles):
-        sub = _order(tls[tls["role"] == role])
+        sub = order(tls[tls["role"] == role])
         pct_ci = 100.0 * sub["overhead_ci"] / sub["baseline_mean"]
         colours = ["#2ca02c" if c == "ecdsa" else "#98df8a" for c in sub["cert"]]
-        names = [_label(r, _datapaths(tls), tls["campaign"].nunique()) for _, r in sub.iterrows()]
+        names = [label(r, datapaths(tls), tls["campaign"].nunique()) for _, r in sub.iterrows()]
         ax.barh(names, sub["overhead_pct"], xerr=pct_ci.fillna(0), color=colours,
                 edgecolor="black", linewidth=0.5, capsize=2)
         ax.axvline(0, color="#555555", linestyle="--", linewidth=0.8, label="baseline (no TLS)")
@@ -294,7 +237,8 @@ def fig_tls_suites(tables: Tables, out: Path) -> list[Path]:
 
 
 FIGURES: dict[str, Figure] = {f.name: f for f in (
-    Figure("fig2-n3-rtt", "Figure 2: N3 ping RTT per profile and payload size, with overhead and 99 % CIs", fig2_n3_rtt),
+    Figure("fig2-n3-rtt", "Figure 2: N3 ping RTT per profile and payload size (samples, boot means, 99 % CIs) and "
+           "the overhead", fig2_n3_rtt, samples=True),
     Figure("fig3-attach-time", "Figure 3: UE attach time, cold and warm, grouped by protocol and mode", fig3_attach_time),
     Figure("fig4-cpu-vs-ues", "Figure 4: CPU time of the core NFs vs number of UEs", fig4_cpu_vs_ues),
     Figure("fig-throughput", "iperf3 throughput per profile (TCP, UDP)", fig_throughput),
@@ -310,5 +254,8 @@ def get(name: str) -> Figure:
                        "(python -m analysis list-figures)") from None
 
 
-def draw_all(tables: Tables, out: Path, names: list[str] | None = None) -> dict[str, list[Path]]:
-    return {n: get(n).draw(tables, out) for n in (names or list(FIGURES))}
+def draw_all(tables: Tables, out: Path, names: list[str] | None = None, datasets: Any = None) -> dict[str, list[Path]]:
+    """Every figure (or those named); `datasets`: the loaded results the summary tables came from,
+    for the figures that show samples."""
+    return {n: get(n).draw(tables, out, datasets) if get(n).samples else get(n).draw(tables, out)
+            for n in (names or list(FIGURES))}

@@ -96,7 +96,7 @@ def build(results: Path, out: Path, figure_names: list[str] | None = None,
     ds = datasets if datasets is not None else Datasets.load(discover(results))
     runs = ds.runs
     tables = tbl.all_tables(ds, permutations=permutations)
-    drawn = figs.draw_all(tables, out / "figures", figure_names)
+    drawn = figs.draw_all(tables, out / "figures", figure_names, ds)
     head = headline_frame(tables)
     prov = provenance_frame(runs)
     write_tables({**tables, "headline": head, "runs": prov, "dropped": dropped_frame(runs),

@@ -33,35 +33,74 @@ def test_every_figure_is_drawn_as_png_and_pdf(fixture_tables, tmp_path):
         assert paths[0].stat().st_size > 20_000       # a drawn chart, not an empty canvas
 
 
-def test_fig2_content(fixture_tables, tmp_path, monkeypatch):
+def _fig2(tables_, out, monkeypatch, ds=None):
     captured = {}
     monkeypatch.setattr(figures, "_save", lambda fig, out, name: captured.setdefault(name, fig) and [])
-    figures.fig2_n3_rtt(fixture_tables, tmp_path)
-    fig = captured["fig2-n3-rtt"]
+    figures.fig2_n3_rtt(tables_, out, ds)
+    return captured["fig2-n3-rtt"]
+
+
+def test_fig2_content(fixture_tables, fixture_datasets, tmp_path, monkeypatch):
+    fig = _fig2(fixture_tables, tmp_path, monkeypatch, fixture_datasets)
     ax1, ax2 = fig.axes
     labels = [t.get_text() for t in ax1.get_xticklabels()]
     # baseline first (and bold), wireguard split by datapath because its runs differ
     assert labels == ["baseline", "aes128gcm [kernel]", "wireguard [kernel]", "wireguard [userspace]"]
     assert ax1.get_xticklabels()[0].get_fontweight() == "bold"
-    # one unit per figure: both panels in us
-    assert "(us)" in ax1.get_ylabel() and "99 %" in ax1.get_ylabel()
-    assert "(us)" in ax2.get_ylabel()
-    heights = sorted(b.get_height() for b in ax1.patches if b.get_height() == b.get_height())
+    # one unit in the figure and the tables (the RTT table is in ms): both panels in ms
+    assert "(ms)" in ax1.get_ylabel() and "99 %" in ax1.get_ylabel()
+    assert "(ms)" in ax2.get_ylabel()
     rtt = fixture_tables["rtt"]
-    assert heights == pytest.approx(sorted(v * 1000.0 for v in rtt["mean"]))
+    # the mean over boots of every profile and size, as a marker at the table's value (ms)
+    means = sorted(y for ln in ax1.get_lines() if ln.get_gid() == "mean" for y in ln.get_ydata())
+    assert means == pytest.approx(sorted(rtt["mean"]))
+    # every boot's mean as a point: as many as the table's boots
+    boots = [len(c.get_offsets()) for c in ax1.collections if c.get_gid() == "boots"]
+    assert sorted(boots) == sorted(rtt["n_boots"].astype(int))
+    # the samples' distribution: one box per profile and size
+    assert sum(1 for p in ax1.patches if p.get_gid() == "samples") == len(rtt)
+    # an RTT is never negative: the axis starts at 0
+    assert ax1.get_ylim()[0] == 0
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     for ax in (ax1, ax2):
-        # the legend tells the payload sizes apart by hatch on white: it borrows no bar's colour
+        # the legend tells the payload sizes apart by hatch on white: it borrows no protocol's colour
         legend = ax.get_legend()
-        assert [h.get_facecolor()[:3] for h in legend.legend_handles] == [(1.0, 1.0, 1.0)] * 2
-        assert [h.get_hatch() or "" for h in legend.legend_handles] == ["", "//"]
+        sizes = [h for h in legend.legend_handles if h.get_label().endswith(" B")]
+        assert [h.get_facecolor()[:3] for h in sizes] == [(1.0, 1.0, 1.0)] * 2
+        assert [h.get_hatch() or "" for h in sizes] == ["", "//"]
         # the userspace note and the legend never cover each other
         note = next(t for t in ax.texts if "userspace" in t.get_text())
         assert not note.get_window_extent(renderer).overlaps(legend.get_window_extent(renderer))
     # the overhead panel's baseline (0, dashed) sits above the bottom spine, where it can be seen
     zero = [ln for ln in ax2.get_lines() if ln.get_linestyle() == "--"]
     assert zero and zero[0].get_ydata()[0] == 0 and ax2.get_ylim()[0] < 0
+    # two boots: the figure says the intervals rest on few boots
+    assert "n_boots" in fig.get_suptitle()
+    plt.close(fig)
+
+
+def test_fig2_with_few_boots_never_shows_a_negative_rtt(tmp_path, monkeypatch):
+    """The case of issue 22: three boots, an interval far wider than the data (mean 2.6 ms, 99 %
+    half-width 18 ms): the axis starts at 0, the interval is cut there and marked."""
+    import pandas as pd
+    from types import SimpleNamespace
+    head = {"campaign": "c", "experiment": "overlay", "datapath": "userspace", "size": 1024}
+    rtt = pd.DataFrame([{**head, "profile": "baseline", "protocol": "none", "datapath": "none", "mean": 0.019,
+                         "ci": 0.001, "n_boots": 3, "overhead": float("nan"), "overhead_ci": float("nan")},
+                        {**head, "profile": "wireguard", "protocol": "wireguard", "mean": 2.602, "ci": 18.107,
+                         "n_boots": 3, "overhead": 2.583, "overhead_ci": 18.107, "baseline_mean": 0.019}])
+    ping = pd.DataFrame([{**head, "profile": p, "protocol": proto, "datapath": dp, "run": f"{p}{b}", "rtt_ms": v,
+                          "dup": False} for p, proto, dp, means in (("baseline", "none", "none", (0.018, 0.019, 0.02)),
+                                                                    ("wireguard", "wireguard", "userspace", (0.5, 0.8, 6.5)))
+                         for b, m in enumerate(means) for v in (m * 0.9, m, m * 1.1)])
+    fig = _fig2({"rtt": rtt}, tmp_path, monkeypatch, SimpleNamespace(ping=ping))
+    ax1 = fig.axes[0]
+    assert ax1.get_ylim()[0] == 0 and ax1.get_ylim()[1] <= 1.5 * (2.602 + 18.107)
+    clipped = [ln for ln in ax1.get_lines() if ln.get_gid() == "clipped"]
+    assert len(clipped) == 1 and clipped[0].get_ydata()[0] == 0
+    assert "clipped at 0" in " ".join(t.get_text() for t in ax1.get_legend().get_texts())
+    assert "n_boots = 3" in fig.get_suptitle()
     plt.close(fig)
 
 
