@@ -15,12 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from testbed import runparams
+
 log = logging.getLogger(__name__)
 
 MANIFEST = "manifest.json"
-# crypto: make bench-crypto's runs (no network; analysis/crypto.py reads them), in the same tree
-EXPERIMENTS = ("n3", "sbi", "cpu", "throughput", "overlay", "ran-procedures", "f1u", "secfn", "secfn-lab",
-               "crypto")
+# the drivers' experiments (testbed/runparams.py), and crypto: make bench-crypto's runs (no network;
+# analysis/crypto.py reads them), in the same tree
+EXPERIMENTS = (*runparams.EXPERIMENTS, "crypto")
 
 
 @dataclass(frozen=True)

@@ -20,10 +20,11 @@ import pandas as pd
 
 from analysis import stats
 from analysis.figure_files import write_figure
+from testbed.manifest import SECFN_EXPERIMENTS
 
 log = logging.getLogger(__name__)
 
-EXPERIMENTS = ("secfn", "secfn-lab")
+EXPERIMENTS = SECFN_EXPERIMENTS        # the drivers' (testbed/manifest.py)
 METRICS = {                     # column -> (label, file name)
     "throughput_mbps": ("throughput (Mbit/s)", "throughput"),
     "delay_ms": ("one-way delay (ms)", "delay"),

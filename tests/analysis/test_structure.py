@@ -117,3 +117,26 @@ def test_no_import_cycle_in_the_analysis_package() -> None:
 def test_no_module_imports_another_modules_private_names() -> None:
     found = [p for m in MODULES for p in imports(m)[1]]
     assert found == []
+
+
+def _string_tuples(path: Path) -> list[tuple[int, set[str]]]:
+    """Every tuple or list literal of two or more strings in a source file: (line, the strings)."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)) and len(node.elts) > 1 and all(
+                isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts):
+            out.append((node.lineno, {e.value for e in node.elts if isinstance(e, ast.Constant)}))
+    return out
+
+
+def test_the_analysis_keeps_no_copy_of_the_drivers_experiments() -> None:
+    """The experiments are the drivers' (testbed/runparams.py EXPERIMENTS): the analysis imports
+    them (a copy of its own fell behind when an experiment was added), plus its own 'crypto'."""
+    from analysis import results, secfn
+    from testbed import manifest, runparams
+    assert set(results.EXPERIMENTS) == {*runparams.EXPERIMENTS, "crypto"}
+    assert secfn.EXPERIMENTS == manifest.SECFN_EXPERIMENTS
+    known = set(runparams.EXPERIMENTS)
+    copies = [f"{m}:{line}" for m, path in MODULES.items() for line, names in _string_tuples(path)
+              if len(names & known) >= 4]      # a selection of two or three is a choice, not a copy
+    assert copies == []
