@@ -70,3 +70,37 @@ def test_the_seeds_csv_gives_their_printed_times_per_gib() -> None:
     assert 1.30 <= secs["AES-128-CBC + HMAC-SHA256"] <= 1.65
     assert 1.30 <= secs["AES-256-CBC + HMAC-SHA256"] <= 1.65
     assert set(crypto.SEED) <= {"aes128gmac", "aes128gcm16", "aes256gcm16", "aes128-sha256", "aes256-sha256"}
+
+
+def _rates_run(root: Path, rates: dict[tuple[str, int], list[float]]) -> Path:
+    """A benchmark run whose rows give these GB/s per (scheme, size)."""
+    run = root / "c" / "crypto" / "ciphers" / "r"
+    run.mkdir(parents=True)
+    lines = [f"on,{scheme},{size},{i},2,{size * 2 / (g * 1e9):.9f}"
+             for (scheme, size), gs in rates.items() for i, g in enumerate(gs)]
+    (run / "raw-on.csv").write_text("\n".join(lines) + "\n")
+    (run / "manifest.json").write_text('{"experiment": "crypto", "state": "complete", "valid": true}')
+    return run
+
+
+def test_the_seed_is_compared_at_the_plateau_not_the_largest_size(tmp_path: Path) -> None:
+    """Issue 22 point 6: AES-128-GCM ran 7.19 GB/s at 1 MiB and 0.73 at 64 MiB (the output's
+    allocation), GMAC 13.5 at both; the table took the largest size: a false 8x gap to the seed."""
+    mib = 1 << 20
+    _rates_run(tmp_path, {("aes128gcm16", 64 * 1024): [5.0, 5.1], ("aes128gcm16", mib): [7.18, 7.20],
+                          ("aes128gcm16", 64 * mib): [0.72, 0.74], ("aes128gmac", mib): [13.4, 13.6],
+                          ("aes128gmac", 64 * mib): [13.4, 13.6]})
+    tab = crypto.table(crypto.load_raw(crypto.run_dirs(tmp_path)[0]))
+    cmp_ = crypto.seed_comparison(tab).set_index("scheme")
+    assert cmp_.loc["aes128gcm16", "ours_gbps"] == pytest.approx(7.19)
+    assert cmp_.loc["aes128gcm16", "size"] == "1 MiB"
+    assert cmp_.loc["aes128gmac", "ours_gbps"] == pytest.approx(13.5)
+    text = crypto.markdown_section(tmp_path, tmp_path / "out")
+    assert "at the plateau (256 KiB to 4 MiB; sizes here: 1 MiB)" in text
+
+
+def test_without_a_plateau_size_the_table_says_which_size_it_used(tmp_path: Path) -> None:
+    _rates_run(tmp_path, {("aes128gcm16", 64 * 1024): [5.0, 5.1], ("aes128gcm16", 16 * 1024): [4.0, 4.1]})
+    tab = crypto.table(crypto.load_raw(crypto.run_dirs(tmp_path)[0]))
+    assert crypto.seed_comparison(tab).iloc[0]["size"] == "64 KiB"
+    assert "no benchmarked size lies in the plateau" in crypto.markdown_section(tmp_path, tmp_path / "out")

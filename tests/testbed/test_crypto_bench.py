@@ -26,21 +26,66 @@ def test_the_six_esp_schemes_are_the_catalogues_esp_proposals() -> None:
 def test_gmac_authenticates_without_encrypting() -> None:
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
     key, data = bytes(range(16)), b"x" * 100
-    tag = crypto_schemes.BY_ID["aes128gmac"].make(key)(data)
-    assert len(tag) == 16                                   # the tag only: nothing encrypted
+    out = bytearray(crypto_schemes.out_bytes(len(data)))
+    assert crypto_schemes.BY_ID["aes128gmac"].make(key)(data, out) == 16    # the tag only: nothing encrypted
+    tag = bytes(out[:16])
     AESGCM(key).decrypt(bytes(12), tag, data)               # verifies as GMAC over AAD = data
 
 
 def test_nia2_is_aes_cmac_truncated_to_32_bits() -> None:
     # RFC 4493 example 1: AES-CMAC(K, empty) = bb1d6929e95937287fa37d129b756746
     key = bytes.fromhex("2b7e151628aed2a6abf7158809cf4f3c")
-    assert crypto_schemes.BY_ID["nia2"].make(key)(b"").hex() == "bb1d6929"
+    out = bytearray(crypto_schemes.out_bytes(0))
+    assert crypto_schemes.BY_ID["nia2"].make(key)(b"", out) == 4
+    assert out[:4].hex() == "bb1d6929"
 
 
 def test_cbc_hmac_output_is_ciphertext_plus_a_16_byte_icv() -> None:
-    op = crypto_schemes.BY_ID["aes256-sha256"].make(os.urandom(64))
-    assert len(op(bytes(64))) == 64 + 16
-    assert len(op(bytes(70))) == 80 + 16                    # padded to the block size
+    key = os.urandom(64)
+    op = crypto_schemes.BY_ID["aes256-sha256"].make(key)
+    out = bytearray(crypto_schemes.out_bytes(70))
+    assert op(bytes(64), out) == 64 + 16
+    # the ciphertext is AES-256-CBC of the buffer, the ICV HMAC-SHA256(IV | ciphertext)[:16]
+    from cryptography.hazmat.primitives import hashes, hmac
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+    e = Cipher(algorithms.AES(key[:32]), modes.CBC(bytes(16))).encryptor()
+    ct = e.update(bytes(64)) + e.finalize()
+    h = hmac.HMAC(key[32:], hashes.SHA256())
+    h.update(bytes(16) + ct)
+    assert bytes(out[:80]) == ct + h.finalize()[:16]
+    assert op(bytes(70), out) == 80 + 16                    # padded to the block size
+
+
+def test_aead_schemes_write_what_the_aead_returns() -> None:
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM, ChaCha20Poly1305
+    data = os.urandom(1000)
+    for scheme, cls in (("aes128gcm16", AESGCM), ("aes256gcm16", AESGCM), ("chacha20poly1305", ChaCha20Poly1305)):
+        s = crypto_schemes.BY_ID[scheme]
+        key = os.urandom(s.key_bytes)
+        out = bytearray(crypto_schemes.out_bytes(len(data)))
+        n = s.make(key)(data, out)
+        assert bytes(out[:n]) == cls(key).encrypt(bytes(12), data, None)
+
+
+@pytest.mark.parametrize("scheme", [s.id for s in crypto_schemes.SCHEMES])
+def test_an_op_allocates_nothing_the_size_of_its_buffer(scheme: str) -> None:
+    """Issue 22 point 6: an op that returned a fresh output timed the allocator with the cipher
+    (AES-128-GCM 7.19 GB/s at 1 MiB, 0.73 at 64 MiB). Into the caller's buffer, one call on
+    4 MiB allocates (Python's allocator, which the bytes objects come from) under 64 KiB."""
+    import tracemalloc
+    s = crypto_schemes.BY_ID[scheme]
+    size = 4 << 20
+    data = os.urandom(size)
+    out = bytearray(crypto_schemes.out_bytes(size))
+    op = s.make(os.urandom(s.key_bytes))
+    op(data, out)
+    tracemalloc.start()
+    try:
+        op(data, out)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 * 1024, f"{scheme}: {peak} B allocated by one call on {size} B"
 
 
 def test_unknown_scheme_lists_the_valid_ones_and_names_what_is_missing() -> None:
