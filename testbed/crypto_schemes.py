@@ -59,10 +59,19 @@ _IV = bytes(16)
 _ICV = 16                   # HMAC-SHA256-128: the ICV is the first 16 bytes (RFC 4868)
 
 
+def _needs_into(cipher: object) -> None:
+    if not hasattr(cipher, "encrypt_into"):
+        import cryptography
+        raise ValueError(f"the cryptography package {cryptography.__version__} has no AEAD encrypt_into, "
+                         "which the benchmark needs to time the cipher without an allocation: "
+                         "upgrade it (make venv)")
+
+
 def _aead(cls_name: str) -> Callable[[bytes], Op]:
     def make(key: bytes) -> Op:
         from cryptography.hazmat.primitives.ciphers import aead
         cipher = getattr(aead, cls_name)(key)
+        _needs_into(cipher)
 
         def op(data: bytes, out: bytearray) -> int:
             # ciphertext + 16-byte tag, written into the caller's buffer (AEAD encrypt_into)
@@ -76,6 +85,7 @@ def _aead(cls_name: str) -> Callable[[bytes], Op]:
 def _gmac(key: bytes) -> Op:
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
     cipher = AESGCM(key)
+    _needs_into(cipher)
 
     def op(data: bytes, out: bytearray) -> int:
         # RFC 4543: the whole packet is associated data, the plaintext is empty; output = the tag.
