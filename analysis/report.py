@@ -20,6 +20,8 @@ from analysis import markdown as md
 from analysis import tables as tbl
 from analysis.datasets import Datasets
 from analysis.headlines import Headline, headlines
+from analysis.namespace_headlines import empty_table_line, is_namespace, missing_lines, namespace_frame
+from analysis.namespace_headlines import section as namespace_section
 from analysis.reference import REFERENCES
 from analysis.results import Run, discover
 
@@ -40,7 +42,8 @@ def headline_frame(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     for ref in REFERENCES:
         # the namespace micro-benchmark (experiment "overlay": two namespaces, no 5G stack) is
         # never set beside the papers' full-stack figures; its numbers stay in the RTT table
-        found: list[Headline | None] = [h for h in headlines(ref, tables) if h.experiment != "overlay"] or [None]
+        # (analysis/namespace_headlines.py sets them apart, with the caveat)
+        found: list[Headline | None] = [h for h in headlines(ref, tables) if not is_namespace(h)] or [None]
         for h in found:
             rows.append({
                 "result": ref.key, "experiment": h.experiment if h else "",
@@ -99,7 +102,8 @@ def build(results: Path, out: Path, figure_names: list[str] | None = None,
     drawn = figs.draw_all(tables, out / "figures", figure_names, ds)
     head = headline_frame(tables)
     prov = provenance_frame(runs)
-    write_tables({**tables, "headline": head, "runs": prov, "dropped": dropped_frame(runs),
+    write_tables({**tables, "headline": head, "headline_namespace": namespace_frame(tables), "runs": prov,
+                  "dropped": dropped_frame(runs),
                   "counterparts": counterpart_frame()}, out / "tables")
     from analysis.report_sections import extra_sections
     text = render(results, runs, ds, tables, head, prov, drawn, extra_sections(results, out, tables["attach"], ds))
@@ -134,12 +138,12 @@ def render(results: Path, runs: list[Run], ds: Datasets, tables: dict[str, pd.Da
     out.append("Each paper value is matched only to the profiles of that paper's own configurations "
                "(`analysis/reference.py`); *aggregate* says whether the paper reports the mean over them or "
                "its slowest (max) / fastest (min) configuration, and *measured* is the same over ours.\n")
+    ns = namespace_frame(tables)
     out.append(md.table(measured[["result", "experiment", "datapath", "aggregate", "measured", "ci99", "range",
-                                  "unit", "paper", "paper_ci", "profiles", "source"]]))
-    missing = head.loc[head["profiles"] == "not measured", "result"].tolist()
-    if missing:
-        out.append(f"\nNot measured in these results (no matching runs): {', '.join(missing)}. "
-                   "All published values with the papers' words: `tables/headline.csv`.\n")
+                                  "unit", "paper", "paper_ci", "profiles", "source"]])
+               if len(measured) else empty_table_line(ns))
+    out += missing_lines(head.loc[head["profiles"] == "not measured", "result"].tolist(), ns)
+    out += namespace_section(ns)
     out.append("\n## Profiles and the papers' configurations\n")
     measured_profiles = sorted({r.profile for r in used})
     out.append("Each profile measured here, the paper configuration it reproduces (suite, authentication, "
