@@ -180,6 +180,35 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_plan(args: argparse.Namespace) -> int:
+    """How many boots a 99 % interval of the asked half-width on each overhead needs (analysis/plan.py)."""
+    from analysis import markdown, plan
+    from analysis.datasets import Datasets
+    from analysis.results import discover
+    if args.resolve_us is None and args.resolve_ms is None:
+        raise ValueError("say the half-width to resolve: --resolve-us N (ping RTT) and/or --resolve-ms N (attach time)")
+    for name, v in (("--resolve-us", args.resolve_us), ("--resolve-ms", args.resolve_ms)):
+        if v is not None and not v > 0:
+            raise ValueError(f"{name} {v}: must be a positive number")
+    ds = Datasets.load(discover(args.results))
+    asks = ([(plan.RTT, args.resolve_us / 1000.0, f"+-{args.resolve_us:g} us on the RTT overhead")]
+            if args.resolve_us is not None else [])
+    asks += ([(plan.ATTACH, args.resolve_ms, f"+-{args.resolve_ms:g} ms on the attach-time overhead")]
+             if args.resolve_ms is not None else [])
+    for q, half, target in asks:
+        detail = plan.plan(ds, q, half)
+        profiles = plan.per_profile(detail, q, ds)
+        if args.out:
+            plan.write(Path(args.out), detail, profiles, q.name)
+        print(f"## {q.name}: 99 % interval of {target}\n")
+        if not profiles.empty:
+            shown = detail[[c for c in detail.columns if c != "protocol" and (detail[c].astype(str) != "").any()]]
+            print(markdown.table(profiles.round(3)))
+            print(f"\nper {q.detail}:\n\n" + markdown.table(shown.round(4)))
+        print("\n".join(plan.summary_lines(profiles, target)) + "\n")
+    return 0
+
+
 def cmd_list_figures(args: argparse.Namespace) -> int:
     from analysis.figures import FIGURES
     for f in FIGURES.values():
@@ -322,6 +351,14 @@ def build_parser() -> argparse.ArgumentParser:
         s.add_argument("results", help="results root, campaign or run directory")
         s.add_argument("--out", help="output folder (default build/analysis/<results name>)")
         s.set_defaults(run=cmd_section)
+
+    s = sub.add_parser("plan", help="from a pilot (the runs present): the boots per profile, and the campaign time, "
+                       "that a 99 %% interval of the given half-width on the overhead needs")
+    s.add_argument("results", help="results root, campaign or run directory (the pilot)")
+    s.add_argument("--resolve-us", type=float, help="half-width on the ping RTT overhead (us)")
+    s.add_argument("--resolve-ms", type=float, help="half-width on the attach-time overhead (ms)")
+    s.add_argument("--out", help="also write plan-<rtt|attach>[-detail].csv into this folder")
+    s.set_defaults(run=cmd_plan)
 
     s = sub.add_parser("list-figures", help="list the figures by name")
     s.set_defaults(run=cmd_list_figures)

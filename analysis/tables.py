@@ -141,12 +141,15 @@ def with_plane_labels(frame: pd.DataFrame, default: str = ATTACH_PLANE) -> pd.Da
     return out
 
 
+ATTACH_BY = ["campaign", "experiment", "profile", "protocol", "mode", "auth", "version", "cipher", "cert", "datapath",
+             "host", "cpu", "nas", "role"]
+ATTACH_MATCH = ["campaign", "experiment", "host", "cpu", "nas", "role"]
+
+
 def attach(ds: Datasets, confidence: float = CONFIDENCE, permutations: int = 0) -> pd.DataFrame:
     """Attach time (ms) per profile (and plane set), datapath, NAS algorithms and role (cold/warm);
     incomplete ones counted. A profile's overhead is against the baseline with the same NAS algorithms."""
-    by = ["campaign", "experiment", "profile", "protocol", "mode", "auth", "version", "cipher", "cert", "datapath",
-          "host", "cpu", "nas", "role"]
-    match = ["campaign", "experiment", "host", "cpu", "nas", "role"]
+    by, match = ATTACH_BY, ATTACH_MATCH
     a = with_plane_labels(_fill(ds.attach, by))
     table = boot_summary(complete_attach(a) if not a.empty else a, by, "attach_ms", match, confidence, per_file=True)
     if not a.empty and not table.empty:

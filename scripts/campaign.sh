@@ -99,6 +99,7 @@ main() {
       "$CAMPAIGN" "$EXPERIMENT" "$SEED" "$BLOCKS"
     printf '%s\n' "$plan"
     printf '%s slots, %s to run\n' "$(grep -c . <<<"$plan")" "$(grep -cvE $'\tdone$' <<<"$plan" || true)"
+    tb campaign "${plan_args[@]}" --eta || exit 2
     exit 0
   fi
   plan="$(tb campaign "${plan_args[@]}" --record --mark-stale)" || exit 2

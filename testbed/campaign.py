@@ -124,3 +124,63 @@ def record_plan(results: Path, campaign: str, experiment: str, seed: int, reps: 
                    "slots": [s.to_dict() for s in slots]}, fh, indent=2)
         fh.write("\n")
     return path
+
+
+def _seconds(m: dict[str, Any]) -> float | None:
+    """A complete run's wall time from its manifest (started, finished: UTC ISO stamps)."""
+    from datetime import datetime
+    if m.get("state") != "complete":
+        return None
+    try:
+        t0, t1 = (datetime.fromisoformat(str(m[k]).replace("Z", "+00:00")) for k in ("started", "finished"))
+    except (KeyError, ValueError):
+        return None
+    s = (t1 - t0).total_seconds()
+    return s if s > 0 else None
+
+
+def run_times(results: Path, experiment: str) -> dict[str, list[float]]:
+    """Wall times (s) of the complete runs of `experiment` under `results` (every campaign), per
+    result directory (profile)."""
+    out: dict[str, list[float]] = {}
+    for path in sorted(Path(results).glob(f"*/{experiment}/*/*/manifest.json")):
+        try:
+            s = _seconds(manifest.load(path.parent))
+        except manifest.ManifestError:
+            continue
+        if s is not None:
+            out.setdefault(path.parent.parent.name, []).append(s)
+    return out
+
+
+def _hms(seconds: float) -> str:
+    s = int(round(seconds))
+    return f"{s // 3600}h{s % 3600 // 60:02d}m"
+
+
+def eta(results: Path, experiment: str, slots: list[Slot]) -> str:
+    """The campaign's expected duration: each slot to run timed by the median complete run of
+    its profile under `results`, else by the experiment's median (a pilot's runs; docs/methodology.md
+    "How many boots"). Says so when nothing can time it."""
+    import statistics
+    todo = [s for s in slots if s.status != "done"]
+    if not todo:
+        return "ETA: nothing to run (every slot is done)"
+    times = run_times(results, experiment)
+    every = [t for ts in times.values() for t in ts]
+    if not every:
+        return (f"ETA: unknown: no complete {experiment} run under {results} to time a slot by "
+                f"(a pilot first, e.g. BOOTS=2; then python -m analysis plan RESULTS says how many boots)")
+    fallback = statistics.median(every)
+    total, guessed = 0.0, 0
+    for s in todo:
+        name = s.id[len(experiment) + 1:s.id.rfind(".r")]
+        if times.get(name):
+            total += statistics.median(times[name])
+        else:
+            total += fallback
+            guessed += 1
+    return (f"ETA: {_hms(total)} for {len(todo)} slot(s) to run (each: its profile's median complete run under "
+            f"{results}, {len(every)} run(s) timed" + (f"; {guessed} slot(s) by the experiment's median "
+                                                      f"{_hms(fallback)}, their profile never ran" if guessed else "")
+            + "; the stack's boot included)")

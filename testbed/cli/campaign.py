@@ -22,6 +22,8 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument("--n3-profile", default=os.environ.get("PROFILE") or "baseline",
                         help="secfn experiments: the N3 profile under the function (default: $PROFILE or baseline)")
     parser.add_argument("--record", action="store_true", help="write the plan to <campaign>/plans/")
+    parser.add_argument("--eta", action="store_true",
+                        help="print only the expected duration of the slots to run (from the complete runs present)")
     parser.add_argument("--mark-stale", action="store_true",
                         help="mark runs left 'running' by a dead driver as incomplete")
 
@@ -46,6 +48,9 @@ def run(args: argparse.Namespace) -> int:
         for e in errors:
             print(f"error: {e}", file=sys.stderr)
         return 2
+    if args.eta:
+        print(campaign.eta(args.results, args.experiment, slots))
+        return 0
     for s in slots:
         print(f"{s.id}\t{s.profile}\t{s.rep}\t{s.status}")
     if args.record:

@@ -66,3 +66,37 @@ def test_a_campaign_on_other_planes_has_its_own_slots(tmp_path) -> None:
     assert not any(s.profile.startswith("tls") or s.profile.endswith("-trap") for s in slots)
     assert all(s.id == f"sbi.{s.profile}@n2+n4.r01" for s in slots)
     assert campaign.plan(tmp_path, "c", "sbi", 1, 1)[0].id.count("@") == 0
+
+
+def _timed(results: Path, slot: str, profile: str, minutes: float) -> None:
+    import json
+    run = _run_for(results, slot, profile, "complete", True)
+    m = json.loads((run / "manifest.json").read_text())
+    m["started"], m["finished"] = "2026-11-27T10:00:00Z", f"2026-11-27T10:{int(minutes):02d}:00Z"
+    (run / "manifest.json").write_text(json.dumps(m))
+
+
+def test_the_eta_times_each_slot_by_its_profiles_runs(tmp_path: Path) -> None:
+    """Issue 22 point 10: DRY_RUN=1 says how long the campaign takes, from the runs present."""
+    slots = campaign.plan(tmp_path, "c", "overlay", 3, 1, ["baseline", "wireguard"])
+    assert campaign.eta(tmp_path, "overlay", slots).startswith("ETA: unknown: no complete overlay run")
+    _timed(tmp_path, "overlay.baseline.r01", "baseline", 2)
+    _timed(tmp_path, "overlay.wireguard.r01", "wireguard", 10)
+    slots = campaign.plan(tmp_path, "c", "overlay", 3, 1, ["baseline", "wireguard"])
+    # 2 baseline slots x 2 min + 2 wireguard slots x 10 min
+    assert campaign.eta(tmp_path, "overlay", slots).startswith("ETA: 0h24m for 4 slot(s) to run")
+    slots = campaign.plan(tmp_path, "c", "overlay", 1, 1, ["baseline", "wireguard", "aes128gcm"])
+    text = campaign.eta(tmp_path, "overlay", slots)
+    assert text.startswith("ETA: 0h06m for 1 slot(s)") and "by the experiment's median 0h06m" in text
+
+
+def test_campaign_dry_run_prints_the_eta(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    from testbed import ROOT
+    _timed(tmp_path, "overlay.baseline.r01", "baseline", 3)
+    env = {**os.environ, "RESULTS": str(tmp_path), "CAMPAIGN": "c", "DRY_RUN": "1", "PROFILES": "baseline"}
+    res = subprocess.run(["bash", str(ROOT / "scripts" / "campaign.sh"), "overlay", "--boots", "3"], cwd=ROOT,
+                         env=env, capture_output=True, text=True, check=False)
+    assert res.returncode == 0, res.stderr
+    assert "ETA: 0h06m for 2 slot(s) to run" in res.stdout
