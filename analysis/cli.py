@@ -389,10 +389,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
-    from analysis.parse.tshark import TsharkError, use_cache
-    use_cache(None if args.no_cache else Path(args.cache))
+    from analysis.parse.tshark import TsharkError, cached_in
     try:
-        return int(args.run(args))
+        # the export cache for this command only: a caller in the same process (a test) keeps its own
+        with cached_in(None if args.no_cache else Path(args.cache)):
+            return int(args.run(args))
     except KeyboardInterrupt:
         return 130
     except (TsharkError, FileNotFoundError, ValueError, KeyError) as exc:

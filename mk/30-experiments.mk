@@ -57,10 +57,10 @@ campaign: ## a campaign of EXPERIMENT=<n3|sbi|cpu|throughput|overlay> over every
 	@$(call PARAMS_FIRST,$(EXPERIMENT)) $(if $(filter overlay,$(EXPERIMENT)),,$(DOCTOR_FIRST)) \
 	  $(EXPERIMENT_ENV) bash scripts/campaign.sh $(EXPERIMENT)
 
-campaign-n3: ## run-n3 for every N3 profile (baseline included), shuffled, resumable; DRY_RUN=1 prints the plan
+campaign-n3: ## run-n3 for every N3 profile (baseline included), shuffled, resumable; DRY_RUN=1 prints the plan and its ETA
 	@$(call CHECKS_FIRST,n3) $(EXPERIMENT_ENV) bash scripts/campaign.sh n3
 
-campaign-sbi: ## run-sbi (cold + warm) for every SBI profile (baseline included), shuffled, resumable; DRY_RUN=1 prints the plan
+campaign-sbi: ## run-sbi (cold + warm) for every SBI profile (baseline included), shuffled, resumable; DRY_RUN=1 prints the plan and its ETA
 	@$(call CHECKS_FIRST,sbi) $(EXPERIMENT_ENV) MODE="$(or $(MODE),both)" bash scripts/campaign.sh sbi
 
 campaign-overlay: ## run-overlay for every N3 profile in namespaces (no Docker), shuffled, resumable

@@ -32,7 +32,7 @@ to each run unchanged (see scripts/run-<experiment>.sh --help).
   SEED       seed of the shuffled order, recorded in <campaign>/plans/ [default: 1]
   PROFILES   only these profiles [default: every profile of the plane]; secfn*: these units
              [default: every one: none-none nat-none ids-nat-suricata ... ips-nat-passthrough]
-  DRY_RUN=1  print the plan (with each slot's status) and start nothing
+  DRY_RUN=1  print the plan (with each slot's status) and its ETA, and start nothing
 
 Exit: 0 all slots done, 1 some run failed or was invalid, 2 usage error, 130 interrupted.
 EOF

@@ -122,3 +122,13 @@ def test_an_unwritable_cache_only_costs_the_pass(tmp_path: Path, passes: Counter
     with cache.cached_in(blocked / "cache"):
         assert cache.export(RUN / "it01-n4.pcap", ["frame.len"]).strip()
     assert passes["it01-n4.pcap"] == 1 and "cache" in caplog.text
+
+
+def test_the_command_line_leaves_the_callers_cache_as_it_was(tmp_path: Path) -> None:
+    """The CLI's --cache is for its command only: after `main()` in the same process (a test, a
+    notebook) no export is cached where the caller did not ask (the report test above failed in
+    the whole suite after a CLI test had left the default cache on)."""
+    from analysis import cli
+    before = cache._cache_dir
+    cli.main(["list-figures"])
+    assert cache._cache_dir == before
