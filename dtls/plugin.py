@@ -3,20 +3,20 @@ it): what the core asks of it, answered from this folder (README.md)."""
 from __future__ import annotations
 
 import shutil
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
 from dtls import catalogue, overhead, overlay
 from testbed import wire
-from testbed.contract import Decryption, OverlayPlugin, Values
+from testbed.contract import Decryption, FolderOverlay, Values
 from testbed.profiles import Profile
 from testbed.render import compose_env
-from testbed.verdict import Verdict
 
 
-class Dtls(OverlayPlugin):
+class Dtls(FolderOverlay):
     name: ClassVar[str] = "dtls"
+    catalogue_module: ClassVar[Any] = catalogue
+    overlay_module: ClassVar[Any] = overlay
     summary: ClassVar[str] = "socat DTLS 1.2 relay on an SCTP link (N2, F1-C, E1), and the plain-UDP relay"
     label: ClassVar[str] = "DTLS"
     colour: ClassVar[str] = "#9467bd"
@@ -25,12 +25,6 @@ class Dtls(OverlayPlugin):
     userspace_datapaths: ClassVar[frozenset[str]] = frozenset({"socat"})
     wire_filter: ClassVar[str] = "dtls"
     lab_tools: ClassVar[tuple[str, ...]] = ("socat",)
-
-    def expand(self, section: Mapping[str, Any], all_planes: tuple[str, ...]) -> list[Profile]:
-        return catalogue.expand(section)
-
-    def endpoints(self, plane: str, values: Values) -> list[str]:
-        return overlay.endpoints(plane, values)
 
     def render(self, profile: Profile, plane: str, values: Values, keys_dir: Path, out_dir: Path,
                nodes: list[str] | None = None) -> dict[str, Path]:
@@ -57,9 +51,6 @@ class Dtls(OverlayPlugin):
         lines = [f for f in (r.split() for r in relays.strip("'\"").split(";")) if len(f) >= 6]
         return env_file, "DTLS_RELAYS", next((f for f in lines if f[0] == "server" and f[1] == link.plane), None)
 
-    def host_needs(self, profile: Profile, plane: str) -> list[str]:
-        return overlay.host_needs(profile, plane)
-
     def kernel_datapath(self) -> tuple[bool, str]:
         return False, "the DTLS relay is socat in userspace, always"
 
@@ -68,9 +59,6 @@ class Dtls(OverlayPlugin):
 
     def datapath(self, kernel: bool, userspace: str | None) -> str | None:
         return "socat"
-
-    def verify_capture(self, pcap: Path, profile: Profile, plane: str, values: Values) -> Verdict:
-        return overlay.verify_capture(pcap, profile, plane, values)
 
     def decryption(self, key_files: list[Path]) -> Decryption | str:
         return "DTLS relay: socat and Debian's OpenSSL write no key log (docs/analysis.md)"

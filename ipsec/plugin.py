@@ -8,13 +8,15 @@ from typing import Any, ClassVar
 
 from ipsec import catalogue, datapath, keylog, keys, overhead, overlay, run_checks
 from testbed import wire
-from testbed.contract import Decryption, DoctorNotes, KeySource, OverlayPlugin, RunCheck, Values
+from testbed.contract import Decryption, DoctorNotes, FolderOverlay, KeySource, RunCheck, Values
 from testbed.profiles import Profile
-from testbed.verdict import Verdict
 
 
-class Ipsec(OverlayPlugin):
+class Ipsec(FolderOverlay):
     name: ClassVar[str] = "ipsec"
+    catalogue_module: ClassVar[Any] = catalogue
+    overlay_module: ClassVar[Any] = overlay
+    keys_module: ClassVar[Any] = keys
     summary: ClassVar[str] = "strongSwan IKEv2 + ESP tunnel mode, 6 ESP proposals x cert/PSK x 4 modes"
     label: ClassVar[str] = "IPsec"
     colour: ClassVar[str] = "#1f77b4"
@@ -28,16 +30,6 @@ class Ipsec(OverlayPlugin):
     state_command: ClassVar[tuple[str, ...]] = ("swanctl", "--list-sas")
     lab_tools: ClassVar[tuple[str, ...]] = ("swanctl",)
 
-    def expand(self, section: Mapping[str, Any], all_planes: tuple[str, ...]) -> list[Profile]:
-        return catalogue.expand(section)
-
-    def endpoints(self, plane: str, values: Values) -> list[str]:
-        return overlay.endpoints(plane, values)
-
-    def render(self, profile: Profile, plane: str, values: Values, keys_dir: Path, out_dir: Path,
-               nodes: list[str] | None = None) -> dict[str, Path]:
-        return overlay.render(profile, plane, values, keys_dir, out_dir, nodes)
-
     def nf_environment(self, node: str, profile: Profile, values: Values) -> dict[str, str]:
         return overlay.nf_environment(node, profile, values)
 
@@ -46,12 +38,6 @@ class Ipsec(OverlayPlugin):
 
     def compose_services(self, profile: Profile, plane: str, values: Values) -> dict[str, dict[str, Any]]:
         return overlay.compose_services(profile, plane, values, self.userspace_possible(values))
-
-    def host_needs(self, profile: Profile, plane: str) -> list[str]:
-        return overlay.host_needs(profile, plane)
-
-    def ensure_keys(self, root: Path, nodes: list[str], values: Values) -> None:
-        keys.ensure(root, nodes)
 
     def doctor_notes(self) -> DoctorNotes:
         return DoctorNotes(
@@ -81,9 +67,6 @@ class Ipsec(OverlayPlugin):
 
     def image_versions(self) -> dict[str, tuple[str, str]]:
         return {"strongswan": ("tools", "strongswan-charon")}
-
-    def verify_capture(self, pcap: Path, profile: Profile, plane: str, values: Values) -> Verdict:
-        return overlay.verify_capture(pcap, profile, plane, values)
 
     def check_run(self, run_dir: Path, manifest: Mapping[str, Any], values: Values) -> list[RunCheck]:
         from testbed import profiles

@@ -9,13 +9,16 @@ from typing import Any, ClassVar
 from macsec import catalogue, keys, overhead, overlay, run_checks, verdict
 from macsec import datapath as probes
 from testbed import programs, wire
-from testbed.contract import DoctorNotes, OverlayPlugin, RunCheck, Values
+from testbed.contract import DoctorNotes, FolderOverlay, RunCheck, Values
 from testbed.profiles import Profile
 from testbed.verdict import Verdict
 
 
-class Macsec(OverlayPlugin):
+class Macsec(FolderOverlay):
     name: ClassVar[str] = "macsec"
+    catalogue_module: ClassVar[Any] = catalogue
+    overlay_module: ClassVar[Any] = overlay
+    keys_module: ClassVar[Any] = keys
     summary: ClassVar[str] = "IEEE 802.1AE on the N3 link: Linux macsec links, GCM-AES-128/256 (+XPN), static SAKs"
     label: ClassVar[str] = "MACsec"
     colour: ClassVar[str] = "#8c564b"
@@ -25,24 +28,11 @@ class Macsec(OverlayPlugin):
     state_command: ClassVar[tuple[str, ...]] = ("ip", "-s", "macsec", "show")
     lab_tools: ClassVar[tuple[str, ...]] = ("nft",)
 
-    def expand(self, section: Mapping[str, Any], all_planes: tuple[str, ...]) -> list[Profile]:
-        return catalogue.expand(section)
-
-    def endpoints(self, plane: str, values: Values) -> list[str]:
-        return overlay.endpoints(plane, values)
-
-    def render(self, profile: Profile, plane: str, values: Values, keys_dir: Path, out_dir: Path,
-               nodes: list[str] | None = None) -> dict[str, Path]:
-        return overlay.render(profile, plane, values, keys_dir, out_dir, nodes)
-
     def compose_services(self, profile: Profile, plane: str, values: Values) -> dict[str, dict[str, Any]]:
         return overlay.compose_services(plane, values)
 
     def host_needs(self, profile: Profile, plane: str) -> list[str]:
         return ["macsec kernel module (CONFIG_MACSEC)", "nftables egress hook (Linux >= 5.16)"]
-
-    def ensure_keys(self, root: Path, nodes: list[str], values: Values) -> None:
-        keys.ensure(root, nodes)
 
     def doctor_notes(self) -> DoctorNotes:
         return DoctorNotes(

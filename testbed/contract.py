@@ -332,6 +332,44 @@ class OverlayPlugin(Plugin):
         return []
 
 
+class FolderOverlay(OverlayPlugin):
+    """An overlay whose folder keeps the usual modules (README "Adding a plug-in" in
+    docs/contracts.md): `catalogue.py` with expand(section), `overlay.py` with endpoints(plane,
+    values), render(profile, plane, values, keys_dir, out_dir, nodes), host_needs(profile, plane)
+    and verify_capture(pcap, profile, plane, values), and optionally `keys.py` with ensure(root,
+    nodes). The plug-in names its modules once; these hooks call them, so a plug-in class holds
+    only what differs (one place per protocol, not one adapter method per hook and protocol). A
+    plug-in whose module differs overrides that hook."""
+    catalogue_module: ClassVar[Any] = None
+    overlay_module: ClassVar[Any] = None
+    keys_module: ClassVar[Any] = None
+
+    def expand(self, section: Mapping[str, Any], all_planes: tuple[str, ...]) -> list[Profile]:
+        found: list[Profile] = self.catalogue_module.expand(section)
+        return found
+
+    def endpoints(self, plane: str, values: Values) -> list[str]:
+        nodes: list[str] = self.overlay_module.endpoints(plane, values)
+        return nodes
+
+    def render(self, profile: Profile, plane: str, values: Values, keys_dir: Path, out_dir: Path,
+               nodes: list[str] | None = None) -> dict[str, Path]:
+        written: dict[str, Path] = self.overlay_module.render(profile, plane, values, keys_dir, out_dir, nodes)
+        return written
+
+    def host_needs(self, profile: Profile, plane: str) -> list[str]:
+        needs: list[str] = self.overlay_module.host_needs(profile, plane)
+        return needs
+
+    def ensure_keys(self, root: Path, nodes: list[str], values: Values) -> None:
+        if self.keys_module is not None:
+            self.keys_module.ensure(root, nodes)
+
+    def verify_capture(self, pcap: Path, profile: Profile, plane: str, values: Values) -> Verdict:
+        verdict: Verdict = self.overlay_module.verify_capture(pcap, profile, plane, values)
+        return verdict
+
+
 # ----------------------------------------------------------------------------------------- RAN
 
 @dataclasses.dataclass(frozen=True)
@@ -356,6 +394,9 @@ class RanPlugin(Plugin):
     RAN_UE_TUN, RAN_UE_SESSION_LOG, RAN_SCALE."""
 
     kind: ClassVar[str] = "ran"
+    services_module: ClassVar[Any] = None
+    """The folder\'s services.py (render, compose, compose_env, plan, images, each given the variant\'s
+    name), which the hooks below call; None: nothing of the kind (or the plug-in overrides them)."""
     planes: ClassVar[tuple[str, ...]] = ()
     """Planes only this variant has (the split RAN's f1c, f1u, e1)."""
     pinned_key: ClassVar[str] = ""
@@ -375,23 +416,38 @@ class RanPlugin(Plugin):
 
     def render(self, ctx: RanContext) -> list[Path]:
         """Called by render: its configs under ctx.out_dir; returns the files written."""
-        return []
+        if self.services_module is None:
+            return []
+        out: list[Path] = self.services_module.render(self.name, ctx)
+        return out
 
     def compose(self, values: Values) -> dict[str, Any]:
         """Its Compose services (+ networks), rendered into <render dir>/compose/ran.yaml."""
-        return {}
+        if self.services_module is None:
+            return {}
+        out: dict[str, Any] = self.services_module.compose(self.name, values)
+        return out
 
     def compose_env(self, values: Values) -> dict[str, str]:
         """Its variables for compose.env (the RAN_* set)."""
-        return {}
+        if self.services_module is None:
+            return {}
+        out: dict[str, str] = self.services_module.compose_env(self.name, values)
+        return out
 
     def plan(self, values: Values) -> list[str]:
         """Lines for plan.txt."""
-        return []
+        if self.services_module is None:
+            return []
+        out: list[str] = self.services_module.plan(self.name, values)
+        return out
 
     def images(self) -> list[str]:
         """The image variables it runs (UERANSIM_IMAGE ...)."""
-        return []
+        if self.services_module is None:
+            return []
+        out: list[str] = self.services_module.images(self.name)
+        return out
 
     def image_versions(self) -> dict[str, tuple[str, str]]:
         """{manifest key: (image, key in its contents file)} of its programs (the UE's ping and
@@ -461,6 +517,10 @@ class EnginePlugin(Plugin):
     program: ClassVar[str] = ""
     """Its executable in its image (PATH); the modes it runs are catalogue data (profiles.yaml
     secfn.engines)."""
+    engine_module: ClassVar[Any] = None
+    """The folder's engine.py, whose render(sf, cfg_dir, ...) and counters(log_dir) the hooks below
+    call (one place per engine instead of an adapter method per hook and engine); None: the
+    plug-in overrides them."""
 
     def check(self, sf: Secfn) -> str | None:
         """Called when a function is resolved: a setting it cannot honour, or None."""
@@ -469,11 +529,18 @@ class EnginePlugin(Plugin):
     def render(self, sf: Secfn, cfg_dir: Path, *, config_at: Path, log_at: Path, iface: str,
                home_net: str, program: str) -> Launch:
         """Write its configuration (rules included) into cfg_dir; return how to launch it."""
-        raise NotImplementedError(f"engine {self.name} has no render")
+        if self.engine_module is None:
+            raise NotImplementedError(f"engine {self.name} has no render")
+        launch: Launch = self.engine_module.render(sf, cfg_dir, config_at=config_at, log_at=log_at, iface=iface,
+                                                   home_net=home_net, program=program)
+        return launch
 
     def counters(self, log_dir: Path) -> Counters:
         """What it says it did, from its own output after it stopped."""
-        raise NotImplementedError(f"engine {self.name} has no counters")
+        if self.engine_module is None:
+            raise NotImplementedError(f"engine {self.name} has no counters")
+        counted: Counters = self.engine_module.counters(log_dir)
+        return counted
 
     def host_program(self, work_dir: Path) -> tuple[str, str]:
         """Called by the namespace lab: (executable, LD_LIBRARY_PATH) of the engine on this host

@@ -3,28 +3,23 @@ profile (patches/open5gs/0001-sbi-tls-knobs.patch); what the core asks of it, an
 this folder (README.md)."""
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
 from testbed import wire
-from testbed.contract import Decryption, KeySource, OverlayPlugin, Values
+from testbed.contract import Decryption, FolderOverlay, KeySource, Values
 from testbed.profiles import Profile
 from testbed.verdict import Verdict
 from tls import catalogue, overhead, overlay, verify
 
 
-class Tls(OverlayPlugin):
+class Tls(FolderOverlay):
     name: ClassVar[str] = "tls"
+    catalogue_module: ClassVar[Any] = catalogue
+    overlay_module: ClassVar[Any] = overlay
     summary: ClassVar[str] = "https between the Open5GS NFs on the SBI, TLS 1.2/1.3, 18 suites (ECDSA/RSA)"
     label: ClassVar[str] = "TLS"
     colour: ClassVar[str] = "#2ca02c"
-
-    def expand(self, section: Mapping[str, Any], all_planes: tuple[str, ...]) -> list[Profile]:
-        return catalogue.expand(section)
-
-    def endpoints(self, plane: str, values: Values) -> list[str]:
-        return overlay.endpoints(plane, values)
 
     def render(self, profile: Profile, plane: str, values: Values, keys_dir: Path, out_dir: Path,
                nodes: list[str] | None = None) -> dict[str, Path]:
@@ -41,9 +36,6 @@ class Tls(OverlayPlugin):
 
     def compose_services(self, profile: Profile, plane: str, values: Values) -> dict[str, dict[str, Any]]:
         return overlay.compose_services(profile, plane, values)
-
-    def host_needs(self, profile: Profile, plane: str) -> list[str]:
-        return overlay.host_needs(profile, plane)
 
     def verify_capture(self, pcap: Path, profile: Profile, plane: str, values: Values) -> Verdict:
         return verify.verify_capture(pcap, profile, plane, values)

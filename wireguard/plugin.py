@@ -7,14 +7,16 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from testbed import programs, wire
-from testbed.contract import Decryption, DoctorNotes, OverlayPlugin, RunCheck, Values
+from testbed.contract import Decryption, DoctorNotes, FolderOverlay, RunCheck, Values
 from testbed.profiles import Profile
-from testbed.verdict import Verdict
 from wireguard import catalogue, datapath, keys, overhead, overlay, run_checks
 
 
-class WireGuard(OverlayPlugin):
+class WireGuard(FolderOverlay):
     name: ClassVar[str] = "wireguard"
+    catalogue_module: ClassVar[Any] = catalogue
+    overlay_module: ClassVar[Any] = overlay
+    keys_module: ClassVar[Any] = keys
     summary: ClassVar[str] = "WireGuard (Noise_IKpsk2, ChaCha20-Poly1305), kernel or wireguard-go"
     label: ClassVar[str] = "WireGuard"
     colour: ClassVar[str] = "#d62728"
@@ -28,24 +30,8 @@ class WireGuard(OverlayPlugin):
     state_command: ClassVar[tuple[str, ...]] = ("wg", "show")
     lab_tools: ClassVar[tuple[str, ...]] = ("wg",)
 
-    def expand(self, section: Mapping[str, Any], all_planes: tuple[str, ...]) -> list[Profile]:
-        return catalogue.expand(section)
-
-    def endpoints(self, plane: str, values: Values) -> list[str]:
-        return overlay.endpoints(plane, values)
-
-    def render(self, profile: Profile, plane: str, values: Values, keys_dir: Path, out_dir: Path,
-               nodes: list[str] | None = None) -> dict[str, Path]:
-        return overlay.render(profile, plane, values, keys_dir, out_dir, nodes)
-
     def compose_services(self, profile: Profile, plane: str, values: Values) -> dict[str, dict[str, Any]]:
         return overlay.compose_services(profile, plane, values, self.userspace_possible(values))
-
-    def host_needs(self, profile: Profile, plane: str) -> list[str]:
-        return overlay.host_needs(profile, plane)
-
-    def ensure_keys(self, root: Path, nodes: list[str], values: Values) -> None:
-        keys.ensure(root, nodes)
 
     def holder_commands(self, moment: str) -> list[tuple[str, tuple[str, ...]]]:
         # cold: no session may exist when the cold UE starts, whatever time passed since the holders'
@@ -76,9 +62,6 @@ class WireGuard(OverlayPlugin):
 
     def image_versions(self) -> dict[str, tuple[str, str]]:
         return {"wireguard_tools": ("tools", "wireguard-tools"), "wireguard_go": ("tools", "wireguard-go")}
-
-    def verify_capture(self, pcap: Path, profile: Profile, plane: str, values: Values) -> Verdict:
-        return overlay.verify_capture(pcap, profile, plane, values)
 
     def check_run(self, run_dir: Path, manifest: Mapping[str, Any], values: Values) -> list[RunCheck]:
         return run_checks.check_run(run_dir, manifest, overlay.LISTEN_PORT)

@@ -2,16 +2,16 @@
 their F1-C, F1-U and E1 interfaces). Configs: config.py (libconfig.py); services: services.py."""
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, ClassVar
 
-from testbed.contract import RanContext, RanPlugin, Values
+from testbed.contract import RanPlugin, Values
 from testbed.ran import RanError
 from testbed.ran.oai import config, services
 
 
 class Oai(RanPlugin):
     name: ClassVar[str] = "oai"
+    services_module: ClassVar[Any] = services
     pinned_key: ClassVar[str] = "oai_version"
     summary: ClassVar[str] = "OpenAirInterface monolithic gNB + nrUE on the RF simulator (experimental)"
 
@@ -27,21 +27,6 @@ class Oai(RanPlugin):
                 config.security(values, uu)
             except config.OaiConfigError as exc:      # names the valid choices
                 raise RanError(str(exc)) from None
-
-    def render(self, ctx: RanContext) -> list[Path]:
-        return services.render(self.name, ctx)
-
-    def compose(self, values: Values) -> dict[str, Any]:
-        return services.compose(self.name, values)
-
-    def compose_env(self, values: Values) -> dict[str, str]:
-        return services.compose_env(self.name, values)
-
-    def plan(self, values: Values) -> list[str]:
-        return services.plan(self.name, values)
-
-    def images(self) -> list[str]:
-        return services.images(self.name)
 
     def image_versions(self) -> dict[str, tuple[str, str]]:
         return {"oai": ("oai", "oai_version"), "oai_commit": ("oai", "oai_commit"),

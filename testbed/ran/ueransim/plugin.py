@@ -1,16 +1,16 @@
 """The UERANSIM RAN plug-in: configs (config.py) and Compose services (services.py)."""
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, ClassVar
 
-from testbed.contract import RanContext, RanPlugin, Values
+from testbed.contract import RanPlugin, Values
 from testbed.ran import RanError
 from testbed.ran.ueransim import services
 
 
 class Ueransim(RanPlugin):
     name: ClassVar[str] = "ueransim"
+    services_module: ClassVar[Any] = services
     pinned_key: ClassVar[str] = "ueransim_version"
     summary: ClassVar[str] = "UERANSIM 3.2.7 gNB and UEs (the default RAN)"
 
@@ -24,21 +24,6 @@ class Ueransim(RanPlugin):
         if uu:
             raise RanError(f"UU={uu}: the AS security choice needs an OpenAirInterface RAN "
                              "(RAN=oai or RAN=split); UERANSIM has no AS security (docs/ran.md)")
-
-    def render(self, ctx: RanContext) -> list[Path]:
-        return services.render(self.name, ctx)
-
-    def compose(self, values: Values) -> dict[str, Any]:
-        return services.compose(self.name, values)
-
-    def compose_env(self, values: Values) -> dict[str, str]:
-        return services.compose_env(self.name, values)
-
-    def plan(self, values: Values) -> list[str]:
-        return services.plan(self.name, values)
-
-    def images(self) -> list[str]:
-        return services.images(self.name)
 
     def image_versions(self) -> dict[str, tuple[str, str]]:
         return {"ueransim": ("ueransim", "ueransim_version"), "ueransim_commit": ("ueransim", "ueransim_commit"),

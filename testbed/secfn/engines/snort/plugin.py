@@ -3,12 +3,10 @@ counters (engine.py)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from testbed import environment
 from testbed.contract import EnginePlugin
-from testbed.secfn import Secfn
-from testbed.secfn.engines import Counters, Launch
 from testbed.secfn.engines.snort import engine
 
 
@@ -16,14 +14,7 @@ class Snort(EnginePlugin):
     name: ClassVar[str] = "snort"
     summary: ClassVar[str] = "Snort 3 + libdaq (built from the pinned tags), passive afpacket or inline nfq"
     program: ClassVar[str] = engine.PROGRAM
-
-    def render(self, sf: Secfn, cfg_dir: Path, *, config_at: Path, log_at: Path, iface: str,
-               home_net: str, program: str) -> Launch:
-        return engine.render(sf, cfg_dir, config_at=config_at, log_at=log_at, iface=iface, home_net=home_net,
-                             program=program)
-
-    def counters(self, log_dir: Path) -> Counters:
-        return engine.counters(log_dir)
+    engine_module: ClassVar[Any] = engine
 
     def host_program(self, work_dir: Path) -> tuple[str, str]:
         """Snort from the install tree $SNORT_INSTALL (bin/snort, lib/libdaq.so)."""
