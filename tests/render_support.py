@@ -15,10 +15,11 @@ def render(profile: Profile, plane: str, out: Path, *, subscribers: dict[str, An
            values: dict[str, Any] | None = None, use_scp: bool | None = None, commit: str = "test",
            mongo_uri: str | None = None, compose_dir: Path | None = None, repo_dir: Path | None = None,
            ran_variant: str | None = None, uu: str | None = None,
-           dimensions: tuple[DimensionChoice, ...] = ()) -> Rendered:
+           dimensions: tuple[DimensionChoice, ...] = (),
+           datapath_choices: dict[str, str] | None = None) -> Rendered:
     v = values or stack.load()
     sel = orchestrate.select(profile, plane, ran_name=ran_variant, uu=uu, dims=tuple(dimensions), scp=use_scp,
                              values=v)
     inputs = orchestrate.Inputs(subscribers, keys_dir, v, commit, mongo_uri, compose_dir or ROOT / "compose",
-                                repo_dir or ROOT)
+                                repo_dir or ROOT, dict(datapath_choices or {}))
     return orchestrate.render(sel, out, inputs)

@@ -167,7 +167,7 @@ def test_cli_reports_nothing_created_on_rerun(root: Path) -> None:
     out = subprocess.run([sys.executable, "-m", "testbed", "keys", "--state", str(root.parent)], cwd=ROOT,
                          capture_output=True, text=True, env={**os.environ, "STACK_SLOT": "0"})
     assert out.returncode == 0, out.stderr
-    assert re.search(r"keys: .*: 200 files, 0 created or updated", out.stdout)
+    assert re.search(r"keys: .*: 215 files, 0 created or updated", out.stdout)   # 200 + 15 MACsec node secrets
 
 
 def test_scripts_usage_errors() -> None:

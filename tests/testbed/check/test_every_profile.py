@@ -20,8 +20,8 @@ def test_cases_cover_n2_n4_and_all() -> None:
     assert ("aes128gcm-psk", "f1c,f1u,e1") in CASES and ("wireguard", "f1c,f1u,e1") in CASES
     assert ("dtls12-aes128gcm", "n2") in CASES and ("dtls-relay-plain", "n2") in CASES
     assert ("dtls12-aes128gcm", "f1c,e1") in CASES
-    assert len(CASES) == 234          # 193 + every profile of the split RAN's planes (f1c,f1u,e1 or,
-    #                                   for the DTLS relay, f1c,e1) as one set
+    assert len(CASES) == 238          # 193 + every profile of the split RAN's planes (f1c,f1u,e1 or,
+    #                                   for the DTLS relay, f1c,e1) as one set + the 4 MACsec on n3
 
 
 @pytest.mark.parametrize("profile_id,plane", CASES)

@@ -27,13 +27,13 @@ def keys_root() -> Path:
 
 
 def render_to(profile_id: str, plane: str, out: Path, *, use_scp: bool = False, ran: str | None = None,
-              uu: str | None = None) -> Rendered:
+              uu: str | None = None, datapath_choices: dict[str, str] | None = None) -> Rendered:
     root = keys_root()
     if ran is None and plane != "all" and set(plane.replace("+", ",").split(",")) & {"f1c", "f1u", "e1"}:
         ran = "split"                 # the split RAN's interfaces exist only with RAN=split
     return render_support.render(profiles.get(profile_id, plane), plane, out,
                          subscribers=keys.subscribers(root), keys_dir=root, use_scp=use_scp, commit="test",
-                         ran_variant=ran, uu=uu)
+                         ran_variant=ran, uu=uu, datapath_choices=datapath_choices)
 
 
 def plane_sets(profile: profiles.Profile) -> list[str]:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from testbed import channels, planes, privileges, profiles, ran, stack
+from testbed import channels, planes, privileges, profiles, ran, registry, stack
 from testbed.check import check_render
 from testbed.render import compose_overlay, layout
 from tests.conftest import ROOT
@@ -64,7 +64,9 @@ def test_fragment_is_exactly_what_the_planes_need(profile_id: str, plane: str, t
         assert mounts["/etc/testbed/overlay"].endswith(f"}}/{node}")
         assert (r.dir / "overlay" / node).is_dir()
         entry = ROOT / prof.protocol / "entrypoint.sh"
-        assert mounts[f"/opt/testbed/{prof.protocol}"].endswith(f"}}/{prof.protocol}") and os.access(entry, os.X_OK)
+        # the entrypoint comes with the tools image (images/tools/Dockerfile copies <plug-in>/*.sh),
+        # not from a mount of the repository: only the node's rendered dir is mounted
+        assert set(mounts) == {"/etc/testbed/overlay"} and os.access(entry, os.X_OK)
         if prof.protocol == "ipsec":
             assert svc["sysctls"] == {"net.core.xfrm_larval_drop": "${IPSEC_XFRM_LARVAL_DROP:-1}"}
         else:
@@ -79,14 +81,13 @@ def test_fragment_is_exactly_what_the_planes_need(profile_id: str, plane: str, t
     ("wireguard", "wireguard", "WIREGUARD_DATAPATH", "kernel"),
 ])
 def test_tun_only_for_a_userspace_datapath(protocol: str, profile_id: str, var: str, kernel: str,
-                                           tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(var, kernel)
-    frag = _fragment(render_to(profile_id, "n2", tmp_path / "k"))
+                                           tmp_path: Path) -> None:
+    # the command line reads the datapath variables (testbed/cli/render.py) and hands them down
+    frag = _fragment(render_to(profile_id, "n2", tmp_path / "k", datapath_choices={var: kernel}))
     assert all("devices" not in svc for svc in frag.values())
-    assert compose_overlay.userspace_possible(protocol) is False
+    assert registry.overlay(protocol).userspace_possible({"datapath_choices": {var: kernel}}) is False
     # NULL-GMAC has no userspace ESP: its holders never get the TUN device, whatever the host
-    monkeypatch.setenv("IPSEC_DATAPATH", "auto")
-    frag = _fragment(render_to("nullgmac", "n4", tmp_path / "g"))
+    frag = _fragment(render_to("nullgmac", "n4", tmp_path / "g", datapath_choices={"IPSEC_DATAPATH": "auto"}))
     assert all("devices" not in svc for svc in frag.values())
 
 
