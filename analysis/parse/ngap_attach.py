@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from analysis.parse.tshark import epoch_ns_text, tshark_records
+from analysis.parse.tshark import epoch_ns_text, ns_epoch_text, tshark_records
 
 if TYPE_CHECKING:      # pandas only where a frame is asked for: `attach-times` runs without it
     import pandas as pd
@@ -261,13 +261,6 @@ def _missing(v: object) -> bool:
     return v is None or (isinstance(v, float) and v != v) or type(v).__name__ == "NAType"
 
 
-def _fmt_ns(ns: object) -> str:
-    if _missing(ns):
-        return ""
-    v = int(ns)  # type: ignore[arg-type]
-    return f"{v // 1_000_000_000}.{v % 1_000_000_000:09d}"
-
-
 def rows_csv(rows: Iterable[dict[str, Any]]) -> str:
     """CSV text: epoch seconds with all nine digits, attach_ms with six, empty where missing."""
     import csv
@@ -277,7 +270,7 @@ def rows_csv(rows: Iterable[dict[str, Any]]) -> str:
     w.writerow(CSV_COLUMNS)
     for r in rows:
         a, b = r["ns_registration_request"], r["ns_pdu_session_accept"]
-        cells = {**r, "t_registration_request": _fmt_ns(a), "t_pdu_session_accept": _fmt_ns(b),
+        cells = {**r, "t_registration_request": ns_epoch_text(a), "t_pdu_session_accept": ns_epoch_text(b),
                  "attach_ms": "" if _missing(a) or _missing(b) else f"{(int(b) - int(a)) / 1e6:.6f}"}
         w.writerow(["" if _missing(cells[c]) else cells[c] for c in CSV_COLUMNS])
     return buf.getvalue()

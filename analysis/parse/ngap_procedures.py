@@ -27,7 +27,7 @@ from typing import Any
 
 from analysis import cache
 from analysis.parse.ngap_attach import align_ids
-from analysis.parse.tshark import epoch_ns_text, tshark_records
+from analysis.parse.tshark import epoch_ns_text, ns_epoch_text, tshark_records
 
 log = logging.getLogger(__name__)
 
@@ -151,20 +151,13 @@ def procedures(capture: Path | str) -> list[dict[str, Any]]:
         tshark_records(path, FIELDS, FILTER), str(capture)))
 
 
-def _fmt_ns(ns: Any) -> str:
-    if ns is None:
-        return ""
-    v = int(ns)
-    return f"{v // 1_000_000_000}.{v % 1_000_000_000:09d}"
-
-
 def rows_csv(rows: Iterable[Mapping[str, Any]]) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(COLUMNS)
     for r in rows:
         a, b = r.get("ns_start"), r.get("ns_end")
-        cells = {**r, "t_start": _fmt_ns(a), "t_end": _fmt_ns(b),
+        cells = {**r, "t_start": ns_epoch_text(a), "t_end": ns_epoch_text(b),
                  "ms": "" if a is None or b is None else f"{(int(b) - int(a)) / 1e6:.6f}"}
         w.writerow(["" if cells.get(c) is None else cells.get(c, "") for c in COLUMNS])
     return buf.getvalue()

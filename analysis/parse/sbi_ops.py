@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis import cache, sbi_paths
-from analysis.parse.tshark import epoch_ns_text
+from analysis.parse.tshark import epoch_ns_text, ns_epoch_text
 from testbed import tshark
 
 log = logging.getLogger(__name__)
@@ -229,13 +229,6 @@ def time_ms(row: Mapping[str, Any]) -> float | None:
     return None if a is None or b is None else (int(b) - int(a)) / 1e6
 
 
-def _fmt_ns(ns: Any) -> str:
-    if ns is None:
-        return ""
-    v = int(ns)
-    return f"{v // 1_000_000_000}.{v % 1_000_000_000:09d}"
-
-
 def rows_csv(rows: Iterable[Mapping[str, Any]]) -> str:
     """CSV: epoch seconds with all nine digits, time_ms with six; empty where unanswered."""
     buf = io.StringIO()
@@ -243,7 +236,7 @@ def rows_csv(rows: Iterable[Mapping[str, Any]]) -> str:
     w.writerow(COLUMNS)
     for r in rows:
         t = time_ms(r)
-        cells = {**r, "t_request": _fmt_ns(r.get("ns_request")), "t_response": _fmt_ns(r.get("ns_response")),
+        cells = {**r, "t_request": ns_epoch_text(r.get("ns_request")), "t_response": ns_epoch_text(r.get("ns_response")),
                  "time_ms": "" if t is None else f"{t:.6f}"}
         w.writerow(["" if cells.get(c) is None else cells.get(c, "") for c in COLUMNS])
     return buf.getvalue()

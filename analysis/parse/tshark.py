@@ -62,6 +62,15 @@ def epoch_ns_text(text: str) -> int:
     return int(secs) * 1_000_000_000 + int((frac[:9]).ljust(9, "0"))
 
 
+def ns_epoch_text(ns: object) -> str:
+    """The inverse of epoch_ns_text for the CSV tables: nine digits of fraction; "" for a missing
+    value (None, NaN, pandas NA: an unanswered request or an attach without its end)."""
+    if ns is None or (isinstance(ns, float) and ns != ns) or type(ns).__name__ == "NAType":
+        return ""
+    v = int(ns)  # type: ignore[call-overload]
+    return f"{v // 1_000_000_000}.{v % 1_000_000_000:09d}"
+
+
 def epoch_ns(series: pd.Series) -> pd.Series:
     """``frame.time_epoch`` text -> integer nanoseconds (exact; floats lose the last digits)."""
     import pandas as pd
