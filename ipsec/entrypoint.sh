@@ -88,9 +88,58 @@ load_config() {
 find_charon() {
     local c
     for c in "${IPSEC_CHARON:-}" /usr/lib/ipsec/charon /usr/libexec/ipsec/charon /usr/lib/strongswan/charon; do
-        if [ -n "$c" ] && [ -x "$c" ]; then echo "$c"; return 0; fi
+        if [ -n "$c" ] && [ -x "${IPSEC_ROOT:-}$c" ]; then echo "$c"; return 0; fi
     done
+    [ -z "${IPSEC_ROOT:-}" ] || die "no charon in IPSEC_ROOT=$IPSEC_ROOT (usr/lib/ipsec/charon)"
     command -v charon-systemd || die "no charon binary found (strongSwan): install strongswan-charon/charon-systemd"
+}
+
+# IPSEC_ROOT=<dir>: charon and swanctl run from another Debian root (scripts/suite-root.sh
+# ipsec/pq-root.env: sid's strongSwan 6 where this host has 5.9.8), everything else (nft, ip) from
+# the host. Needs a private mount namespace (the namespace lab's, or --private-run): there the
+# root gets /proc, /dev and this /run bound in, so the vici socket, the ready file and the config
+# copied under /run have the same paths inside and outside, and the host's swanctl is replaced
+# by one that enters the root (`swanctl --list-sas` run by the drivers in this namespace).
+SWANCTL=(swanctl)
+enter_root() {
+    [ -n "${IPSEC_ROOT:-}" ] || return 0
+    [ -x "$IPSEC_ROOT/usr/sbin/swanctl" ] || die "IPSEC_ROOT=$IPSEC_ROOT holds no usr/sbin/swanctl: make it with scripts/suite-root.sh ipsec/pq-root.env"
+    [ "$(readlink /proc/self/ns/mnt)" != "$(readlink /proc/1/ns/mnt)" ] \
+        || die "IPSEC_ROOT needs a private mount namespace (run through the namespace lab or with --private-run)"
+    local d
+    for d in proc dev run; do mkdir -p "$IPSEC_ROOT/$d"; done
+    mount -t proc proc "$IPSEC_ROOT/proc" || die "cannot mount /proc into $IPSEC_ROOT"
+    mount --rbind /dev "$IPSEC_ROOT/dev" || die "cannot bind /dev into $IPSEC_ROOT"
+    mount --bind /run "$IPSEC_ROOT/run" || die "cannot bind /run into $IPSEC_ROOT"
+    mkdir -p "$RUN_DIR/ipsec-config"
+    cp -a "$CONFIG_DIR/." "$RUN_DIR/ipsec-config/"
+    CONFIG_DIR="$RUN_DIR/ipsec-config"
+    printf '#!/bin/sh\nexec chroot %s /usr/sbin/swanctl "$@"\n' "$IPSEC_ROOT" > "$RUN_DIR/swanctl-in-root"
+    chmod 0755 "$RUN_DIR/swanctl-in-root"
+    if [ -e /usr/sbin/swanctl ]; then
+        mount --bind "$RUN_DIR/swanctl-in-root" /usr/sbin/swanctl || die "cannot put the root's swanctl in place of /usr/sbin/swanctl"
+    fi
+    SWANCTL=("$RUN_DIR/swanctl-in-root")
+    # shellcheck disable=SC2016  # ${Version} is dpkg-query's, not the shell's
+    log "strongSwan from IPSEC_ROOT=$IPSEC_ROOT: $(chroot "$IPSEC_ROOT" dpkg-query -W -f='${Version}' strongswan-charon 2>/dev/null || echo '?')"
+}
+swanctl() { "${SWANCTL[@]}" "$@"; }
+
+# The profile's floor (MIN_STRONGSWAN of overlay.env: IKE_INTERMEDIATE with ML-KEM needs 6.0.2)
+# against the charon that will run, before anything starts.
+CHARON_VERSION=""
+version_ge() { printf '%s\n%s\n' "$2" "$1" | sort -V -C; }
+check_version() {
+    local charon have
+    charon="$(find_charon)"
+    have="$(${IPSEC_ROOT:+chroot "$IPSEC_ROOT"} "$charon" --version 2>/dev/null | sed -n 's/.*strongSwan [A-Z]*\([0-9][0-9.]*\).*/\1/p' | head -n 1)"
+    CHARON_VERSION="$have"
+    [ -n "${MIN_STRONGSWAN:-}" ] || return 0
+    [ -n "$have" ] || die "cannot read the version of $charon"
+    if ! version_ge "$have" "$MIN_STRONGSWAN"; then
+        die "profile $PROFILE needs strongSwan >= $MIN_STRONGSWAN (IKEv2 key exchanges over IKE_INTERMEDIATE with ML-KEM); this charon is $have: run with IPSEC_ROOT=\$(scripts/suite-root.sh ipsec/pq-root.env) or the tools image"
+    fi
+    log "strongSwan $have (profile needs >= $MIN_STRONGSWAN)"
 }
 
 kernel_has_esp() {
@@ -114,8 +163,10 @@ choose_datapath() {
         if [ "${LIBIPSEC_SUPPORTS_ESP:-1}" != 1 ]; then
             die "ESP $ESP_PROPOSAL is not implemented by strongSwan's userspace ESP (kernel-libipsec: 'unsupported AEAD algorithm'); profile $PROFILE needs the kernel xfrm ESP datapath"
         fi
-        if [ "$MODE" != start ] && [ "${IPSEC_ALLOW_LIBIPSEC_TRAP:-0}" != 1 ]; then
-            die "mode $MODE needs kernel xfrm ESP: strongSwan 5.9.8 kernel-libipsec sends no acquires for trap policies, so the first packet would never trigger IKE (run on a kernel with ESP, or use a start-mode profile)"
+        # kernel-libipsec sends acquires for trap policies from strongSwan 5.9.11 on
+        if [ "$MODE" != start ] && [ "${IPSEC_ALLOW_LIBIPSEC_TRAP:-0}" != 1 ] \
+                && ! version_ge "${CHARON_VERSION:-0}" 5.9.11; then
+            die "mode $MODE needs kernel xfrm ESP: strongSwan ${CHARON_VERSION:-?} kernel-libipsec sends no acquires for trap policies (5.9.11 and later do), so the first packet would never trigger IKE (run on a kernel with ESP, or use a start-mode profile)"
         fi
         STRONGSWAN_CONF="$CONFIG_DIR/strongswan-libipsec.conf"
     else
@@ -174,8 +225,8 @@ start_charon() {
     charon="$(find_charon)"
     mkdir -p "$RUN_DIR"
     rm -f "$READY_FILE" "$CHARON_LOG"
-    log "starting $charon (STRONGSWAN_CONF=$STRONGSWAN_CONF)"
-    "$charon" &
+    log "starting $charon (STRONGSWAN_CONF=$STRONGSWAN_CONF${IPSEC_ROOT:+, root $IPSEC_ROOT})"
+    ${IPSEC_ROOT:+chroot "$IPSEC_ROOT"} "$charon" &
     CHARON_PID=$!
     deadline=$((SECONDS + 10))
     until swanctl --stats >/dev/null 2>&1; do
@@ -251,6 +302,8 @@ main() {
     trap teardown EXIT
     trap 'on_signal SIGTERM' TERM
     trap 'on_signal SIGINT' INT
+    enter_root
+    check_version
     choose_datapath
     set_larval_drop
     load_firewall

@@ -48,8 +48,10 @@ log = logging.getLogger(__name__)
 READY_TIMEOUT_S = 60          # entrypoint deadline for start mode (all CHILD_SAs INSTALLED)
 IKE_FWMARK = "0x42"           # keeps charon's IKE packets off the libipsec TUN route
 # plugins charon loads (explicit list: kdf is required on 5.9.8 or IKE key derivation fails)
+# ml: strongSwan's own ML-KEM (6.0+, --enable-ml; the tools image builds it), which a charon without
+# it skips with a warning; the openssl plugin offers ML-KEM too with OpenSSL >= 3.5 (6.0.2+)
 BASE_PLUGINS = ("random nonce openssl pem pkcs1 pkcs8 x509 pubkey revocation constraints kdf "
-                "hmac gcm aes sha1 sha2 gmp curve25519")
+                "hmac gcm aes sha1 sha2 gmp curve25519 ml")
 NET_PLUGINS = "kernel-netlink socket-default vici"
 # ESP transforms strongSwan's userspace ESP (kernel-libipsec, 5.9.8) does not implement:
 # "failed to create ESP context: unsupported AEAD algorithm NULL_AES_GMAC" (measured); RFC 4543
@@ -180,11 +182,15 @@ def swanctl_conf(node: str, plane: str, profile: Profile, values: dict[str, Any]
                             f"    secret = 0x{psk_keys.psk(keys_dir, node, peer)}", "  }"]
         else:
             raise IpsecRenderError(f"profile {profile.id}: unknown auth {auth!r} (cert|psk)")
+        # post-quantum key exchanges make IKE messages larger than the path MTU (ML-KEM-1024's
+        # IKE_INTERMEDIATE): RFC 7383 fragmentation, strongSwan's default, is written out for them
+        frag = ["    fragmentation = yes"] if p.get("ke") else []
         lines += [
             f"  {name} {{",
             f"    # {link.plane}: {node} {me} <-> {peer} {remote}",
             "    version = 2",
             f"    proposals = {p['ike_proposal']}",
+            *frag,
             f"    local_addrs = {me}",
             f"    remote_addrs = {remote}",
             "    encap = no",
@@ -345,6 +351,7 @@ def overlay_env(node: str, plane: str, profile: Profile, values: dict[str, Any],
         "ESP_PROPOSAL": p["esp_proposal"],
         "LIBIPSEC_SUPPORTS_ESP": "0" if p["esp_proposal"] in LIBIPSEC_UNSUPPORTED_ESP else "1",
         "READY_TIMEOUT": str(READY_TIMEOUT_S),
+        "MIN_STRONGSWAN": str(p.get("min_strongswan") or ""),
     }
     return ("# rendered by ipsec/overlay.py; sourced by ipsec/entrypoint.sh\n"
             + "".join(f"{k}={shlex.quote(v)}\n" for k, v in env.items()))
@@ -506,12 +513,28 @@ def verify_capture(pcap: Path, profile: Profile, plane: str, values: dict[str, A
         f"{between} && !esp && !isakmp && {plain_filter}",
     ])
     protected = esp_raw + esp_udp
-    valid = protected > 0 and plaintext == 0
+    ke = _ke_check(pcap, profile)
+    valid = protected > 0 and plaintext == 0 and not ke[1]
     why = "" if valid else ("; INVALID: no ESP between the endpoints" if protected == 0
-                            else "; INVALID: plaintext of the plane between the endpoints")
+                            else "; INVALID: plaintext of the plane between the endpoints" if plaintext
+                            else "; INVALID: " + "; ".join(ke[1][:3]))
     details = (f"{plane}: ESP {protected} (ip.proto 50: {esp_raw}, ESP-in-UDP/4500: {esp_udp}) and plaintext "
-               f"{plaintext} ({plain_filter}) between {', '.join(addrs)} [profile {profile.id}]{why}")
+               f"{plaintext} ({plain_filter}) between {', '.join(addrs)} [profile {profile.id}]{ke[0]}{why}")
     return Verdict(valid, protected, plaintext, details)
+
+
+def _ke_check(pcap: Path, profile: Profile) -> tuple[str, list[str]]:
+    """For the post-quantum key-exchange profiles: (details, problems) of the IKE handshakes the
+    capture holds (ipsec/ike_sas.py). A capture without a completed IKE SA proves nothing about
+    the key exchange; the run-level check (ipsec/run_checks.py) requires one among the run's captures."""
+    if not profile.params.get("ke"):
+        return "", []
+    from ipsec import ike_sas
+    sas = ike_sas.read(Path(pcap))
+    if not any(sa.complete for sa in sas):
+        return "; key exchange not verified here (no complete IKE handshake in this capture)", []
+    return f"; key exchange {profile.params['ike_proposal']}: {ike_sas.summary(sas)}", ike_sas.ke_problems(
+        sas, str(profile.params["ike_proposal"]))
 
 
 # --- negotiated proposals (from the daemon, not the config) -----------------------------------
@@ -519,7 +542,8 @@ def verify_capture(pcap: Path, profile: Profile, plane: str, values: dict[str, A
 # swanctl --list-sas prints the negotiated IKE algorithms as <ENCR>/<PRF>/<DH>; the catalogue's
 # IKE proposal keyword in the same words (strongSwan's proposal keywords).
 IKE_WORDS = {"aes128gcm16": "AES_GCM_16-128", "aes256gcm16": "AES_GCM_16-256", "prfsha256": "PRF_HMAC_SHA2_256",
-             "prfsha384": "PRF_HMAC_SHA2_384", "ecp256": "ECP_256", "ecp384": "ECP_384", "curve25519": "CURVE_25519"}
+             "prfsha384": "PRF_HMAC_SHA2_384", "ecp256": "ECP_256", "ecp384": "ECP_384", "curve25519": "CURVE_25519",
+             "x25519": "CURVE_25519", "mlkem512": "ML_KEM_512", "mlkem768": "ML_KEM_768", "mlkem1024": "ML_KEM_1024"}
 _ESP_LINE = re.compile(r"^\s+\S+: #\d+, reqid \d+, INSTALLED, TUNNEL(?:-in-UDP)?, ESP:(\S+)", re.M)
 _IKE_LINE = re.compile(r"^\s+([A-Z0-9_-]+(?:/[A-Z0-9_-]+)+)\s*$", re.M)
 
@@ -530,8 +554,25 @@ def expected_esp(profile: Any) -> str:
     return enc + (f"/{integ}" if integ else "")
 
 
+def _ike_word(word: str) -> str:
+    """One proposal keyword as swanctl prints it; RFC 9370 additional key exchanges `ke<n>_<method>`
+    print as KE<n>_<METHOD> (ke1_mlkem768 -> KE1_ML_KEM_768)."""
+    if word.startswith("ke") and "_" in word:
+        n, method = word.split("_", 1)
+        return f"{n.upper()}_{IKE_WORDS.get(method, method.upper())}"
+    return IKE_WORDS.get(word, word.upper())
+
+
 def expected_ike(profile: Any) -> str:
-    return "/".join(IKE_WORDS.get(w, w.upper()) for w in str(profile.params["ike_proposal"]).split("-"))
+    return "/".join(_ike_word(w) for w in str(profile.params["ike_proposal"]).split("-"))
+
+
+def esp_forms(profile: Any) -> set[str]:
+    """The CHILD_SA algorithms swanctl may print for the profile: the one created with IKE_AUTH has
+    no key exchange; with a PFS proposal (the post-quantum profiles) a rekeyed one adds its methods."""
+    base = expected_esp(profile)
+    ke = str(profile.params.get("esp_proposal", "")).split("-")[1:] if profile.params.get("ke") else []
+    return {base, "/".join([base, *(_ike_word(w) for w in ke)])} if ke else {base}
 
 
 def check_sas(text: str, profile: Any) -> list[str]:
@@ -541,10 +582,10 @@ def check_sas(text: str, profile: Any) -> list[str]:
     esp = _ESP_LINE.findall(text)
     if not esp:
         problems.append("no INSTALLED CHILD_SA")
-    want = expected_esp(profile)
-    wrong = sorted({e for e in esp if e != want})
+    want = esp_forms(profile)
+    wrong = sorted({e for e in esp if e not in want})
     if wrong:
-        problems.append(f"ESP {', '.join(wrong)} negotiated, profile wants {want}")
+        problems.append(f"ESP {', '.join(wrong)} negotiated, profile wants {' or '.join(sorted(want))}")
     ike = [i for i in _IKE_LINE.findall(text) if "PRF_" in i or "ECP_" in i or "MODP_" in i]
     want_ike = expected_ike(profile)
     wrong_ike = sorted({i for i in ike if i != want_ike})

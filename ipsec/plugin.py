@@ -29,6 +29,7 @@ class Ipsec(FolderOverlay):
     daemons: ClassVar[tuple[str, ...]] = ("charon",)
     state_command: ClassVar[tuple[str, ...]] = ("swanctl", "--list-sas")
     lab_tools: ClassVar[tuple[str, ...]] = ("swanctl",)
+    rehandshake: ClassVar[str | None] = "rehandshake.sh"
 
     def nf_environment(self, node: str, profile: Profile, values: Values) -> dict[str, str]:
         return overlay.nf_environment(node, profile, values)
@@ -92,6 +93,10 @@ class Ipsec(FolderOverlay):
 
     def handshakes(self, pcap: Path | wire.Export, plane: str, values: Values) -> wire.Handshakes | None:
         return overhead.handshakes(pcap)
+
+    def handshake_records(self, pcap: Path, profile: Profile) -> list[dict[str, Any]]:
+        from ipsec import ike_sas
+        return [sa.record() for sa in ike_sas.read(pcap) if sa.complete]
 
     def protected_lengths(self, pcap: Path | wire.Export, src: str | None = None) -> list[int]:
         return overhead.protected_lengths(pcap, src)

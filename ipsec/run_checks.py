@@ -27,7 +27,7 @@ def sas_by_plane(records: dict[str, str], prof: Profile, plane: str, values: dic
     on every plane, each link's CHILD_SA (named as ipsec/overlay.py renders it) must be
     INSTALLED at both ends with exactly the profile's ESP, and every IKE/ESP proposal in the
     record must be the profile's. A node without a record is a problem of each of its planes."""
-    want = overlay.expected_esp(prof)
+    want = overlay.esp_forms(prof)
     out: dict[str, list[str]] = {p: [] for p in planes.split(plane)}
     for node in sorted({n for link in channels.links(plane, values) for n in (link.a, link.b)}):
         conns = overlay.connections(node, plane, values)
@@ -42,8 +42,9 @@ def sas_by_plane(records: dict[str, str], prof: Profile, plane: str, values: dic
             esp = children.get(name)
             if esp is None:
                 out[link.plane].append(f"{node}: no INSTALLED CHILD_SA {name} ({link.plane} link to {link.other(node)})")
-            elif esp != want:
-                out[link.plane].append(f"{node}: CHILD_SA {name} negotiated ESP {esp}, profile wants {want}")
+            elif esp not in want:
+                out[link.plane].append(f"{node}: CHILD_SA {name} negotiated ESP {esp}, profile wants "
+                                       + " or ".join(sorted(want)))
             out[link.plane] += [f"{node}: {x}" for x in wrong_ike if f"{node}: {x}" not in out[link.plane]]
     return out
 
@@ -110,8 +111,30 @@ def trap_verdict(waits: Mapping[str, Any]) -> Verdict:
                    f"max {waits['max_ms']} ms, no fallback")
 
 
+def ke_verdict(run_dir: Path, m: Mapping[str, Any], prof: Profile) -> Verdict:
+    """A post-quantum key-exchange run: at least one of its captures holds complete IKE handshakes,
+    and every one of those used the profile's key exchange (ipsec/ike_sas.py)."""
+    from ipsec import ike_sas
+    proven, problems = [], []
+    for f in m["files"]:
+        if f["kind"] != "capture" or not (run_dir / f["path"]).is_file():
+            continue
+        sas = [sa for sa in ike_sas.read(run_dir / f["path"]) if sa.complete]
+        if sas:
+            proven.append(f"{f['path']}: {ike_sas.summary(sas)}")
+            problems += [f"{f['path']}: {x}" for x in ike_sas.ke_problems(sas, str(prof.params["ike_proposal"]))]
+    if not proven:
+        return Verdict(False, 0, 0, "key exchange: no capture of the run holds a complete IKE handshake, so "
+                       f"{prof.params['ike_proposal']} cannot be proven -> INVALID")
+    if problems:
+        return Verdict(False, 0, 0, "key exchange: " + "; ".join(problems[:3]) + " -> INVALID")
+    return Verdict(True, 0, 0, f"key exchange {prof.params['ike_proposal']}: " + "; ".join(proven))
+
+
 def check_run(run_dir: Path, m: Mapping[str, Any], prof: Profile, values: dict[str, Any]) -> list[RunCheck]:
     checks = [RunCheck(negotiated_sas_verdict(run_dir, m, prof, values))]
+    if prof.params.get("ke"):
+        checks.append(RunCheck(ke_verdict(run_dir, m, prof)))
     if prof.params.get("patched_wait"):
         waits = path_waits(run_dir, m)
         checks.append(RunCheck(trap_verdict(waits), "path_waits", waits))

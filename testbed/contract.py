@@ -143,6 +143,16 @@ class OverlayPlugin(Plugin):
     (kept as the run's sa-before/sa-after records); empty: nothing to record."""
     lab_tools: ClassVar[tuple[str, ...]] = ()
     """Host programs the namespace lab needs for it (beyond ip, ping, tshark)."""
+    rehandshake: ClassVar[str | None] = None
+    """File name, in the folder, of a script run in an endpoint's namespace of a namespace lab
+    (arguments: the node's rendered dir, the peer's address) that makes one fresh handshake with
+    each peer the node initiates to and exits 0 once every one completed. run-overlay runs it
+    once after its capture started, so the capture proves the handshake (a post-quantum key
+    exchange is seen only there); the handshake micro-benchmark runs it many times. None: none."""
+    bench_responder: ClassVar[str | None] = None
+    """Overlays without an entrypoint (TLS, in the NFs): file name, in the folder, of the program
+    the handshake micro-benchmark runs in the responding node's namespace (arguments: its
+    rendered dir, its address) until SIGTERM, for the initiator's rehandshake script to meet."""
 
     # --- catalogue -------------------------------------------------------------------------
 
@@ -323,6 +333,13 @@ class OverlayPlugin(Plugin):
         message kind); None: nothing to count. Given the capture's shared export (made with
         `wire_fields`) it reads that; given the capture's path it makes one pass of its own."""
         return None
+
+    def handshake_records(self, pcap: Path, profile: Profile) -> list[dict[str, Any]]:
+        """Called by the handshake micro-benchmark's analysis per capture: one row per complete
+        handshake, with at least `handshake_ms` (first to last packet on the capture's clock),
+        `packets`, `ip_bytes`, `frame_bytes`, `retransmitted`, and bytes per message kind; empty:
+        not measured."""
+        return []
 
     def protected_lengths(self, pcap: Path | wire.Export, src: str | None = None) -> list[int]:
         """IP lengths of its protected data packets in a capture or its shared export (optionally

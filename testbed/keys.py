@@ -38,9 +38,11 @@ from testbed import ROOT, planes, registry, stack
 log = logging.getLogger(__name__)
 
 CERT_SCRIPTS = ROOT / "tls-certs"
-KEY_TYPES = ("ecdsa", "rsa")
-CA_PREFIX = {"ecdsa": "ca", "rsa": "ca-rsa"}          # file stem under keys/ca/
-CA_CN = {"ecdsa": "5G testbed CA (ECDSA P-256)", "rsa": "5G testbed CA (RSA-2048)"}
+KEY_TYPES = ("ecdsa", "rsa")                          # made for every endpoint by ensure()
+# ML-DSA-65 (FIPS 204) is made by the overlay plug-ins that use it (ensure_type), where openssl has it (>= 3.5)
+CA_PREFIX = {"ecdsa": "ca", "rsa": "ca-rsa", "mldsa65": "ca-mldsa65"}          # file stem under keys/ca/
+CA_CN = {"ecdsa": "5G testbed CA (ECDSA P-256)", "rsa": "5G testbed CA (RSA-2048)",
+         "mldsa65": "5G testbed CA (ML-DSA-65)"}
 PLANE_NETWORKS = tuple(p.network for p in planes.load().values())   # an endpoint has an address on one
 
 
@@ -178,6 +180,13 @@ def _ensure_node_cert(root: Path, node: str, keytype: str, values: dict[str, Any
         crt.unlink()
     run_tool([str(CERT_SCRIPTS / "make-cert.sh"), keytype, str(ca), str(prefix), cn, ",".join(san)],
          f"creating the {keytype} certificate of {node} ({crt})")
+
+
+def ensure_type(root: Path, keytype: str, nodes: list[str], values: dict[str, Any]) -> None:
+    """The CA and every node's certificate of one more key type (an overlay plug-in's ensure_keys)."""
+    _ensure_ca(root, keytype)
+    for node in nodes:
+        _ensure_node_cert(root, node, keytype, values)
 
 
 # --- subscribers ------------------------------------------------------------------------

@@ -9,7 +9,7 @@ usage() {
     cat <<'USAGE'
 usage: tls-certs/make-cert.sh KEYTYPE CA_PREFIX OUT_PREFIX SUBJECT_CN SAN [DAYS]
 
-  KEYTYPE     ecdsa (P-256) | rsa (RSA-2048)
+  KEYTYPE     ecdsa (P-256) | rsa (RSA-2048) | mldsa65 (ML-DSA-65, FIPS 204: OpenSSL >= 3.5)
   CA_PREFIX   the signing CA: CA_PREFIX.crt and CA_PREFIX.key (tls-certs/make-ca.sh)
   OUT_PREFIX  writes OUT_PREFIX.key (0600) and OUT_PREFIX.crt, e.g. .state/keys/nodes/amf/ecdsa
   SUBJECT_CN  e.g. amf.localdomain
@@ -36,6 +36,7 @@ gen_key() {
     case "$keytype" in
         ecdsa) openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$tmp" 2>/dev/null ;;
         rsa)   openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$tmp" 2>/dev/null ;;
+        mldsa65) openssl genpkey -algorithm ML-DSA-65 -out "$tmp" 2>/dev/null ;;
     esac || die "openssl could not generate a $keytype key for $path"
     # a full disk can leave openssl's output empty with exit 0: only a key that parses is moved in
     openssl pkey -in "$tmp" -noout 2>/dev/null || { rm -f "$tmp"; die "openssl wrote no usable $keytype key for $path (disk full?)"; }
@@ -50,7 +51,8 @@ main() {
     case "$keytype" in
         ecdsa) keyusage="critical,digitalSignature" ;;
         rsa)   keyusage="critical,digitalSignature,keyEncipherment" ;;
-        *) echo "make-cert.sh: unknown KEYTYPE '$keytype' (valid: ecdsa, rsa)" >&2; exit 2 ;;
+        mldsa65) keyusage="critical,digitalSignature" ;;
+        *) echo "make-cert.sh: unknown KEYTYPE '$keytype' (valid: ecdsa, rsa, mldsa65)" >&2; exit 2 ;;
     esac
     [[ -r "${ca}.crt" && -r "${ca}.key" ]] || die "CA ${ca}.crt/.key not found: run tls-certs/make-ca.sh (or make keys) first"
     umask 077
@@ -62,6 +64,9 @@ main() {
     ext="$(mktemp "${prefix}.ext.XXXXXX")"; TMPFILES+=("$ext")
     crt="$(mktemp "${prefix}.crt.XXXXXX")"; TMPFILES+=("$crt")
     serial="0x$(openssl rand -hex 16)"
+    # ML-DSA signs the whole message (FIPS 204): no digest to name; the others sign SHA-256
+    local digest=-sha256
+    [[ "$keytype" != mldsa65 ]] || digest=""
     cat >"$ext" <<EXT
 basicConstraints = critical,CA:FALSE
 keyUsage = ${keyusage}
@@ -73,7 +78,7 @@ EXT
     openssl req -new -key "${prefix}.key" -subj "/CN=${cn}" -out "$csr" 2>/dev/null \
         || die "openssl could not create the request for ${prefix}.crt (CN=${cn})"
     openssl x509 -req -in "$csr" -CA "${ca}.crt" -CAkey "${ca}.key" -set_serial "$serial" \
-        -sha256 -days "$days" -extfile "$ext" -out "$crt" 2>/dev/null \
+        ${digest:+"$digest"} -days "$days" -extfile "$ext" -out "$crt" 2>/dev/null \
         || die "openssl could not sign ${prefix}.crt (CN=${cn}, SAN=${san}) with ${ca}.crt"
     chmod 0644 "$crt"
     mv "$crt" "${prefix}.crt"

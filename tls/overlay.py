@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,7 @@ log = logging.getLogger(__name__)
 
 PLANE = "sbi"
 SBI_NFS = stack.SBI_NFS                            # the UPF and the RAN take no part in the SBI
-GROUPS = "P-256"                                   # both papers: ECDHE over P-256
+GROUPS = "P-256"                                   # both papers: ECDHE over P-256 (the default)
 KEYS_IN_CONTAINER = Path("/etc/testbed/keys")      # docs/contracts.md, "Paths inside containers"
 NODE_KEYS = KEYS_IN_CONTAINER / "node"
 CA_CERTS = KEYS_IN_CONTAINER / "ca"
@@ -42,6 +43,16 @@ ENV_CIPHERS = "OGS_SBI_TLS_CIPHERS"                # OpenSSL cipher list, TLS <=
 ENV_CIPHERSUITES = "OGS_SBI_TLS_CIPHERSUITES"      # TLS 1.3 suites (IANA names)
 ENV_GROUPS = "OGS_SBI_TLS_GROUPS"
 ENV_GNUTLS_PRIORITY = "OGS_SBI_TLS_GNUTLS_PRIORITY"  # the libcurl-gnutls client's whole priority string
+ENV_CLIENT_GROUPS = "OGS_SBI_TLS_CLIENT_GROUPS"    # patches/open5gs/0004: the client's groups (libcurl's curves)
+# IANA TLS Supported Groups code points (RFC 8446, RFC 7919; draft-ietf-tls-ecdhe-mlkem and
+# draft-ietf-tls-mlkem, as OpenSSL 3.5 names and numbers them) of every group the catalogue uses
+GROUP_IDS: dict[str, int] = {
+    "P-256": 0x0017, "secp256r1": 0x0017, "P-384": 0x0018, "X25519": 0x001D,
+    "SecP256r1MLKEM768": 0x11EB, "X25519MLKEM768": 0x11EC, "SecP384r1MLKEM1024": 0x11ED,
+    "MLKEM512": 0x0200, "MLKEM768": 0x0201, "MLKEM1024": 0x0202,
+}
+# groups whose key share holds an ML-KEM part: they need OpenSSL >= 3.5 at both ends
+PQ_GROUPS = frozenset(g for g in GROUP_IDS if "MLKEM" in g)
 # GnuTLS names of the bulk ciphers in the OpenSSL/IANA names of the profiles (gnutls-cli --list)
 GNUTLS_CIPHERS = (("AES128-GCM", "AES-128-GCM"), ("AES256-GCM", "AES-256-GCM"),
                   ("AES_128_GCM", "AES-128-GCM"), ("AES_256_GCM", "AES-256-GCM"),
@@ -49,7 +60,7 @@ GNUTLS_CIPHERS = (("AES128-GCM", "AES-128-GCM"), ("AES256-GCM", "AES-256-GCM"),
                   ("CHACHA20", "CHACHA20-POLY1305"))
 
 VERSIONS = {"1.2": ("TLSv1.2", 0x0303), "1.3": ("TLSv1.3", 0x0304)}   # profile -> (OpenSSL, wire)
-CERT_TYPES = ("ecdsa", "rsa")
+CERT_TYPES = ("ecdsa", "rsa", "mldsa65")
 
 # IANA code points of every suite the catalogue uses (RFC 5288/5289/6655/7251/7905/8446).
 SUITE_IDS: dict[str, int] = {
@@ -76,7 +87,28 @@ class TlsSettings:
     """The exact TLS settings of a profile."""
     version: str            # "1.2" | "1.3"
     cipher: str             # OpenSSL name (1.2) or IANA name (1.3)
-    cert: str               # ecdsa | rsa
+    cert: str               # ecdsa | rsa | mldsa65
+    groups: str = GROUPS    # the server's key-exchange groups (OpenSSL list): the negotiated one is the first
+    client_groups: str = ""  # the client's list if it differs; its first group's key share goes first
+    retries: int = 0        # HelloRetryRequests per connection the profile forces (client guesses wrong)
+
+    @property
+    def group(self) -> str:
+        """The group every ServerHello must carry (the server's first)."""
+        return self.groups.split(":")[0]
+
+    @property
+    def group_id(self) -> int:
+        return GROUP_IDS[self.group]
+
+    @property
+    def offered_groups(self) -> str:
+        """What the client offers (supported_groups), in order."""
+        return self.client_groups or self.groups
+
+    @property
+    def post_quantum(self) -> bool:
+        return self.group in PQ_GROUPS or self.cert == "mldsa65"
 
     @property
     def openssl_version(self) -> str:
@@ -105,7 +137,14 @@ def settings(profile: Any) -> TlsSettings:
     if getattr(profile, "protocol", None) != "tls":
         raise TlsError(f"profile {getattr(profile, 'id', profile)!r} is not a TLS profile")
     p = profile.params
-    s = TlsSettings(str(p["version"]), str(p["cipher"]), str(p["cert"]))
+    s = TlsSettings(str(p["version"]), str(p["cipher"]), str(p["cert"]), str(p.get("groups") or GROUPS),
+                    str(p.get("client_groups") or ""), int(p.get("hrr") or 0))
+    unknown = [g for g in f"{s.groups}:{s.client_groups}".split(":") if g and g not in GROUP_IDS]
+    if unknown:
+        raise TlsError(f"profile {profile.id!r}: group(s) {', '.join(unknown)} have no code point in "
+                       "tls/overlay.py GROUP_IDS; known: " + ", ".join(GROUP_IDS))
+    if (s.post_quantum or s.client_groups) and s.version != "1.3":
+        raise TlsError(f"profile {profile.id!r}: ML-KEM groups, ML-DSA and client groups need TLS 1.3")
     if s.version not in VERSIONS:
         raise TlsError(f"profile {profile.id!r}: TLS version {s.version!r} unknown; known: {', '.join(VERSIONS)}")
     if s.cipher not in SUITE_IDS:
@@ -193,10 +232,40 @@ def keylog_environment(node: str, values: dict[str, Any]) -> dict[str, str]:
 
 
 def tls_environment(s: TlsSettings) -> dict[str, str]:
-    env = {ENV_MIN_VERSION: s.version, ENV_MAX_VERSION: s.version, ENV_GROUPS: GROUPS,
+    env = {ENV_MIN_VERSION: s.version, ENV_MAX_VERSION: s.version, ENV_GROUPS: s.groups,
            ENV_GNUTLS_PRIORITY: s.gnutls_priority}
     env[ENV_CIPHERSUITES if s.version == "1.3" else ENV_CIPHERS] = s.cipher
+    if s.client_groups or s.groups != GROUPS:
+        env[ENV_CLIENT_GROUPS] = s.offered_groups
     return env
+
+
+def openssl_has_mldsa(openssl: str = "openssl") -> bool:
+    """Whether this openssl can issue ML-DSA-65 certificates (OpenSSL >= 3.5)."""
+    try:
+        out = subprocess.run([openssl, "list", "-signature-algorithms"], capture_output=True, text=True,
+                             timeout=30, check=False)
+    except OSError:
+        return False
+    return "ML-DSA-65" in out.stdout
+
+
+def ensure_mldsa_keys(root: Path, nodes: list[str], values: dict[str, Any]) -> None:
+    """ML-DSA-65 CA and node certificates (keys/ca/ca-mldsa65.*, keys/nodes/<node>/mldsa65.*) for the
+    ML-DSA profiles, where openssl can make them; elsewhere those profiles stop at render naming it."""
+    if not openssl_has_mldsa():
+        log.info("openssl has no ML-DSA (OpenSSL < 3.5): no ML-DSA certificates; the mldsa65 TLS "
+                 "profiles need `make keys` on a host with OpenSSL >= 3.5 (Debian 13)")
+        return
+    keys.ensure_type(root, "mldsa65", [n for n in nodes if n in SBI_NFS], values)
+
+
+def check_keys(s: TlsSettings, keys_dir: Path, nodes: list[str]) -> None:
+    """The profile's certificate type exists for every node (ML-DSA ones only where made)."""
+    missing = [n for n in nodes if not (keys.node_dir(keys_dir, n) / f"{s.cert}.crt").is_file()]
+    if missing:
+        raise TlsError(f"no {s.cert} certificate for {', '.join(missing)} under {keys_dir}: run `make keys`"
+                       + (" with OpenSSL >= 3.5 (ML-DSA; Debian 13)" if s.cert == "mldsa65" else ""))
 
 
 def compose_env(profile: Any, plane: str, values: dict[str, Any]) -> dict[str, str]:
@@ -214,10 +283,10 @@ def compose_services(profile: Any, plane: str, values: dict[str, Any]) -> dict[s
     kdir = "${KEYS_DIR:?run through scripts/lib/compose.sh (make up)}"
     # role nf-tls (nf-configs/privileges.yaml): reading the 0600 node key takes DAC_READ_SEARCH
     role = privileges.role("nf-tls").compose_fields()
+    cas = ["ca", "ca-rsa"] + ([keys.CA_PREFIX["mldsa65"]] if settings(profile).cert == "mldsa65" else [])
     return {node: {"labels": role["labels"], "cap_add": role["cap_add"],
                    "volumes": [f"{kdir}/nodes/{node}:{NODE_KEYS}:ro",
-                               f"{kdir}/ca/ca.crt:{CA_CERTS}/ca.crt:ro",
-                               f"{kdir}/ca/ca-rsa.crt:{CA_CERTS}/ca-rsa.crt:ro"]}
+                               *(f"{kdir}/ca/{ca}.crt:{CA_CERTS}/{ca}.crt:ro" for ca in cas)]}
             for node in endpoints(plane, values)}
 
 
@@ -253,21 +322,39 @@ def openssl_conf(s: TlsSettings, title: str = "") -> str:
         lines.append(f"CipherString = {s.cipher}")
     else:
         lines.append(f"Ciphersuites = {s.cipher}")
-    lines.append(f"Groups = {GROUPS}")
+    lines.append(f"Groups = {s.groups}")
     return "\n".join(lines) + "\n"
 
 
+def client_openssl_conf(s: TlsSettings, title: str = "") -> str:
+    """The client end's OPENSSL_CONF: the server's settings with the client's groups (a profile
+    that forces a HelloRetryRequest offers another group's key share first)."""
+    return openssl_conf(s, title).replace(f"Groups = {s.groups}\n", f"Groups = {s.offered_groups}\n")
+
+
 def render(profile: Any, plane: str, values: dict[str, Any], keys_dir: Path, out_dir: Path) -> dict[str, Path]:
-    """Per SBI NF: out_dir/<nf>/openssl.cnf and tls.env; returns {nf: dir}."""
+    """Per SBI NF: out_dir/<nf>/openssl.cnf (server), openssl-client.cnf, tls.env and lab.env (the
+    node's key, certificate, CA and address on this host, for the namespace lab's scripts:
+    tls/rehandshake.sh, tls/bench-server.sh); returns {nf: dir}."""
     check_plane(plane)
     s = settings(profile)
+    nodes = endpoints(plane, values)
+    if s.cert == "mldsa65":
+        check_keys(s, Path(keys_dir), nodes)
     env_text = "".join(f"{k}={v}\n" for k, v in tls_environment(s).items())
     out: dict[str, Path] = {}
-    for node in endpoints(plane, values):
+    for node in nodes:
         d = Path(out_dir) / node
         d.mkdir(parents=True, exist_ok=True)
         (d / "openssl.cnf").write_text(openssl_conf(s, profile.id), encoding="utf-8")
+        (d / "openssl-client.cnf").write_text(client_openssl_conf(s, profile.id), encoding="utf-8")
         (d / "tls.env").write_text(env_text, encoding="utf-8")
+        kdir = keys.node_dir(Path(keys_dir), node)
+        lab = {"TLS_KEY": kdir / f"{s.cert}.key", "TLS_CERT": kdir / f"{s.cert}.crt",
+               "TLS_CA": Path(keys_dir) / "ca" / f"{keys.CA_PREFIX[s.cert]}.crt",
+               "TLS_ADDRESS": stack.address(node, "sbi", values), "TLS_PORT": int(values["sbi_port"]),
+               "TLS_NAME": stack.fqdn(node, values), "TLS_PROFILE": profile.id}
+        (d / "lab.env").write_text("".join(f"{k}={v}\n" for k, v in lab.items()), encoding="utf-8")
         out[node] = d
     return out
 

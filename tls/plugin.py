@@ -17,9 +17,11 @@ class Tls(FolderOverlay):
     name: ClassVar[str] = "tls"
     catalogue_module: ClassVar[Any] = catalogue
     overlay_module: ClassVar[Any] = overlay
-    summary: ClassVar[str] = "https between the Open5GS NFs on the SBI, TLS 1.2/1.3, 18 suites (ECDSA/RSA)"
+    summary: ClassVar[str] = "https between the Open5GS NFs on the SBI, TLS 1.2/1.3, 18 suites (ECDSA/RSA), post-quantum groups and ML-DSA"
     label: ClassVar[str] = "TLS"
     colour: ClassVar[str] = "#2ca02c"
+    rehandshake: ClassVar[str | None] = "rehandshake.sh"
+    bench_responder: ClassVar[str | None] = "bench-server.sh"
 
     def render(self, profile: Profile, plane: str, values: Values, keys_dir: Path, out_dir: Path,
                nodes: list[str] | None = None) -> dict[str, Path]:
@@ -36,6 +38,12 @@ class Tls(FolderOverlay):
 
     def compose_services(self, profile: Profile, plane: str, values: Values) -> dict[str, dict[str, Any]]:
         return overlay.compose_services(profile, plane, values)
+
+    def host_needs(self, profile: Profile, plane: str) -> list[str]:
+        return overlay.host_needs(profile, plane)
+
+    def ensure_keys(self, root: Path, nodes: list[str], values: Values) -> None:
+        overlay.ensure_mldsa_keys(root, nodes, values)
 
     def verify_capture(self, pcap: Path, profile: Profile, plane: str, values: Values) -> Verdict:
         return verify.verify_capture(pcap, profile, plane, values)
@@ -62,3 +70,7 @@ class Tls(FolderOverlay):
 
     def wire_fields(self, plane: str, values: Values) -> wire.Fields:
         return overhead.FIELDS
+
+    def handshake_records(self, pcap: Path, profile: Profile) -> list[dict[str, Any]]:
+        from tls import handshakes
+        return handshakes.records(pcap, overlay.settings(profile))

@@ -1,5 +1,6 @@
 """The TLS overlay's capture check: every TCP connection to the SBI port negotiated the profile's
-version and suite, both ends offered nothing else, and no HTTP/2 is readable in the clear.
+version, suite and key-exchange group (the ServerHello's key_share), both ends offered nothing else,
+the HelloRetryRequests are the ones the profile declares, and no HTTP/2 is readable in the clear.
 
 One tshark field export of the SBI port (`_read`) builds a per-connection record (`_Stream`); the
 rules (`_problems`) are then pure Python over those records.
@@ -21,7 +22,8 @@ SCSV = frozenset({0x00FF, 0x5600})
 FIELDS = ["tcp.stream", "tcp.flags.syn", "tcp.flags.ack", "tcp.len", "frame.cap_len", "frame.len",
           "tls.record.content_type", "tls.record.opaque_type", "tls.handshake.type",
           "tls.handshake.ciphersuite", "tls.handshake.version", "tls.handshake.extensions.supported_version",
-          "tls.handshake.random", "tcp.srcport"]
+          "tls.handshake.random", "tcp.srcport", "tls.handshake.extensions_key_share_group",
+          "tls.handshake.extensions_key_share_selected_group", "tls.handshake.extensions_supported_group"]
 
 
 @dataclasses.dataclass
@@ -34,8 +36,12 @@ class _Stream:
     first_payload_truncated: bool = False
     client_hello: bool = False
     client_offers: list[tuple[tuple[int, ...], tuple[int, ...]]] = dataclasses.field(default_factory=list)
+    client_groups: list[tuple[tuple[int, ...], tuple[int, ...]]] = dataclasses.field(default_factory=list)
+    # ^ per ClientHello: (supported_groups, groups of its key shares)
     server_hellos: list[tuple[int, int]] = dataclasses.field(default_factory=list)   # (version, suite), final ones
+    server_groups: list[int] = dataclasses.field(default_factory=list)               # their key_share group
     retries: int = 0                                                                 # HelloRetryRequests
+    retry_groups: list[int] = dataclasses.field(default_factory=list)                # the group each asked for
 
 
 @dataclasses.dataclass
@@ -58,17 +64,23 @@ def _ints(field: str) -> list[int]:
     return [int(x, 0) for x in field.split(",") if x.strip()]
 
 
-def _handshake(st: _Stream, hs_type: str, suites: str, hs_version: str, sup: str, rnd: str) -> None:
-    """A complete segment's handshake messages: the client's offers, the final ServerHello."""
+def _handshake(st: _Stream, hs_type: str, suites: str, hs_version: str, sup: str, rnd: str,
+               groups: tuple[str, str, str] = ("", "", "")) -> None:
+    """A complete segment's handshake messages: the client's offers, the final ServerHello.
+    `groups`: the segment's key_share groups, HelloRetryRequest selected group, supported_groups."""
+    share, selected, supported = groups
     types = _ints(hs_type)
     if 1 in types:
         st.client_hello = True
         st.client_offers.append((tuple(x for x in _ints(suites) if x not in SCSV),
                                  tuple(_ints(sup)) if sup else tuple(_ints(hs_version))))
+        st.client_groups.append((tuple(_ints(supported)), tuple(_ints(share))))
     if 2 in types:
         if rnd.split(",")[0].replace(":", "").lower() == HRR_RANDOM:
             st.retries += 1
+            st.retry_groups += _ints(selected)[-1:]
             return
+        st.server_groups += _ints(share)[-1:] if 1 not in types else []
         # final ServerHello: one suite; the supported_versions extension carries 1.3
         suite = _ints(suites)[-1] if suites else -1
         version = max(_ints(sup)) if sup else (_ints(hs_version)[0] if hs_version else -1)
@@ -79,7 +91,7 @@ def _segment(cap: _Capture, row: list[str]) -> None:
     """One packet of the SBI port into its connection's record. Only complete frames count: a frame
     cut by a snaplen (frame.cap_len < frame.len) is unknown, never plaintext and never protected."""
     (stream_f, syn, ack, tcp_len, cap_len, wire_len, content, opaque, hs_type, suites, hs_version,
-     sup, rnd, srcport) = row + [""] * (len(FIELDS) - len(row))
+     sup, rnd, srcport, share, selected, supported) = row + [""] * (len(FIELDS) - len(row))
     st = cap.streams.setdefault(int(stream_f), _Stream())
     if tshark.flag(syn) and not tshark.flag(ack):
         st.syn = True
@@ -101,7 +113,7 @@ def _segment(cap: _Capture, row: list[str]) -> None:
         st.server_plain = True
     if st.first_payload_tls is None:
         st.first_payload_tls = is_tls
-    _handshake(st, hs_type, suites, hs_version, sup, rnd)
+    _handshake(st, hs_type, suites, hs_version, sup, rnd, (share, selected, supported))
 
 
 def _read(pcap: Path, port: int) -> _Capture:
@@ -131,6 +143,29 @@ def _negotiation_problems(cap: _Capture, want: tuple[int, int]) -> list[str]:
         problems.append(f"{len(loose)} ClientHello(s) offering more than the profile (client not pinned): "
                         + ", ".join(f"suites {[hex(x) for x in a]} versions {[hex(x) for x in b]}"
                                     for a, b in sorted(set(loose))[:2]))
+    return problems
+
+
+def _group_problems(cap: _Capture, group: int, retries: int | None) -> list[str]:
+    """The key exchange: every final ServerHello's key_share is the profile's group; with
+    `retries` (profiles that declare their groups) each connection that reached a ServerHello
+    took exactly that many HelloRetryRequests, each asking for the profile's group."""
+    problems: list[str] = []
+    wrong = sorted({g for st in cap.streams.values() for g in st.server_groups if g != group})
+    if wrong:
+        problems.append("ServerHello key_share group(s) " + ", ".join(f"0x{g:04x}" for g in wrong)
+                        + f", profile wants 0x{group:04x}")
+    missing = sum(1 for st in cap.streams.values() if st.server_hellos and not st.server_groups)
+    if missing:
+        problems.append(f"{missing} connection(s) whose ServerHello carries no key_share (not TLS 1.3 (EC)DHE/KEM)")
+    if retries is not None:
+        off = [st.retries for st in cap.streams.values() if st.server_hellos and st.retries != retries]
+        if off:
+            problems.append(f"{len(off)} connection(s) with {sorted(set(off))} HelloRetryRequest(s), the profile "
+                            f"declares {retries}")
+        asked = sorted({g for st in cap.streams.values() for g in st.retry_groups if g != group})
+        if asked:
+            problems.append("HelloRetryRequest(s) asking for " + ", ".join(f"0x{g:04x}" for g in asked))
     return problems
 
 
@@ -175,7 +210,9 @@ def verify_capture(pcap: Path, profile: Any, plane: str, values: dict[str, Any] 
     unused = [i for i, st in cap.streams.items()
               if st.syn and st.first_payload_tls is not None and not st.client_payload and not st.server_plain]
     starts = [i for i, st in cap.streams.items() if st.syn and st.first_payload_tls is not None and i not in unused]
-    problems = _negotiation_problems(cap, (s.wire_version, s.suite_id)) + _start_problems(cap, starts, require_start)
+    declared = "groups" in getattr(profile, "params", {})
+    problems = (_negotiation_problems(cap, (s.wire_version, s.suite_id)) + _start_problems(cap, starts, require_start)
+                + (_group_problems(cap, s.group_id, s.retries if declared else None) if s.version == "1.3" else []))
     if cap.plaintext:
         problems.append(f"{cap.plaintext} packet(s) of cleartext HTTP/2 on port {port}")
     hellos = sum(len(st.server_hellos) for st in cap.streams.values())
@@ -184,7 +221,9 @@ def verify_capture(pcap: Path, profile: Any, plane: str, values: dict[str, Any] 
               f"{', '.join(map(str, unused[:5]))}), " if unused else "")
     details = (f"tcp.port=={port}: {len(cap.streams)} connection(s), {len(starts)} seen from the SYN, {closed}"
                f"{hellos} final ServerHello(s), {retries} HelloRetryRequest(s); want TLS {s.version} "
-               f"{s.cipher} (0x{s.wire_version:04x}/0x{s.suite_id:04x}); {cap.protected} TLS record packet(s), "
+               f"{s.cipher} (0x{s.wire_version:04x}/0x{s.suite_id:04x})"
+               + (f", group {s.group} (0x{s.group_id:04x}), {s.retries} HelloRetryRequest(s) per connection"
+                  if s.version == "1.3" else "") + f"; {cap.protected} TLS record packet(s), "
                f"{cap.plaintext} cleartext HTTP/2 packet(s), {cap.truncated} truncated (unknown) packet(s)")
     if problems:
         details += "; INVALID: " + "; ".join(problems)

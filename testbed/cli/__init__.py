@@ -28,6 +28,7 @@ COMMANDS: dict[str, str] = {
     "channels-seen": "channels",
     "lab": "lab",
     "bench-crypto": "bench_crypto",
+    "handshake-bench": "handshake_bench",
     "secfn": "secfn",
     "secfn-plan": "secfn",
     "secfn-finish": "secfn",
