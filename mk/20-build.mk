@@ -3,7 +3,7 @@
 # FerretDB image built here). Unset, the scripts take the names from images/defaults.env with the
 # content hash of each image's build inputs in the tag (scripts/lib/images.sh, testbed/images.py),
 # so make sets no default here: an exported default would count as the user's choice.
-export OPEN5GS_IMAGE UERANSIM_IMAGE TOOLS_IMAGE MONGO_IMAGE FERRETDB_IMAGE DEBIAN_IMAGE
+export OPEN5GS_IMAGE UERANSIM_IMAGE TOOLS_IMAGE MONGO_IMAGE FERRETDB_IMAGE DEBIAN_IMAGE DEBIAN13_IMAGE
 # Local trees (optional): OPEN5GS_SRC, UERANSIM_SRC (source), OPEN5GS_INSTALL, UERANSIM_INSTALL,
 # FERRETDB_INSTALL (prebuilt install trees); APPLY_PATCHES=0; BUILD_JOBS=N.
 export OPEN5GS_SRC UERANSIM_SRC OPEN5GS_INSTALL UERANSIM_INSTALL FERRETDB_INSTALL APPLY_PATCHES BUILD_JOBS

@@ -10,7 +10,8 @@
 #   SNORT_SRC LIBDAQ_SRC            local snort3 / libdaq source trees (IDS=snort, docs/secfn.md)
 #   OAI_SRC OAI_INSTALL ASN1C_SRC SIMDE_SRC OAI_MARCH  the OpenAirInterface image (docs/ran.md)
 #   APPLY_PATCHES=0                 do not apply patches/open5gs/*.patch (tree already has them)
-#   DEBIAN_IMAGE=ref                another base image than the Dockerfiles' digest-pinned one
+#   DEBIAN_IMAGE=ref                another base image than the Dockerfiles' digest-pinned bookworm one
+#   DEBIAN13_IMAGE=ref              the same for the images on Debian 13 (open5gs: OpenSSL 3.5)
 #   BUILD_JOBS=N                    compile jobs inside the build (default: all cores)
 # Default tags carry the content hash of each image's build inputs (testbed/images.py); every
 # image gets the labels testbed.inputs (that hash) and testbed.base (its base image).
@@ -61,6 +62,7 @@ Local trees (BuildKit named build contexts replace the stage of the same name):
   APPLY_PATCHES=0         the Open5GS tree already carries patches/open5gs/*.patch
   DEBIAN_IMAGE=ref        another base image (default: the Dockerfiles' debian:bookworm-slim@sha256:...;
                           a host with only an imported debian:bookworm-slim sets DEBIAN_IMAGE=debian:bookworm-slim)
+  DEBIAN13_IMAGE=ref      the same for the Debian 13 images (open5gs; e.g. DEBIAN13_IMAGE=debian:trixie-slim)
   BUILD_JOBS=N            compile jobs (default: all cores)
 
 Default tags are <name>:<version>-<hash of the build inputs> (python3 -m testbed.cli.images inputs NAME).
@@ -107,7 +109,11 @@ common_args() {
     || die "cannot compute the build inputs hash of $name (see above)" 1
   ((${#labels[@]})) || die "cannot compute the build inputs hash of $name" 1
   printf '%s\n' --build-arg "IMAGE_VERSION=$(image_version "${!image_var}")" "${labels[@]}"
-  [[ -z "${DEBIAN_IMAGE:-}" ]] || printf '%s\n' --build-arg "DEBIAN_IMAGE=$DEBIAN_IMAGE"
+  # the base override of the image's suite (testbed/images.py base_variable: DEBIAN_IMAGE or DEBIAN13_IMAGE)
+  local base_var
+  base_var="$(cd "$TESTBED_ROOT" && "$PYTHON" -m testbed.cli.images base-variable "$name")" \
+    || die "cannot read the base of $name (see above)" 1
+  [[ -z "${!base_var:-}" ]] || printf '%s\n' --build-arg "DEBIAN_IMAGE=${!base_var}"
 }
 
 run_build() {

@@ -6,6 +6,7 @@
 # reused without network.
 #
 #   scripts/suite-root.sh ipsec/pq-root.env            # -> /var/cache/g5tb/roots/<name>-<hash>
+#   scripts/suite-root.sh --path ipsec/pq-root.env     # its path; exit 1 if it is not made yet
 #
 # SPEC is a KEY=VALUE file (read, never sourced) beside the plug-in that needs it:
 #   ROOT_NAME=strongswan-sid               name of the root (the directory's prefix)
@@ -37,6 +38,7 @@ check_min() {
   shift
   for pair in "$@"; do
     pkg="${pair%%:*}" want="${pair#*:}"
+    # shellcheck disable=SC2016  # ${Version} is dpkg-query's
     have="$(chroot "$dir" dpkg-query -W -f='${Version}' "$pkg" 2>/dev/null)" \
       || die "$pkg is not installed in $dir"
     have="${have#*:}"
@@ -57,6 +59,10 @@ make_root() {
     echo "$dir"
     return 0
   fi
+  if ((PATH_ONLY)); then
+    echo "$dir"
+    return 1
+  fi
   [[ "$(id -u)" == 0 ]] || die "making $dir needs root (debootstrap)"
   command -v debootstrap >/dev/null || die "debootstrap not found: apt-get install debootstrap (make setup)"
   mkdir -p "$CACHE"
@@ -71,6 +77,7 @@ make_root() {
   # shellcheck disable=SC2086
   check_min "$tmp" $min
   chmod 0755 "$tmp"
+  # shellcheck disable=SC2016,SC2086  # dpkg-query's fields; the package list is words
   chroot "$tmp" dpkg-query -W -f='${Package}=${Version}\n' $packages >"$tmp/.g5tb-root"
   rm -rf "$tmp/var/cache/apt/archives/"*.deb "$tmp.log"
   rm -rf "$dir"
@@ -80,10 +87,13 @@ make_root() {
   echo "$dir"
 }
 
+PATH_ONLY=0
 main() {
-  (($#)) || die "usage: suite-root.sh SPEC..." 2
-  local spec
-  for spec in "$@"; do make_root "$spec"; done
+  [[ "${1:-}" != --path ]] || { PATH_ONLY=1; shift; }
+  (($#)) || die "usage: suite-root.sh [--path] SPEC..." 2
+  local spec rc=0
+  for spec in "$@"; do make_root "$spec" || rc=$?; done
+  return "$rc"
 }
 
 main "$@"

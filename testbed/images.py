@@ -155,11 +155,33 @@ def labels(name: str, source: str | None = None, env: Mapping[str, str] | None =
     return out
 
 
-def knobs(name: str, env: Mapping[str, str]) -> dict[str, str]:
+# The variable that overrides an image's base, by the suite of its Dockerfile's default: the images
+# that need Debian 13 (OpenSSL >= 3.5 for the post-quantum TLS groups: open5gs) take DEBIAN13_IMAGE,
+# so a host that imports a local debian:bookworm-slim (DEBIAN_IMAGE=...) does not move them back.
+BASE_VARIABLES = {"debian:bookworm-slim": "DEBIAN_IMAGE", "debian:trixie-slim": "DEBIAN13_IMAGE"}
+
+
+def _default_base(name: str, root: Path = ROOT) -> str:
+    for line in (Path(root) / "images" / name / "Dockerfile").read_text(encoding="utf-8").splitlines():
+        if line.startswith("ARG DEBIAN_IMAGE="):
+            return line.split("=", 1)[1].strip()
+    raise ImageError(f"images/{name}/Dockerfile has no ARG DEBIAN_IMAGE default")
+
+
+def base_variable(name: str, root: Path = ROOT) -> str:
+    """The environment variable that overrides the image's base (DEBIAN_IMAGE, DEBIAN13_IMAGE)."""
+    tag = _default_base(name, root).split("@")[0]
+    if tag not in BASE_VARIABLES:
+        raise ImageError(f"images/{name}/Dockerfile: base {tag} is none of {', '.join(BASE_VARIABLES)}")
+    return BASE_VARIABLES[tag]
+
+
+def knobs(name: str, env: Mapping[str, str], root: Path = ROOT) -> dict[str, str]:
     """Build settings from the environment that change what the image contains."""
     out = {}
-    if env.get("DEBIAN_IMAGE"):
-        out["DEBIAN_IMAGE"] = env["DEBIAN_IMAGE"]
+    var = base_variable(name, root)
+    if env.get(var):
+        out[var] = env[var]
     if name in ("open5gs", "oai") and env.get("APPLY_PATCHES", "1") not in ("", "1"):
         out["APPLY_PATCHES"] = env["APPLY_PATCHES"]
     if name == "oai" and env.get("OAI_MARCH"):     # the CPU the OAI binaries are compiled for
@@ -168,15 +190,10 @@ def knobs(name: str, env: Mapping[str, str]) -> dict[str, str]:
 
 
 def base_image(name: str, env: Mapping[str, str] | None = None, root: Path = ROOT) -> str:
-    """The base the image builds FROM: DEBIAN_IMAGE from the environment, else its Dockerfile's
-    digest-pinned default."""
+    """The base the image builds FROM: its base variable (DEBIAN_IMAGE or DEBIAN13_IMAGE) from the
+    environment, else its Dockerfile's digest-pinned default."""
     env = environment.mapping() if env is None else env
-    if env.get("DEBIAN_IMAGE"):
-        return env["DEBIAN_IMAGE"]
-    for line in (Path(root) / "images" / name / "Dockerfile").read_text(encoding="utf-8").splitlines():
-        if line.startswith("ARG DEBIAN_IMAGE="):
-            return line.split("=", 1)[1].strip()
-    raise ImageError(f"images/{name}/Dockerfile has no ARG DEBIAN_IMAGE default")
+    return env.get(base_variable(name, root)) or _default_base(name, root)
 
 
 def input_hash(name: str, env: Mapping[str, str] | None = None, root: Path = ROOT) -> str:
@@ -185,7 +202,7 @@ def input_hash(name: str, env: Mapping[str, str] | None = None, root: Path = ROO
     h = hashlib.sha256()
     for rel in input_files(name, root):
         h.update(rel.as_posix().encode() + b"\0" + hashlib.sha256((Path(root) / rel).read_bytes()).digest())
-    for k, v in sorted(knobs(name, env).items()):
+    for k, v in sorted(knobs(name, env, root).items()):
         h.update(f"\n{k}={v}".encode())
     return h.hexdigest()[:HASH_LEN]
 

@@ -29,6 +29,7 @@ COMMANDS: dict[str, str] = {
     "lab": "lab",
     "bench-crypto": "bench_crypto",
     "handshake-bench": "handshake_bench",
+    "bench-crypto-pq": "bench_crypto_pq",
     "secfn": "secfn",
     "secfn-plan": "secfn",
     "secfn-finish": "secfn",

@@ -6,6 +6,7 @@
     plan [NAME..]  per image: ok | build | stale, and why (needs Docker to look at the images)
     labels NAME    the --label arguments scripts/build.sh gives the image (--source: what a
                    compiled image is built from, default upstream)
+    base-variable NAME  the variable that overrides NAME's base (DEBIAN_IMAGE, DEBIAN13_IMAGE)
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import sys
 
 from testbed import ROOT, images
 
-ACTIONS = ("env", "hash", "inputs", "plan", "labels")
+ACTIONS = ("env", "hash", "inputs", "plan", "labels", "base-variable")
 
 
 def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
@@ -46,6 +47,8 @@ def _dispatch(args: argparse.Namespace) -> int:
             print(f"{hashlib.sha256((ROOT / rel).read_bytes()).hexdigest()}  {rel}")
         for k, v in images.knobs(name, os.environ).items():
             print(f"knob  {k}={v}")
+    elif args.action == "base-variable":
+        print(images.base_variable(_one(args)))
     elif args.action == "labels":
         for key, value in images.labels(_one(args), args.source).items():
             print(f"--label\n{key}={value}")

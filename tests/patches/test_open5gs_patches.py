@@ -26,6 +26,7 @@ VARIABLES = {
                                 "OGS_SBI_TLS_CIPHERSUITES", "OGS_SBI_TLS_GROUPS"],
     "0002-sbi-trap-path-wait.patch": ["OGS_SBI_WAIT_PEER_MS", "OGS_SBI_WAIT_PEER_TRY_MS"],
     "0003-sbi-tls-keylog.patch": ["OGS_SBI_TLS_KEYLOG", "SSLKEYLOGFILE"],
+    "0004-sbi-tls-client-groups.patch": ["OGS_SBI_TLS_CLIENT_GROUPS"],
 }
 
 
