@@ -252,7 +252,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
 SECTIONS = {"crypto": ("crypto", "make bench-crypto"),
             "wire-bytes": ("wire_bytes_report", "an experiment with captures"),
             "secfn": ("secfn", "make run-secfn-lab"),
-            "ran": ("ran_report", "make run-ran-procedures or make run-f1u")}
+            "ran": ("ran_report", "make run-ran-procedures or make run-f1u"),
+            "pq": ("pq", "make bench-handshake or make bench-crypto")}
 
 
 def cmd_section(args: argparse.Namespace) -> int:
@@ -346,7 +347,8 @@ def build_parser() -> argparse.ArgumentParser:
     for name, help_ in (("crypto", "table, figure and report section of the cipher benchmark"),
                         ("wire-bytes", "handshake bytes and per-packet overhead from the runs' captures"),
                         ("secfn", "figure, knees and report section of the UPF security functions"),
-                        ("ran", "RAN section (F1-C, F1-U, E1, end-to-end) beside the paper and the authors' data")):
+                        ("ran", "RAN section (F1-C, F1-U, E1, end-to-end) beside the paper and the authors' data"),
+                        ("pq", "post-quantum section: handshake bytes and times, ML-KEM/ML-DSA rates, PQ attach overhead")):
         s = sub.add_parser(name, help=help_)
         s.add_argument("results", help="results root, campaign or run directory")
         s.add_argument("--out", help="output folder (default build/analysis/<results name>)")

@@ -38,7 +38,7 @@ def nas_section(attach: pd.DataFrame) -> str:
 def extra_sections(results: Path, out: Path, attach: pd.DataFrame, ds: Datasets) -> list[str]:
     """The sections that have data, in report order; their files go below `out`. `attach`: the
     attach summary table; `ds`: the loaded results (per-registration frame: ``ds.attach``)."""
-    from analysis import crypto, ran_report, secfn, wire_bytes_report
+    from analysis import crypto, pq, ran_report, secfn, wire_bytes_report
     registrations = ds.attach
     sections = [nas_section(attach)]
     try:
@@ -54,6 +54,7 @@ def extra_sections(results: Path, out: Path, attach: pd.DataFrame, ds: Datasets)
         log.warning("per-operation section left out: %s", exc)
         sections.append(f"## Where the attach time goes (per SBI operation)\n\n_(left out: {exc})_\n")
     sections.append(crypto.markdown_section(results, out / "crypto", link_dir="crypto/"))
+    sections.append(pq.markdown_section(results, out / "pq", link_dir="pq/", attach=attach))
     sections.append(ran_report.section(out, ds))
     # D-ITG runs are not in the datasets: the section reads its own runs
     sections.append(secfn.markdown_section(results, out / "figures", link_prefix="figures/"))

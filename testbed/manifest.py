@@ -108,8 +108,10 @@ def image_facts(refs: list[str]) -> dict[str, Any]:
 IMAGE_VERSIONS = {
     "open5gs": ("open5gs", "open5gs_version"),
     "open5gs_commit": ("open5gs", "open5gs_commit"),
-    "openssl": ("open5gs", "libssl3"),                    # the NFs' TLS server library
-    "libcurl": ("open5gs", "libcurl3-gnutls"),            # the NFs' SBI client library
+    # the NFs' TLS library and SBI client library: Debian 13's package names (OpenSSL under libcurl
+    # too), else those of the bookworm images before (libcurl on GnuTLS); "a|b" = the first recorded
+    "openssl": ("open5gs", "libssl3t64|libssl3"),
+    "libcurl": ("open5gs", "libcurl4t64|libcurl3-gnutls"),
     "image_tshark": ("tools", "tshark"),
 }
 
@@ -173,7 +175,8 @@ def _image_versions(inside: dict[str, Any], ran_name: str | None, values: dict[s
     out: dict[str, Any] = {key: None for r in registry.rans() for key in r.image_versions()}
     out.update({key: None for r in registry.rans() if r.pinned_key for key in [r.pinned_key.replace("_version", "_pinned")]})
     table.update(run_ran.image_versions())
-    out.update({key: inside.get(img, {}).get(field) for key, (img, field) in table.items()})
+    out.update({key: next((inside.get(img, {}).get(f) for f in field.split("|") if inside.get(img, {}).get(f)), None)
+                for key, (img, field) in table.items()})
     out["open5gs_pinned"] = values.get("open5gs_version")
     if run_ran.pinned_key:
         out[run_ran.pinned_key.replace("_version", "_pinned")] = values.get(run_ran.pinned_key)

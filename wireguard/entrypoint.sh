@@ -24,6 +24,8 @@ TIMEOUT=""
 NFT_TABLE="testbed_wireguard"
 FILTER_LOADED=0
 EGRESS_LOADED=0
+RP_SUP_PID=""           # the Rosenpass supervisor (profile wireguard-rosenpass: WG_ROSENPASS=1)
+RP_RULES=0
 
 usage() {
     cat <<'USAGE'
@@ -125,10 +127,15 @@ load_filter() {
     local peers="" peer
     command -v nft >/dev/null || die "nft (nftables) not found: needed for the fail-closed filter (tools image / make setup)"
     for peer in $WG_PEERS; do peers+="${peers:+, }${peer#*=}"; done
+    # Rosenpass's own UDP exchange (its port, both directions) goes outside the tunnel too
+    local rp=""
+    [[ "${WG_ROSENPASS:-0}" != 1 ]] || rp="oifname != \"${WG_IF}\" ip daddr { ${peers} } udp dport ${RP_PORT} accept
+        oifname != \"${WG_IF}\" ip daddr { ${peers} } udp sport ${RP_PORT} accept"
     nft -f - <<NFT || die "could not load the nftables filter table inet ${NFT_TABLE}"
 table inet ${NFT_TABLE} {
     chain output {
         type filter hook output priority 0; policy accept;
+        ${rp}
         oifname != "${WG_IF}" ip daddr { ${peers} } meta mark != ${WG_FWMARK} counter drop
     }
 }
@@ -143,10 +150,12 @@ NFT
 # The egress table is in before the output chain goes: closed throughout. Without the egress hook
 # (Linux < 5.16) the output chain stays (closed, with EPERM), said once.
 load_egress_filter() {
-    local peers="$1" dev chains="" i=0
+    local peers="$1" dev chains="" i=0 rp=""
+    # Rosenpass's own UDP (its port, both directions) leaves outside the tunnel here too
+    [[ "${WG_ROSENPASS:-0}" != 1 ]] || rp="ip daddr { ${peers} } udp dport ${RP_PORT} accept; ip daddr { ${peers} } udp sport ${RP_PORT} accept; "
     for dev in $(ip -o link show | awk -F': ' '{ sub(/@.*/, "", $2); print $2 }'); do
         [[ "$dev" == lo || "$dev" == "$WG_IF" ]] && continue
-        chains+="    chain out$i { type filter hook egress device \"$dev\" priority 0; policy accept; ip daddr { ${peers} } meta mark != ${WG_FWMARK} counter drop; }"$'\n'
+        chains+="    chain out$i { type filter hook egress device \"$dev\" priority 0; policy accept; ${rp}ip daddr { ${peers} } meta mark != ${WG_FWMARK} counter drop; }"$'\n'
         i=$((i + 1))
     done
     [[ -n "$chains" ]] || return 0
@@ -212,8 +221,61 @@ configure() {
         addr="${peer#*=}"
         ip route replace "${addr}/32" dev "$WG_IF" src "$(route_src "$addr")" table "$WG_TABLE"
     done
+    if [[ "${WG_ROSENPASS:-0}" == 1 ]]; then
+        # Rosenpass's UDP to and from its port takes the main table, never the tunnel: it makes the
+        # key the tunnel's handshake needs (and is its own post-quantum protection)
+        ip rule add ipproto udp dport "$RP_PORT" table main pref $((WG_RULE_PREF - 2))
+        ip rule add ipproto udp sport "$RP_PORT" table main pref $((WG_RULE_PREF - 1))
+        RP_RULES=1
+    fi
     ip rule add not fwmark "$WG_FWMARK" table "$WG_TABLE" pref "$WG_RULE_PREF"
     RULE_ADDED=1
+}
+
+# start_rosenpass DIR: the Rosenpass daemon (`rosenpass exchange`), one peer per partner, each
+# with `wireguard <if> <peer key>` so the daemon sets that peer's pre-shared key itself on every
+# exchange (every 2 minutes); the end whose node name sorts first gets the partner's endpoint and
+# initiates, the other responds (as the WireGuard probes). Under a supervisor that restarts it only
+# when wireguard/reset-sessions.sh asked for it (RUN/rosenpass.restart): a cold reset.
+start_rosenpass() {
+    local dir="$1" run_dir peer name rest addr wgpk args=()
+    command -v rosenpass >/dev/null || die "WG_ROSENPASS=1 but no rosenpass program (tools image; host: make rosenpass)"
+    run_dir="$(dirname "$READY_FILE")"
+    mkdir -p "$run_dir"
+    args=(exchange public-key "$dir/rosenpass/self.pk" secret-key "$dir/rosenpass/self.sk" listen "0.0.0.0:${RP_PORT}" verbose)
+    for peer in $RP_PEERS; do
+        name="${peer%%=*}" rest="${peer#*=}"
+        addr="${rest%%=*}" wgpk="${rest#*=}"
+        args+=(peer public-key "$dir/rosenpass/${name}.pk")
+        probes "$name=$addr" && args+=(endpoint "${addr}:${RP_PORT}")
+        args+=(wireguard "$WG_IF" "$wgpk")
+    done
+    rm -f "$run_dir/rosenpass.restart"
+    (
+        while :; do
+            rosenpass "${args[@]}" >>"$run_dir/rosenpass.log" 2>&1 &
+            echo "$!" >"$run_dir/rosenpass.pid"
+            wait "$!" || true
+            [[ -f "$run_dir/rosenpass.restart" ]] || exit 1
+            rm -f "$run_dir/rosenpass.restart"
+        done
+    ) &
+    RP_SUP_PID=$!
+    log "rosenpass started ($(rosenpass --version 2>/dev/null | head -n 1 || echo rosenpass)), UDP ${RP_PORT}, $(wc -w <<<"$RP_PEERS") peer(s)"
+}
+
+# wait_psks: every peer's pre-shared key set by Rosenpass before any WireGuard handshake is asked
+# for (deadline WG_READY_TIMEOUT): the first handshake already mixes the post-quantum key in.
+wait_psks() {
+    local deadline=$(( $(date +%s) + WG_READY_TIMEOUT )) missing
+    while :; do
+        missing="$(wg show "$WG_IF" preshared-keys | awk '$2 == "(none)" { print $1 }')"
+        [[ -z "$missing" ]] && { log "rosenpass: every peer's pre-shared key is set"; return 0; }
+        kill -0 "$RP_SUP_PID" 2>/dev/null || die "rosenpass exited: $(tail -n 5 "$(dirname "$READY_FILE")/rosenpass.log" | tr '\n' ' ')"
+        (( $(date +%s) < deadline )) \
+            || die "no Rosenpass key within ${WG_READY_TIMEOUT}s for: $(tr '\n' ' ' <<<"$missing")- is the partner's overlay up and UDP ${RP_PORT} reachable? ($(tail -n 3 "$(dirname "$READY_FILE")/rosenpass.log" | tr '\n' ' '))"
+        sleep 0.05
+    done
 }
 
 # peer_key ADDR: the public key of the peer whose allowed IPs hold ADDR.
@@ -248,13 +310,18 @@ probes() {
 # sends at most one initiation per 5 s, and the first is lost when the other end's interface
 # was not up yet; the other end does not initiate (see `probes`).
 rearm() {
-    local key="$1" ips endpoint
+    local key="$1" ips endpoint psk
     ips="$(wg show "$WG_IF" allowed-ips | awk -v k="$key" '$1 == k { $1 = ""; print }' | xargs | tr ' ' ',')"
     endpoint="$(wg show "$WG_IF" endpoints | awk -v k="$key" '$1 == k { print $2 }')"
     [[ -n "$ips" && -n "$endpoint" ]] || die "peer ${key} has no allowed IPs or endpoint in ${WG_IF}"
+    psk="$(wg show "$WG_IF" preshared-keys | awk -v k="$key" '$1 == k { print $2 }')"
     wg set "$WG_IF" peer "$key" remove || die "could not remove peer ${key} from ${WG_IF} to set it up afresh"
-    wg set "$WG_IF" peer "$key" endpoint "$endpoint" allowed-ips "$ips" \
-        || die "could not add peer ${key} (${endpoint}, ${ips}) back to ${WG_IF}"
+    # back with its pre-shared key (Rosenpass's), which removing the peer drops
+    if [[ "$psk" == "(none)" || -z "$psk" ]]; then
+        wg set "$WG_IF" peer "$key" endpoint "$endpoint" allowed-ips "$ips"
+    else
+        wg set "$WG_IF" peer "$key" endpoint "$endpoint" allowed-ips "$ips" preshared-key <(echo "$psk")
+    fi || die "could not add peer ${key} (${endpoint}, ${ips}) back to ${WG_IF}"
 }
 
 # A datagram to a peer's discard port makes WireGuard initiate the handshake (no ping needed);
@@ -344,6 +411,15 @@ teardown() {
     # teardown half done (with the table, the link and wireguard-go left behind).
     stop_idler
     rm -f "$READY_FILE"
+    if [[ -n "$RP_SUP_PID" ]]; then
+        kill "$RP_SUP_PID" 2>/dev/null || true
+        kill "$(cat "$(dirname "$READY_FILE")/rosenpass.pid" 2>/dev/null)" 2>/dev/null || true
+        wait "$RP_SUP_PID" 2>/dev/null || true
+    fi
+    if (( RP_RULES )); then
+        ip rule del pref $((WG_RULE_PREF - 2)) 2>/dev/null || true
+        ip rule del pref $((WG_RULE_PREF - 1)) 2>/dev/null || true
+    fi
     if (( RULE_ADDED )); then
         ip rule del pref "$WG_RULE_PREF" 2>/dev/null || log "could not remove ip rule pref ${WG_RULE_PREF}"
         ip route flush table "$WG_TABLE" 2>/dev/null || true
@@ -375,7 +451,7 @@ teardown() {
 stop_idler() {
     local job
     for job in $(jobs -p); do
-        [[ "$job" == "$WG_GO_PID" ]] && continue
+        [[ "$job" == "$WG_GO_PID" || "$job" == "$RP_SUP_PID" ]] && continue
         kill "$job" 2>/dev/null || true
         wait "$job" 2>/dev/null || true
     done
@@ -384,6 +460,11 @@ stop_idler() {
 # Stay in the foreground without polling: `wait` returns when wireguard-go exits (a failure) or
 # at once when SIGTERM/SIGINT arrives (the traps then exit through teardown).
 run_foreground() {
+    if [[ -n "$RP_SUP_PID" ]]; then
+        # either daemon ending is a failure (a cold reset restarts rosenpass under its supervisor)
+        wait -n ${WG_GO_PID:+"$WG_GO_PID"} "$RP_SUP_PID" || true
+        die "$(kill -0 "$RP_SUP_PID" 2>/dev/null && echo wireguard-go || echo rosenpass) exited unexpectedly"
+    fi
     if [[ -n "$WG_GO_PID" ]]; then
         wait "$WG_GO_PID" || true
         die "wireguard-go exited unexpectedly"
@@ -434,6 +515,10 @@ main() {
     load_filter
     create_link
     configure
+    if [[ "${WG_ROSENPASS:-0}" == 1 ]]; then
+        start_rosenpass "$CONFIG_DIR"
+        wait_psks
+    fi
     wait_handshakes
     write_ready
     log "ready: ${WG_IF} up, handshakes with $(echo "$WG_PEERS" | wc -w) peer(s), datapath ${DATAPATH}"

@@ -35,3 +35,22 @@ def protected_lengths(pcap: Path | wire.Export, src: str | None = None) -> list[
     """IP lengths of the transport data messages, optionally only those sent by `src`."""
     rows = [r for r in wire.exported(pcap, FIELDS).rows if wire.occurs(r, "wg.type", ("4",))]
     return [wire.ip_len(r) for r in wire.sent_by(rows, src)]
+
+
+def handshake_records(pcap: Path) -> list[dict[str, object]]:
+    """One row per completed WireGuard handshake: initiation (its sender index) to the response
+    naming it as receiver; packets 2, bytes of both, time between them on the capture's clock."""
+    from testbed import tshark
+    init: dict[str, tuple[float, int, int]] = {}
+    rows: list[dict[str, object]] = []
+    for t, ty, sender, receiver, frame, iplen in tshark.fields(
+            pcap, "wg.type == 1 || wg.type == 2", ["frame.time_epoch", "wg.type", "wg.sender", "wg.receiver",
+                                                   "frame.len", "ip.len"]):
+        if ty == "1":
+            init[sender] = (float(t), int(frame), int(iplen or 0))
+        elif receiver in init:
+            t0, f0, i0 = init.pop(receiver)
+            rows.append({"kind": "wireguard", "start": t0, "handshake_ms": round((float(t) - t0) * 1000, 3),
+                         "packets": 2, "frame_bytes": f0 + int(frame), "ip_bytes": i0 + int(iplen or 0),
+                         "retransmitted": 0, "initiation_ip_bytes": i0, "response_ip_bytes": int(iplen or 0)})
+    return rows

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from wireguard import keys as wg_keys
+from wireguard import rosenpass
 from testbed import channels, planes, stack, tshark
 from testbed.files import write_atomic as _write
 from testbed.verdict import Verdict
@@ -163,12 +164,31 @@ def render(profile: Any, plane: str, values: dict[str, Any], keys_dir: Path,
         os.chmod(d, 0o700)
         _write(d / "wg.conf", wg_conf(node, plane, values, keys_dir, only), 0o600)
         env = overlay_env(node, profile.id, plane, values, only)
+        if profile.params.get("rosenpass"):
+            env.update(_rosenpass_env(d, node, plane, values, keys_dir, only))
         _write(d / "overlay.env",
                "# rendered by wireguard/overlay.py for wireguard/entrypoint.sh\n"
                + "".join(f"{k}={shlex.quote(v)}\n" for k, v in env.items()), 0o644)
         out[node] = d
     log.info("rendered WireGuard (%s) for %s under %s", plane, ", ".join(chosen), out_dir)
     return out
+
+
+def _rosenpass_env(d: Path, node: str, plane: str, values: dict[str, Any], keys_dir: Path,
+                   only: list[str] | None) -> dict[str, str]:
+    """The Rosenpass companion's files and variables (wireguard/rosenpass.py): RP_PEERS lists
+    `name=address=WireGuard public key` of every partner."""
+    mine = [x for x in links(plane, values, only) if node in (x.a, x.b)]
+    partners = sorted({x.other(node) for x in mine})
+    try:
+        lines = rosenpass.render(d, node, partners, keys_dir)
+    except FileNotFoundError as exc:
+        raise WireGuardError(str(exc)) from None
+    env = dict(ln.split("=", 1) for ln in lines)
+    env["RP_PEERS"] = " ".join(
+        f"{p}={_addr(p, next(x.plane for x in mine if x.other(node) == p), values)}={wg_keys.wg_keys(keys_dir, p)[1]}"
+        for p in partners)
+    return env
 
 
 def host_needs(profile: Any, plane: str) -> list[str]:
@@ -235,6 +255,12 @@ def verify_capture(pcap: Path, profile: Any, plane: str, values: dict[str, Any] 
                         f"{elsewhere} WireGuard-like packets off port {port}" if elsewhere else "")
             if s)
     pid = getattr(profile, "id", profile)
+    rp_details, rp_problems = "", []
+    if getattr(profile, "params", {}).get("rosenpass"):
+        rp_details, rp_problems = rosenpass.capture_problems(Path(pcap), LISTEN_PORT, len(pairs(plane, v)))
+        if rp_problems:
+            valid = False
+            why += ("; " if why else " -> INVALID: ") + "; ".join(rp_problems[:3])
     return Verdict(valid, protected, plaintext,
                    f"wireguard {plane} ({pid}): {protected} WireGuard packets, {plaintext} plaintext "
-                   f"[{flt}]{why}")
+                   f"[{flt}]{rp_details}{why}")

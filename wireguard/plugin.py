@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 from testbed import programs, wire
 from testbed.contract import Decryption, DoctorNotes, FolderOverlay, RunCheck, Values
 from testbed.profiles import Profile
-from wireguard import catalogue, datapath, keys, overhead, overlay, run_checks
+from wireguard import catalogue, datapath, keys, overhead, overlay, rosenpass, run_checks
 
 
 class WireGuard(FolderOverlay):
@@ -17,7 +17,7 @@ class WireGuard(FolderOverlay):
     catalogue_module: ClassVar[Any] = catalogue
     overlay_module: ClassVar[Any] = overlay
     keys_module: ClassVar[Any] = keys
-    summary: ClassVar[str] = "WireGuard (Noise_IKpsk2, ChaCha20-Poly1305), kernel or wireguard-go"
+    summary: ClassVar[str] = "WireGuard (Noise_IKpsk2, ChaCha20-Poly1305), kernel or wireguard-go; Rosenpass post-quantum PSK"
     label: ClassVar[str] = "WireGuard"
     colour: ClassVar[str] = "#d62728"
     entrypoint: ClassVar[str | None] = "entrypoint.sh"
@@ -26,12 +26,20 @@ class WireGuard(FolderOverlay):
     datapath_variable: ClassVar[str | None] = "WIREGUARD_DATAPATH"
     wire_filter: ClassVar[str] = "wg"
     decode_as: ClassVar[tuple[str, ...]] = ("-d", f"udp.port=={overlay.LISTEN_PORT},wg")
-    daemons: ClassVar[tuple[str, ...]] = ("wireguard-go",)
+    daemons: ClassVar[tuple[str, ...]] = ("wireguard-go", "rosenpass")
     state_command: ClassVar[tuple[str, ...]] = ("wg", "show")
     lab_tools: ClassVar[tuple[str, ...]] = ("wg",)
+    rehandshake: ClassVar[str | None] = "rehandshake.sh"
 
     def compose_services(self, profile: Profile, plane: str, values: Values) -> dict[str, dict[str, Any]]:
         return overlay.compose_services(profile, plane, values, self.userspace_possible(values))
+
+    def host_needs(self, profile: Profile, plane: str) -> list[str]:
+        return overlay.host_needs(profile, plane)
+
+    def ensure_keys(self, root: Path, nodes: list[str], values: Values) -> None:
+        keys.ensure(root, nodes)
+        rosenpass.ensure(root, nodes)
 
     def holder_commands(self, moment: str) -> list[tuple[str, tuple[str, ...]]]:
         # cold: no session may exist when the cold UE starts, whatever time passed since the holders'
@@ -58,10 +66,12 @@ class WireGuard(FolderOverlay):
 
     def versions(self) -> dict[str, str | None]:
         return {"wireguard_tools": programs.program_version(["wg", "--version"], r"v([\d.]+)"),
-                "wireguard_go": programs.program_version(["wireguard-go", "--version"], r"v([\d.]+)")}
+                "wireguard_go": programs.program_version(["wireguard-go", "--version"], r"v([\d.]+)"),
+                "rosenpass": programs.program_version(["rosenpass", "--version"], r"rosenpass ([\d.]+)")}
 
     def image_versions(self) -> dict[str, tuple[str, str]]:
-        return {"wireguard_tools": ("tools", "wireguard-tools"), "wireguard_go": ("tools", "wireguard-go")}
+        return {"wireguard_tools": ("tools", "wireguard-tools"), "wireguard_go": ("tools", "wireguard-go"),
+                "rosenpass": ("tools", "rosenpass")}
 
     def check_run(self, run_dir: Path, manifest: Mapping[str, Any], values: Values) -> list[RunCheck]:
         return run_checks.check_run(run_dir, manifest, overlay.LISTEN_PORT)
@@ -78,6 +88,10 @@ class WireGuard(FolderOverlay):
 
     def handshakes(self, pcap: Path | wire.Export, plane: str, values: Values) -> wire.Handshakes | None:
         return overhead.handshakes(pcap)
+
+    def handshake_records(self, pcap: Path, profile: Profile) -> list[dict[str, Any]]:
+        rows: list[dict[str, Any]] = list(overhead.handshake_records(pcap))
+        return rows + (rosenpass.records(pcap) if profile.params.get("rosenpass") else [])
 
     def protected_lengths(self, pcap: Path | wire.Export, src: str | None = None) -> list[int]:
         return overhead.protected_lengths(pcap, src)

@@ -32,6 +32,14 @@ def _stamped(path: Path) -> tuple[int, int, list[int]]:
     return at, int(lines[0][1]) if len(lines[0]) > 1 else at, [int(ln[-1]) for ln in lines[1:]]
 
 
+def _rosenpass(m: Mapping[str, Any]) -> bool:
+    from testbed import profiles
+    try:
+        return bool(profiles.get(str(m.get("profile"))).params.get("rosenpass"))
+    except profiles.ProfileError:
+        return False
+
+
 def _iteration(run_dir: Path, m: Mapping[str, Any], tag: str, files: list[str], warms: list[str],
                port: int) -> tuple[dict[str, Any], list[str]]:
     problems: list[str] = []
@@ -49,6 +57,14 @@ def _iteration(run_dir: Path, m: Mapping[str, Any], tag: str, files: list[str], 
     if not new:
         problems.append(f"{tag}: no WireGuard handshake after the reset in "
                         f"{', '.join(p.name for p in pcaps)}: the cold UE's attach did not include them")
+    exchanges = None
+    if _rosenpass(m):        # the cold start includes Rosenpass's first exchange (reset-sessions.sh)
+        from wireguard import rosenpass
+        exchanges = sum(1 for pcap in pcaps if pcap.is_file() for e in rosenpass.exchanges(pcap)
+                        if e.complete and e.start >= reset_at)
+        if not exchanges:
+            problems.append(f"{tag}: no complete Rosenpass exchange after the reset: the cold UE's attach "
+                            "did not include it")
     ages: list[int | None] = []
     for f in warms:
         at, _, hs = _stamped(run_dir / f)
@@ -56,7 +72,8 @@ def _iteration(run_dir: Path, m: Mapping[str, Any], tag: str, files: list[str], 
     if any(a is None or a >= WG_REKEY_AFTER_S for a in ages):
         problems.append(f"{tag}: a session was missing or older than {WG_REKEY_AFTER_S} s when the warm UE started")
     record = {"reset_at": reset_at, "handshakes_after_reset": len(new), "remade_during_reset": remade,
-              "warm_max_age_s": max((a for a in ages if a is not None), default=None)}
+              "warm_max_age_s": max((a for a in ages if a is not None), default=None),
+              "rosenpass_exchanges_after_reset": exchanges}
     return record, problems
 
 

@@ -1,0 +1,173 @@
+"""Rosenpass beside WireGuard (docs/overlays/wireguard.md "Rosenpass"): a post-quantum key exchange
+(Classic McEliece 460896 static keys, Kyber-512 ephemeral keys) on its own UDP port whose output is
+WireGuard's pre-shared key, set with `wg set <dev> peer <key> preshared-key` by the rosenpass daemon
+itself, and renewed every 2 minutes (rosenpass's REKEY_AFTER_TIME: 120 s responder, 130 s initiator).
+
+- keys: one static key pair per node (`rosenpass gen-keys`, `make keys` where the program exists),
+  under <keys>/rosenpass/<node>.{pk,sk}; the public key is 524,160 B;
+- render: the node's secret key and its partners' public keys into the node's dir (rosenpass/);
+- the capture: its messages by their type byte on RP_PORT (InitHello 0x81, RespHello 0x82,
+  InitConf 0x83, EmptyData 0x84): a complete exchange per pair, the first one before that pair's
+  first WireGuard handshake initiation (the PSK was in place first); a plain WireGuard capture
+  judged as the Rosenpass profile has none and is invalid.
+
+The daemon is the crate `rosenpass` from crates.io, pinned (ROSENPASS_VERSION), built with
+`cargo install --locked` outside the repository (`make rosenpass`: tests and CI) or in the tools
+image's build stage.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from testbed import keys, tshark
+
+ROSENPASS_VERSION = "0.2.3"
+RP_PORT = 9999                 # rosenpass's customary port; its own UDP, kept off the tunnel
+MSG_TYPES = {0x81: "InitHello", 0x82: "RespHello", 0x83: "InitConf", 0x84: "EmptyData", 0x85: "DataMsg",
+             0x86: "CookieReply"}
+# The message sizes (UDP payload) of rosenpass 0.2.3 (src/msgs.rs): envelope type 1 + 3 reserved +
+# payload + MAC 16 + cookie 16; Kyber-512 public key 800 B / ciphertext 768 B, Classic McEliece
+# 460896 ciphertext 188 B (the oqs-sys 0.8 it links), AEAD tag 16, XAEAD nonce 24, biscuit 76 + 40:
+# 1,092 / 1,132 / 176 / 64 B, as measured (tests/integration/test_wireguard_rosenpass_netns.py).
+ENVELOPE = 1 + 3 + 16 + 16
+SIZES = {"InitHello": ENVELOPE + 4 + 800 + 188 + 48 + 16, "RespHello": ENVELOPE + 8 + 768 + 188 + 16 + 116,
+         "InitConf": ENVELOPE + 8 + 116 + 16, "EmptyData": ENVELOPE + 4 + 8 + 16}
+
+
+def program() -> str | None:
+    """The rosenpass daemon on PATH, None without it."""
+    return shutil.which("rosenpass")
+
+
+def key_paths(root: Path, node: str) -> tuple[Path, Path]:
+    return Path(root) / "rosenpass" / f"{node}.sk", Path(root) / "rosenpass" / f"{node}.pk"
+
+
+def ensure(root: Path, nodes: list[str]) -> list[str]:
+    """Missing key pairs made with `rosenpass gen-keys` (returns the nodes done); without the
+    program nothing is made and the Rosenpass profile stops at render naming it."""
+    exe = program()
+    if exe is None:
+        return []
+    (Path(root) / "rosenpass").mkdir(mode=0o700, parents=True, exist_ok=True)
+    for node in nodes:
+        sk, pk = key_paths(root, node)
+        if sk.is_file() and pk.is_file():
+            continue
+        tmp_sk, tmp_pk = sk.with_suffix(".sk.tmp"), pk.with_suffix(".pk.tmp")
+        res = subprocess.run([exe, "gen-keys", "--force", "--secret-key", str(tmp_sk), "--public-key", str(tmp_pk)],
+                             capture_output=True, text=True, timeout=120, check=False)
+        if res.returncode != 0 or not tmp_sk.is_file():
+            raise keys.KeysError(f"rosenpass gen-keys for {node} failed: {res.stderr.strip()[-300:]}")
+        os.chmod(tmp_sk, 0o600)
+        os.replace(tmp_pk, pk)
+        os.replace(tmp_sk, sk)
+    return nodes
+
+
+def render(d: Path, node: str, partners: list[str], keys_dir: Path) -> list[str]:
+    """The node's rosenpass/ dir: its secret and public key, each partner's public key; returns the
+    overlay.env lines."""
+    sk, pk = key_paths(keys_dir, node)
+    missing = [p for p in [sk, pk, *(key_paths(keys_dir, x)[1] for x in partners)] if not p.is_file()]
+    if missing:
+        raise FileNotFoundError(f"no Rosenpass key {missing[0]}: run `make keys` where `rosenpass` "
+                                f"{ROSENPASS_VERSION} is on PATH (`make rosenpass` builds it)")
+    rp = d / "rosenpass"
+    rp.mkdir(mode=0o700, exist_ok=True)
+    shutil.copyfile(sk, rp / "self.sk")
+    os.chmod(rp / "self.sk", 0o600)
+    shutil.copyfile(pk, rp / "self.pk")
+    for x in partners:
+        shutil.copyfile(key_paths(keys_dir, x)[1], rp / f"{x}.pk")
+    return ["WG_ROSENPASS=1", f"RP_PORT={RP_PORT}"]
+
+
+# --- the capture ------------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class Exchange:
+    """One Rosenpass key exchange between two addresses: its messages in order of appearance."""
+    initiator: str
+    responder: str
+    messages: list[tuple[float, str, int]] = dataclasses.field(default_factory=list)   # (time, kind, UDP payload)
+
+    @property
+    def complete(self) -> bool:
+        kinds = [k for _, k, _ in self.messages]
+        return all(k in kinds for k in ("InitHello", "RespHello", "InitConf"))
+
+    @property
+    def start(self) -> float:
+        return self.messages[0][0]
+
+    @property
+    def end(self) -> float:
+        """The last message of the exchange (EmptyData acknowledges InitConf; else InitConf)."""
+        ends = [t for t, k, _ in self.messages if k in ("EmptyData", "InitConf")]
+        return max(ends) if ends else self.messages[-1][0]
+
+
+def exchanges(pcap: Path, port: int = RP_PORT) -> list[Exchange]:
+    """The Rosenpass exchanges of a capture: an InitHello opens one per (initiator, responder); the
+    following RespHello/InitConf/EmptyData of the same pair belong to it."""
+    rows = tshark.fields(pcap, f"udp.port == {port} && data", ["frame.time_epoch", "ip.src", "ip.dst",
+                                                                 "udp.length", "data.data"],
+                         extra=["-d", f"udp.port=={port},data"])
+    out: list[Exchange] = []
+    open_: dict[frozenset[str], Exchange] = {}
+    for t, src, dst, udplen, data in (r + [""] * (5 - len(r)) for r in rows):
+        kind = MSG_TYPES.get(int(data[:2], 16) if data else -1)
+        if kind is None:
+            continue
+        pair = frozenset((src, dst))
+        if kind == "InitHello":
+            open_[pair] = Exchange(src, dst)
+            out.append(open_[pair])
+        ex = open_.get(pair)
+        if ex is not None:
+            ex.messages.append((float(t), kind, int(udplen) - 8))
+    return out
+
+
+def capture_problems(pcap: Path, wg_port: int, pairs: int) -> tuple[str, list[str]]:
+    """(details, problems): every pair with a WireGuard initiation had a complete Rosenpass exchange
+    before its first initiation; at least one exchange at all."""
+    exs = exchanges(pcap)
+    done = [e for e in exs if e.complete]
+    first_wg: dict[frozenset[str], float] = {}
+    for t, src, dst in tshark.fields(pcap, "wg.type == 1", ["frame.time_epoch", "ip.src", "ip.dst"],
+                                     extra=["-d", f"udp.port=={wg_port},wg"]):
+        first_wg.setdefault(frozenset((src, dst)), float(t))
+    problems: list[str] = []
+    if not done:
+        problems.append(f"no complete Rosenpass exchange (InitHello, RespHello, InitConf on UDP {RP_PORT})")
+    for pair, t in sorted(first_wg.items(), key=lambda kv: kv[1]):
+        before = [e for e in done if frozenset((e.initiator, e.responder)) == pair and e.end <= t]
+        if done and not before:
+            problems.append(f"WireGuard handshake between {' and '.join(sorted(pair))} before any complete "
+                            "Rosenpass exchange of the pair (the PSK was not in place)")
+    details = (f"; Rosenpass: {len(done)} complete exchange(s) of {len(exs)}, "
+               f"{sum(len(e.messages) for e in exs)} message(s) on UDP {RP_PORT}")
+    return details, problems
+
+
+def records(pcap: Path) -> list[dict[str, Any]]:
+    """One row per complete exchange: time InitHello to EmptyData (or InitConf), packets and bytes."""
+    rows = []
+    for e in exchanges(pcap):
+        if not e.complete:
+            continue
+        row: dict[str, Any] = {"kind": "rosenpass", "start": e.start, "handshake_ms": round((e.end - e.start) * 1000, 3),
+                               "packets": len(e.messages), "ip_bytes": sum(b + 28 for _, _, b in e.messages),
+                               "frame_bytes": sum(b + 42 for _, _, b in e.messages), "retransmitted":
+                               len(e.messages) - len({k for _, k, _ in e.messages})}
+        for _, k, b in e.messages:
+            row.setdefault(f"{k}_udp_bytes", b)
+        rows.append(row)
+    return rows
