@@ -33,7 +33,8 @@ from testbed.render.merge import deep_merge
 
 DEFAULT_BUILD = ROOT.parent / "ext" / "open5gs-tls-build"
 BINARIES = {"nrf": "src/nrf/open5gs-nrfd", "ausf": "src/ausf/open5gs-ausfd"}
-PATCH_MARKERS = {"tls": b"OGS_SBI_TLS_MIN_VERSION", "wait": b"OGS_SBI_WAIT_PEER_MS", "keylog": b"OGS_SBI_TLS_KEYLOG"}
+PATCH_MARKERS = {"tls": b"OGS_SBI_TLS_MIN_VERSION", "wait": b"OGS_SBI_WAIT_PEER_MS", "keylog": b"OGS_SBI_TLS_KEYLOG",
+                 "groups": b"OGS_SBI_TLS_CLIENT_GROUPS"}
 NETNS_ETC = Path("/etc/netns")
 
 
@@ -50,12 +51,12 @@ def shared_keys() -> Path:
     return _keys_root()
 
 
-def open5gs_build(*needs: str) -> Path:
+def open5gs_build(*needs: str, variable: str = "OPEN5GS_BUILD", default: Path = DEFAULT_BUILD) -> Path:
     """The build dir with the NF binaries and the patches named in `needs`, or pytest.skip."""
-    build = Path(os.environ.get("OPEN5GS_BUILD") or DEFAULT_BUILD)
+    build = Path(os.environ.get(variable) or default)
     missing = [b for b in BINARIES.values() if not (build / b).is_file()]
     if missing:
-        pytest.skip(f"no Open5GS build with {', '.join(missing)} at {build} (set OPEN5GS_BUILD; "
+        pytest.skip(f"no Open5GS build with {', '.join(missing)} at {build} (set {variable}; "
                     "`make open5gs-host-build`, docs/patches.md)")
     lib = build / "lib" / "sbi" / "libogssbi.so"
     data = lib.read_bytes() if lib.is_file() else b""
@@ -84,6 +85,7 @@ class NfLab:
         self.lab = netns.Lab(f"tls-{secrets.token_hex(3)}", "sbi", profile, nodes=nodes,
                              state_dir=work / "state", keys_dir=keys_dir, values=self.values)
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.launcher: list[str] = []     # e.g. another Debian root's dynamic loader and libraries
 
     def up(self, timeout: float = 60) -> None:
         """Namespaces, bridge, addresses; with an overlay profile, the overlay up and ready."""
@@ -118,7 +120,7 @@ class NfLab:
 
     def start(self, node: str, build: Path, config: Path, env: dict[str, str]) -> None:
         self.log(node).unlink(missing_ok=True)
-        argv = ["ip", "netns", "exec", self.lab.netns(node), str(build / BINARIES[node]),
+        argv = ["ip", "netns", "exec", self.lab.netns(node), *self.launcher, str(build / BINARIES[node]),
                 "-c", str(config)]
         full_env = {**os.environ, **env}
         if os.environ.get("OPEN5GS_LIBRARY_PATH"):
