@@ -16,7 +16,7 @@ from ipsec import overlay as ipsec
 from tests.conftest import require_tools
 
 VALUES = ran.restrict(stack.load(), "ueransim")   # the default RAN's nodes (testbed/ran)
-IPSEC = [p for p in profiles.load().values() if p.protocol == "ipsec"]
+IPSEC = [p for p in profiles.load().values() if p.protocol == "ipsec" and not p.refused]
 CASES = [(p.id, plane) for p in IPSEC for plane in p.planes]
 
 

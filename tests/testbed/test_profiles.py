@@ -12,20 +12,22 @@ def test_catalogue_counts() -> None:
     by_proto: dict[str, int] = {}
     for p in all_.values():
         by_proto[p.protocol] = by_proto.get(p.protocol, 0) + 1
-    assert by_proto == {"none": 1, "ipsec": 48, "wireguard": 1, "tls": 18, "dtls": 4, "macsec": 4}
-    assert [p.id for p in all_.values() if p.refused] == ["dtls13-aes128gcm"]
+    # IPsec: 48 classical + 4 key exchanges x 8 authentication/mode combinations + 1 refused (ML-DSA)
+    assert by_proto == {"none": 1, "ipsec": 81, "wireguard": 2, "tls": 24, "dtls": 4, "macsec": 4}
+    assert [p.id for p in all_.values() if p.refused] == ["aes128gcm-x25519-mlkem768-mldsa", "dtls13-aes128gcm"]
     n3 = profiles.names("n3")
     assert n3 == ["baseline", "aes128gcm", "aes256gcm", "aes128cbc", "aes256cbc",
-                  "nullsha256", "nullgmac", "wireguard", "macsec-gcm-aes-128", "macsec-gcm-aes-256",
-                  "macsec-gcm-aes-xpn-128", "macsec-gcm-aes-xpn-256"]
-    sbi_ipsec = [p for p in all_.values() if p.protocol == "ipsec" and "sbi" in p.planes]
-    assert len(sbi_ipsec) == 48
+                  "nullsha256", "nullgmac", "aes128gcm-x25519", "aes128gcm-x25519-mlkem768",
+                  "aes128gcm-x25519-mlkem1024", "aes128gcm-mlkem768", "wireguard", "wireguard-rosenpass",
+                  "macsec-gcm-aes-128", "macsec-gcm-aes-256", "macsec-gcm-aes-xpn-128", "macsec-gcm-aes-xpn-256"]
+    sbi_ipsec = [p for p in all_.values() if p.protocol == "ipsec" and "sbi" in p.planes and not p.refused]
+    assert len(sbi_ipsec) == 80
     assert {p.params["mode"] for p in sbi_ipsec} == {"start", "trap", "trap-drop", "trap-queue"}
     # N2 and N4: every start and unpatched trap profile (cert and PSK), WireGuard, the baseline;
     # the patched wait (`trap`) exists in Open5GS's SBI client only
     for plane in ("n2", "n4"):
-        ipsec = [p for p in all_.values() if p.protocol == "ipsec" and plane in p.planes]
-        assert len(ipsec) == 36
+        ipsec = [p for p in all_.values() if p.protocol == "ipsec" and plane in p.planes and not p.refused]
+        assert len(ipsec) == 36 + 4 * 6          # + the 4 post-quantum key exchanges, cert/PSK x 3 modes
         assert {p.params["mode"] for p in ipsec} == {"start", "trap-drop", "trap-queue"}
         assert "wireguard" in profiles.names(plane) and "baseline" in profiles.names(plane)
         assert not [p for p in profiles.names(plane) if p.startswith("tls")]

@@ -35,9 +35,10 @@ def _strings(obj: Any) -> list[str]:
 
 def test_registry_finds_the_module_and_every_catalogue_suite_has_a_code_point() -> None:
     assert registry.overlay("tls").folder == Path(tls.__file__).resolve().parent
-    assert len(TLS_PROFILES) == 18
-    seen = {(s.version, s.cipher, s.cert) for s in map(tls.settings, map(profiles.get, TLS_PROFILES))}
-    assert len(seen) == 14          # the 2025 paper's 4 settings are 4 of the 2024 paper's 14
+    assert len(TLS_PROFILES) == 24
+    classical = [p for p in TLS_PROFILES if profiles.get(p).params.get("paper") != "pq"]
+    seen = {(s.version, s.cipher, s.cert) for s in map(tls.settings, map(profiles.get, classical))}
+    assert len(classical) == 18 and len(seen) == 14   # the 2025 paper's 4 settings are 4 of the 2024 paper's 14
     for pid in TLS_PROFILES:
         s = tls.settings(profiles.get(pid))
         assert s.wire_version == {"1.2": 0x0303, "1.3": 0x0304}[s.version]
@@ -96,7 +97,8 @@ def test_environment_carries_version_and_suite_to_the_patch(profile_id: str) -> 
     s = tls.settings(prof)
     env = tls.nf_environment("amf", prof, v)
     assert env[tls.ENV_MIN_VERSION] == env[tls.ENV_MAX_VERSION] == prof.params["version"]
-    assert env[tls.ENV_GROUPS] == "P-256"
+    assert env[tls.ENV_GROUPS] == s.groups == prof.params.get("groups", "P-256")
+    assert env.get(tls.ENV_CLIENT_GROUPS) == (s.offered_groups if "groups" in prof.params else None)
     if s.version == "1.2":
         assert env[tls.ENV_CIPHERS] == prof.params["cipher"] and tls.ENV_CIPHERSUITES not in env
     else:
