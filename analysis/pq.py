@@ -5,10 +5,11 @@ post-quantum profiles, cold and warm, per IPsec mode), beside the analytic sizes
 study's sentence with the verdict these data give.
 
 Replications are boots: a handshake run's per-boot means, their mean and 99 % t interval over the
-boots (n_boots, n_samples); overheads against the classical reference of the same protocol (the
-catalogue's `x25519` key exchange for IPsec, `tls13-x25519` for TLS, `wireguard` for Rosenpass)
-with the Welch interval of the difference. Nothing here knows a protocol's rules: the rows come from
-the plug-ins (handshake_records) through the benchmark's CSV, the references from the catalogue.
+boots (n_boots, n_samples); overheads against the classical reference of the same protocol
+(OverlayPlugin.classical_reference: the catalogue's `x25519` key exchange for IPsec, `tls13-x25519`
+for TLS, `wireguard` for Rosenpass) with the Welch interval of the difference. Nothing here knows a
+protocol's rules: the rows come from the plug-ins (handshake_records) through the benchmark's CSV,
+whether a profile is post-quantum and its reference from the plug-ins too (testbed/contract.py).
 """
 from __future__ import annotations
 
@@ -30,21 +31,41 @@ SEED_SENTENCE = ("\"Additionally, assessing the impact of post-quantum cryptogra
                  "essential. In hybrid scenarios, where authentication and key exchange are more demanding and occur "
                  "twice, our findings indicate that IPsec in start mode may be the only viable option for maintaining "
                  "ultra-low latency.\"")
-# The classical reference a post-quantum profile is set beside (same protocol, same everything else)
-REFERENCES = {"ipsec": "aes128gcm-x25519", "tls": "tls13-x25519", "wireguard": "wireguard"}
-# FIPS 203 (ML-KEM), RFC 7748 (X25519), SEC 1 (P-256 uncompressed point), draft-ietf-tls-ecdhe-mlkem
+# The primitives' sizes (FIPS 203 ML-KEM, RFC 7748 X25519, SEC 1 P-256 uncompressed point); each
+# plug-in adds the sizes of its own handshake fields (OverlayPlugin.analytic_handshake_sizes)
 ANALYTIC = [
     ("ML-KEM-512", "encapsulation key / ciphertext", 800, 768),
     ("ML-KEM-768", "encapsulation key / ciphertext", 1184, 1088),
     ("ML-KEM-1024", "encapsulation key / ciphertext", 1568, 1568),
     ("X25519", "public value, both ways", 32, 32),
     ("P-256 (IKE: x||y; TLS: 0x04||x||y)", "public value, both ways", 64, 65),
-    ("TLS X25519MLKEM768 key share", "client / server", 1216, 1120),
-    ("TLS SecP256r1MLKEM768 key share", "client / server", 1249, 1153),
-    ("Rosenpass InitHello / RespHello", "UDP payload (Kyber-512 + McEliece 460896 ct)", 1092, 1132),
-    ("Rosenpass InitConf / EmptyData", "UDP payload", 176, 64),
-    ("ML-DSA-65 public key / signature (FIPS 204)", "bytes", 1952, 3309),
 ]
+
+
+def analytic_sizes() -> list[tuple[str, str, int, int]]:
+    """The primitives' rows, then every overlay plug-in's handshake fields."""
+    from testbed import registry
+    rows = list(ANALYTIC)
+    for proto in registry.protocols():
+        rows += registry.overlay(proto).analytic_handshake_sizes()
+    return rows
+
+
+def _plugin(protocol: str) -> Any:
+    from testbed import registry
+    return registry.overlay(protocol) if protocol in registry.protocols() else None
+
+
+def _profile(pid: str) -> Any:
+    from testbed import profiles
+    return profiles.load().get(pid)
+
+
+def reference_of(profile_id: str) -> str | None:
+    """The classical profile the plug-in sets a post-quantum profile beside (None: none)."""
+    p = _profile(profile_id)
+    plug = _plugin(p.protocol) if p is not None else None
+    return plug.classical_reference(p) if plug is not None else None
 
 
 # --- the handshake micro-benchmark ------------------------------------------------------------
@@ -62,8 +83,8 @@ def load_handshakes(results: Path) -> pd.DataFrame:
         f = pd.read_csv(d / "handshakes.csv")
         if f.empty:
             continue
-        valid = {int(b["boot"]): bool(b["valid"]) for b in m.get("boot_records", [])}
-        f = f[(f["phase"] == "bench") & f["boot"].map(lambda b: valid.get(int(b), False))]
+        valid_boots = [int(b["boot"]) for b in m.get("boot_records", []) if b.get("valid")]
+        f = f[(f["phase"] == "bench") & f["boot"].astype(int).isin(valid_boots)]
         if "kind" not in f.columns:
             f = f.assign(kind=m["protocol"])
         f = f.assign(kind=f["kind"].fillna(m["protocol"]), profile=m["profile"], protocol=m["protocol"],
@@ -73,9 +94,12 @@ def load_handshakes(results: Path) -> pd.DataFrame:
 
 
 def _post_quantum(m: dict[str, Any]) -> bool:
-    p = m.get("params") or {}
-    groups = str(p.get("groups") or "")
-    return bool(p.get("post_quantum") or "MLKEM" in groups or p.get("cert") == "mldsa65")
+    """The plug-in's word on the run's profile (the catalogue's; the manifest's params otherwise)."""
+    p = _profile(str(m.get("profile", "")))
+    plug = _plugin(str(m.get("protocol") or (p.protocol if p is not None else "")))
+    if p is None or plug is None:
+        return bool((m.get("params") or {}).get("post_quantum"))
+    return bool(plug.post_quantum(p))
 
 
 def handshake_table(hs: pd.DataFrame) -> pd.DataFrame:
@@ -112,7 +136,7 @@ def with_overhead(tab: pd.DataFrame) -> pd.DataFrame:
         out[f"{col}_overhead"] = np.nan
         out[f"{col}_overhead_ci"] = np.nan
     for i, r in out.iterrows():
-        ref = out[(out["profile"] == REFERENCES.get(str(r["protocol"]), "")) & (out["kind"] == r["kind"])]
+        ref = out[(out["profile"] == (reference_of(str(r["profile"])) or "")) & (out["kind"] == r["kind"])]
         if ref.empty or ref.index[0] == i:
             continue
         b = ref.iloc[0]
@@ -151,14 +175,12 @@ def attach_overheads(attach: pd.DataFrame | None) -> pd.DataFrame:
     protocol, mode, role): from the report's attach table; empty without such runs."""
     if attach is None or attach.empty or "profile" not in attach.columns:
         return pd.DataFrame()
-    from testbed import profiles
     rows = []
-    cat = profiles.load()
     for _, r in attach.iterrows():
-        p = cat.get(str(r["profile"]))
-        if p is None or not _post_quantum({"params": p.params}):
+        p = _profile(str(r["profile"]))
+        if p is None or not _post_quantum({"profile": p.id, "protocol": p.protocol}):
             continue
-        ref_id = _reference_for(p, cat)
+        ref_id = reference_of(p.id) or ""
         ref = attach[(attach["profile"] == ref_id) & (attach["role"] == r["role"])]
         if ref.empty:
             continue
@@ -168,14 +190,6 @@ def attach_overheads(attach: pd.DataFrame | None) -> pd.DataFrame:
                      "reference": ref_id, "n_boots": r["n_boots"], "mean_ms": r["mean"], "reference_ms": b["mean"],
                      "pq_overhead_ms": d, "pq_overhead_ci": hw})
     return pd.DataFrame(rows)
-
-
-def _reference_for(p: Any, cat: dict[str, Any]) -> str:
-    """The classical profile of the same protocol and, for IPsec, the same authentication and mode."""
-    if p.protocol == "ipsec":
-        suffix = p.id.split(f"-{p.params.get('ke')}", 1)[1]
-        return f"{p.params['esp']}-x25519{suffix}"
-    return REFERENCES.get(p.protocol, "")
 
 
 # --- figures ------------------------------------------------------------------------------------
@@ -248,7 +262,7 @@ def verdict(tab: pd.DataFrame, ov: pd.DataFrame) -> str:
         for r in pq.itertuples():
             lines.append(f"- {r.profile} ({r.kind}): {r.ms_mean:.2f} ms per handshake, {r.ms_overhead:+.2f} ± "
                          f"{r.ms_overhead_ci:.2f} ms and {r.ip_bytes_overhead:+.0f} ± {r.ip_bytes_overhead_ci:.0f} B "
-                         f"against {REFERENCES.get(r.protocol)} ({r.n_boots} boots).")
+                         f"against {reference_of(str(r.profile))} ({r.n_boots} boots).")
     if not ov.empty:
         for r in ov.itertuples():
             lines.append(f"- attach {r.profile} [{r.mode or r.protocol}, {r.role}]: {r.pq_overhead_ms:+.2f} ± "
@@ -290,12 +304,12 @@ def markdown_section(results: Path, out: Path, link_dir: str = "", attach: pd.Da
                             "InitHello_udp_bytes", "RespHello_udp_bytes"] if c in tab.columns]
         lines += ["### Handshakes between namespaces (make bench-handshake)", "",
                   "Per handshake, from each boot's capture (first to last packet on its clock); means and 99 % "
-                  "intervals over boots; overheads against the classical reference of the protocol "
-                  f"({', '.join(f'{k}: {v}' for k, v in REFERENCES.items())}). Userspace datapaths here "
+                  "intervals over boots; overheads against the classical reference the plug-in names "
+                  "(same protocol and everything else, a classical key exchange). Userspace datapaths here "
                   "(kernel-libipsec, wireguard-go): handshakes are made by the daemons in either case.", "",
                   md.table(tab[cols]), ""]
         lines += [f"![handshakes]({link_dir}{figs[0].name})", ""] if figs else []
-    lines += ["### Analytic sizes", "", md.table(pd.DataFrame(ANALYTIC, columns=["what", "which", "bytes (first)",
+    lines += ["### Analytic sizes", "", md.table(pd.DataFrame(analytic_sizes(), columns=["what", "which", "bytes (first)",
                                                                                    "bytes (second)"])), ""]
     if not ctab.empty:
         lines += ["### Per operation (make bench-crypto)", "",

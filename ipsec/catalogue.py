@@ -15,7 +15,7 @@ PROTOCOL = "ipsec"
 
 
 def _params(ike: str, esp_id: str, esp: Mapping[str, Any], auth_id: str, mode_id: str,
-            mode: Mapping[str, Any], ke: Mapping[str, Any] | None = None) -> dict[str, Any]:
+            mode: Mapping[str, Any], ke: Mapping[str, Any] | None = None, mode_suffix: str = "") -> dict[str, Any]:
     """A profile's parameters; `ke` (a `pq` key exchange): its methods replace the IKE proposal's
     group and are added to the ESP proposal (PFS for the CHILD_SA's rekeys)."""
     esp_kw = esp["keyword"] + (f"-{ke['ike']}" if ke else "")
@@ -34,6 +34,9 @@ def _params(ike: str, esp_id: str, esp: Mapping[str, Any], auth_id: str, mode_id
         "ke": ke["id"] if ke else None,                       # the pq key-exchange id, None: classical
         "post_quantum": bool(ke and ke.get("pq")),
         "min_strongswan": ke["min_strongswan"] if ke else None,
+        # the profile a post-quantum one is set beside: the section's classical key exchange, all else equal
+        "classical_reference": (f"{esp_id}-{ke['classical']}{mode_suffix}" if ke and ke.get("pq") and ke.get("classical")
+                                else None),
     }
 
 
@@ -59,8 +62,9 @@ def expand_pq(cat: Mapping[str, Any]) -> list[Profile]:
     refused combinations (listed with their reason, never run)."""
     pq = cat.get("pq") or {}
     out: list[Profile] = []
+    classical = next((k for k, v in (pq.get("ke") or {}).items() if not v.get("pq")), None)
     for ke_id, ke in (pq.get("ke") or {}).items():
-        ke = {**ke, "id": ke_id, "min_strongswan": str(pq["min_strongswan"])}
+        ke = {**ke, "id": ke_id, "min_strongswan": str(pq["min_strongswan"]), "classical": classical}
         for esp_id in pq["esp"]:
             esp = cat["esp"][esp_id]
             for auth_id, auth, mode_id, mode, planes in _combinations(cat):
@@ -68,7 +72,7 @@ def expand_pq(cat: Mapping[str, Any]) -> list[Profile]:
                 label = f"IPsec {esp['label']}, IKE {ke['label']}, {auth['label']}, {mode_id}"
                 out.append(Profile(pid, PROTOCOL, tuple(planes), label,
                                    _params(_ike_with(cat["ike_proposal"], ke["ike"]), esp_id, esp, auth_id,
-                                           mode_id, mode, ke)))
+                                           mode_id, mode, ke, f"{auth['suffix']}{mode['suffix']}")))
     for rid, r in (pq.get("refused") or {}).items():
         esp_id = pq["esp"][0]
         ke = {**r, "id": rid, "pq": True, "min_strongswan": str(pq["min_strongswan"])}

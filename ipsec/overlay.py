@@ -595,6 +595,27 @@ def check_sas(text: str, profile: Any) -> list[str]:
 
 
 
+def _ipsec_root() -> Path | None:
+    """The Debian root charon runs from (IPSEC_ROOT: ipsec/entrypoint.sh), None: the host's."""
+    root = os.environ.get("IPSEC_ROOT")
+    return Path(root) if root else None
+
+
 def charon_version() -> str | None:
-    """The host's strongSwan (charon) version, None without it."""
+    """The strongSwan (charon) version the namespace lab runs: IPSEC_ROOT's (its package record,
+    scripts/suite-root.sh) when set, else the host's; None without it."""
+    root = _ipsec_root()
+    if root is not None:
+        rec = root / ".g5tb-root"
+        lines = rec.read_text(encoding="utf-8").splitlines() if rec.is_file() else []
+        ver = next((ln.split("=", 1)[1] for ln in lines if ln.startswith("strongswan-charon=")), None)
+        return ver.split(":")[-1].split("-")[0] if ver else None
     return programs.program_version(["/usr/lib/ipsec/charon", "--version"], r"strongSwan ([\d.]+)")
+
+
+def charon_plugins() -> str | None:
+    """The charon plugins installed where it runs (IPSEC_ROOT's or the host's), space-separated: the
+    run manifest says whether ML-KEM could come from the openssl or the ml plugin; None: none found."""
+    base = (_ipsec_root() or Path("/")) / "usr" / "lib" / "ipsec" / "plugins"
+    names = sorted(p.name[len("libstrongswan-"):-len(".so")] for p in base.glob("libstrongswan-*.so"))
+    return " ".join(names) or None

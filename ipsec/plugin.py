@@ -64,7 +64,7 @@ class Ipsec(FolderOverlay):
         return None
 
     def versions(self) -> dict[str, str | None]:
-        return {"strongswan": overlay.charon_version()}
+        return {"strongswan": overlay.charon_version(), "strongswan_plugins": overlay.charon_plugins()}
 
     def image_versions(self) -> dict[str, tuple[str, str]]:
         return {"strongswan": ("tools", "strongswan-charon")}
@@ -103,3 +103,14 @@ class Ipsec(FolderOverlay):
 
     def wire_fields(self, plane: str, values: Values) -> wire.Fields:
         return overhead.FIELDS
+
+    def classical_reference(self, profile: Profile) -> str | None:
+        ref = profile.params.get("classical_reference")
+        return str(ref) if ref else None
+
+    def analytic_handshake_sizes(self) -> list[tuple[str, str, int, int]]:
+        # RFC 7296 3.4: the KE payload carries the public value (X25519: 32 B; ML-KEM: the
+        # encapsulation key one way, the ciphertext back), after an 8-byte payload header
+        return [("IKEv2 KE payload, X25519", "request / response", 8 + 32, 8 + 32),
+                ("IKEv2 KE payload, ML-KEM-768 (IKE_INTERMEDIATE)", "request / response", 8 + 1184, 8 + 1088),
+                ("IKEv2 KE payload, ML-KEM-1024 (IKE_INTERMEDIATE)", "request / response", 8 + 1568, 8 + 1568)]

@@ -348,6 +348,23 @@ class OverlayPlugin(Plugin):
         so that minus the inner IP length is its packet_overhead too."""
         return []
 
+    def post_quantum(self, profile: Profile) -> bool:
+        """Called by the report's post-quantum section: whether the profile's key exchange or
+        authentication is post-quantum (a hybrid counts). False: classical."""
+        return bool(profile.params.get("post_quantum"))
+
+    def classical_reference(self, profile: Profile) -> str | None:
+        """Called by the report's post-quantum section for a post-quantum profile: the id of the
+        classical profile it is set beside (same protocol and everything else, a classical key
+        exchange); None: it has none in the catalogue."""
+        return None
+
+    def analytic_handshake_sizes(self) -> list[tuple[str, str, int, int]]:
+        """Called by the report's post-quantum section: (what, which, bytes, bytes) rows of the
+        protocol's own handshake fields whose size a post-quantum key exchange changes (key shares,
+        its messages), from its specifications; empty: none beyond the primitives'."""
+        return []
+
 
 class FolderOverlay(OverlayPlugin):
     """An overlay whose folder keeps the usual modules (README "Adding a plug-in" in

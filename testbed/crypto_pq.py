@@ -96,7 +96,10 @@ def _python_ops() -> dict[str, dict[str, Callable[[], Callable[[], object]]]]:
     from cryptography.hazmat.primitives.asymmetric import ec, mldsa, mlkem, x25519
     msg = b"\x5a" * 64
     out: dict[str, dict[str, Callable[[], Callable[[], object]]]] = {}
-    for sid, cls in (("mlkem768", mlkem.MLKEM768PrivateKey), ("mlkem1024", mlkem.MLKEM1024PrivateKey)):
+    kems: tuple[tuple[str, Any], ...] = (("mlkem768", mlkem.MLKEM768PrivateKey), ("mlkem1024", mlkem.MLKEM1024PrivateKey))
+    sigs: tuple[tuple[str, Any], ...] = (("mldsa44", mldsa.MLDSA44PrivateKey), ("mldsa65", mldsa.MLDSA65PrivateKey),
+                                         ("mldsa87", mldsa.MLDSA87PrivateKey))
+    for sid, cls in kems:
         def kem(cls: Any = cls) -> dict[str, Callable[[], Callable[[], object]]]:
             key = cls.generate()
             pub = key.public_key()
@@ -104,8 +107,7 @@ def _python_ops() -> dict[str, dict[str, Callable[[], Callable[[], object]]]]:
             return {"keygen": lambda: cls.generate, "encaps": lambda: pub.encapsulate,
                     "decaps": lambda: (lambda: key.decapsulate(ct))}
         out[sid] = kem()
-    for sid, cls in (("mldsa44", mldsa.MLDSA44PrivateKey), ("mldsa65", mldsa.MLDSA65PrivateKey),
-                     ("mldsa87", mldsa.MLDSA87PrivateKey)):
+    for sid, cls in sigs:
         def sig(cls: Any = cls) -> dict[str, Callable[[], Callable[[], object]]]:
             key = cls.generate()
             pub, s = key.public_key(), key.sign(msg)

@@ -98,10 +98,12 @@ def boot(profile: profiles.Profile, plane: str, count: int, run_dir: Path, index
         lab.up(capture=pcap)
         rendered = (lab.dir / "render") if overlay.entrypoint else (lab.dir / "bench-render")
         if not overlay.entrypoint:
+            if responder is None:
+                raise BenchError(f"the {overlay.name} overlay has no bench responder")
             overlay.render(profile, plane, lab.values, keys_dir, rendered, nodes=[a, b])
             port = int(lab.values.get("sbi_port", 0)) or None
             server = _responder(lab, b, responder, rendered / b, log_path,
-                                (lab.address(b), port) if port else None)  # type: ignore[arg-type]
+                                (lab.address(b), port) if port else None)
         began = time.time()
         with open(log_path, "a", encoding="utf-8") as logf:
             for _ in range(count):

@@ -32,6 +32,8 @@ log = logging.getLogger(__name__)
 
 PLANE = "sbi"
 SBI_NFS = stack.SBI_NFS                            # the UPF and the RAN take no part in the SBI
+# the classical profile every post-quantum TLS profile is set beside in the report (profiles.yaml)
+PQ_REFERENCE = "tls13-x25519"
 GROUPS = "P-256"                                   # both papers: ECDHE over P-256 (the default)
 KEYS_IN_CONTAINER = Path("/etc/testbed/keys")      # docs/contracts.md, "Paths inside containers"
 NODE_KEYS = KEYS_IN_CONTAINER / "node"

@@ -74,3 +74,17 @@ class Tls(FolderOverlay):
     def handshake_records(self, pcap: Path, profile: Profile) -> list[dict[str, Any]]:
         from tls import handshakes
         return handshakes.records(pcap, overlay.settings(profile))
+
+    def post_quantum(self, profile: Profile) -> bool:
+        return overlay.settings(profile).post_quantum
+
+    def classical_reference(self, profile: Profile) -> str | None:
+        return overlay.PQ_REFERENCE if self.post_quantum(profile) else None
+
+    def analytic_handshake_sizes(self) -> list[tuple[str, str, int, int]]:
+        # key_share entries (draft-ietf-tls-ecdhe-mlkem, RFC 8446 4.2.8): client / server share bytes
+        return [("TLS key share X25519", "client / server", 32, 32),
+                ("TLS key share X25519MLKEM768", "client / server", 1184 + 32, 1088 + 32),
+                ("TLS key share SecP256r1MLKEM768", "client / server", 65 + 1184, 65 + 1088),
+                ("TLS key share MLKEM768", "client / server", 1184, 1088),
+                ("ML-DSA-65 public key / signature (FIPS 204)", "bytes", 1952, 3309)]

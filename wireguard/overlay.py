@@ -255,7 +255,7 @@ def verify_capture(pcap: Path, profile: Any, plane: str, values: dict[str, Any] 
                         f"{elsewhere} WireGuard-like packets off port {port}" if elsewhere else "")
             if s)
     pid = getattr(profile, "id", profile)
-    rp_details, rp_problems = "", []
+    rp_details, rp_problems = "", list[str]()
     if getattr(profile, "params", {}).get("rosenpass"):
         rp_details, rp_problems = rosenpass.capture_problems(Path(pcap), LISTEN_PORT, len(pairs(plane, v)))
         if rp_problems:

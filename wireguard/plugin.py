@@ -98,3 +98,9 @@ class WireGuard(FolderOverlay):
 
     def wire_fields(self, plane: str, values: Values) -> wire.Fields:
         return overhead.FIELDS
+
+    def classical_reference(self, profile: Profile) -> str | None:
+        return "wireguard" if profile.params.get("rosenpass") else None
+
+    def analytic_handshake_sizes(self) -> list[tuple[str, str, int, int]]:
+        return rosenpass.ANALYTIC_SIZES

@@ -37,6 +37,10 @@ MSG_TYPES = {0x81: "InitHello", 0x82: "RespHello", 0x83: "InitConf", 0x84: "Empt
 ENVELOPE = 1 + 3 + 16 + 16
 SIZES = {"InitHello": ENVELOPE + 4 + 800 + 188 + 48 + 16, "RespHello": ENVELOPE + 8 + 768 + 188 + 16 + 116,
          "InitConf": ENVELOPE + 8 + 116 + 16, "EmptyData": ENVELOPE + 4 + 8 + 16}
+# the report's analytic rows (analysis/pq.py through the plug-in)
+ANALYTIC_SIZES = [("Rosenpass InitHello / RespHello", "UDP payload (Kyber-512 + McEliece 460896 ct)",
+                   SIZES["InitHello"], SIZES["RespHello"]),
+                  ("Rosenpass InitConf / EmptyData", "UDP payload", SIZES["InitConf"], SIZES["EmptyData"])]
 
 
 def program() -> str | None:
@@ -147,8 +151,8 @@ def capture_problems(pcap: Path, wg_port: int, pairs: int) -> tuple[str, list[st
     problems: list[str] = []
     if not done:
         problems.append(f"no complete Rosenpass exchange (InitHello, RespHello, InitConf on UDP {RP_PORT})")
-    for pair, t in sorted(first_wg.items(), key=lambda kv: kv[1]):
-        before = [e for e in done if frozenset((e.initiator, e.responder)) == pair and e.end <= t]
+    for pair, first in sorted(first_wg.items(), key=lambda kv: kv[1]):
+        before = [e for e in done if frozenset((e.initiator, e.responder)) == pair and e.end <= first]
         if done and not before:
             problems.append(f"WireGuard handshake between {' and '.join(sorted(pair))} before any complete "
                             "Rosenpass exchange of the pair (the PSK was not in place)")

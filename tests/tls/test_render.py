@@ -115,6 +115,9 @@ def test_rendered_openssl_conf_is_accepted_by_openssl_and_holds_one_suite(profil
     require_tools("openssl")
     prof = profiles.get(profile_id)
     s = tls.settings(prof)
+    if s.cert == "mldsa65" and not tls.openssl_has_mldsa():
+        pytest.skip("this host's openssl (< 3.5) cannot issue the ML-DSA-65 certificates the profile renders "
+                    "(tests/integration/test_tls_pq_netns.py runs it with Debian 13's OpenSSL)")
     dirs = tls.render(prof, "sbi", stack.load(), tmp_path / "keys", tmp_path / "overlay")
     assert sorted(dirs) == sorted(tls.endpoints("sbi", stack.load()))
     conf = dirs["amf"] / "openssl.cnf"
