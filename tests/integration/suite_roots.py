@@ -31,3 +31,21 @@ def require_root_fs(which: str) -> Path:
         spec = SPECS[which].relative_to(ROOT)
         pytest.skip(f"no {which} root ({spec}): `make pq-roots` (scripts/suite-root.sh {spec}, root + Debian mirror)")
     return path
+
+
+def require_rosenpass(monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The rosenpass daemon: on PATH, else where `make rosenpass` (and .ci/pq-prepare) installs it
+    (G5TB_CACHE/rosenpass-<version>/bin), put on PATH for the test; skips naming the command."""
+    import shutil
+
+    from wireguard import rosenpass
+    found = shutil.which("rosenpass")
+    if found:
+        return Path(found)
+    cache = Path(os.environ.get("G5TB_CACHE") or "/var/cache/g5tb")
+    exe = cache / f"rosenpass-{rosenpass.ROSENPASS_VERSION}" / "bin" / "rosenpass"
+    if not exe.is_file():
+        pytest.skip(f"no rosenpass {rosenpass.ROSENPASS_VERSION} on PATH or at {exe}: `make rosenpass` "
+                    "(cargo install --locked from crates.io; cargo, libclang, libsodium)")
+    monkeypatch.setenv("PATH", f"{exe.parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    return exe

@@ -1,0 +1,69 @@
+"""WireGuard with Rosenpass for real: the rosenpass daemon (crates.io, pinned; `make rosenpass`) beside
+wireguard/entrypoint.sh in two namespaces on N3. The capture from before the first packet must show a
+complete Rosenpass exchange (InitHello, RespHello, InitConf on its UDP port) before the pair's first
+WireGuard handshake initiation, so the first handshake already mixes the post-quantum PSK in
+(wireguard/rosenpass.py); the messages have rosenpass 0.2.3's sizes; a plain WireGuard capture judged
+as the Rosenpass profile is invalid. docs/overlays/wireguard.md "Rosenpass"."""
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+
+import pytest
+
+from testbed import datapath, netns, profiles, registry
+from tests.conftest import require_root, require_tools
+from tests.integration.suite_roots import require_rosenpass
+from wireguard import rosenpass
+
+pytestmark = pytest.mark.netns
+
+
+@pytest.fixture
+def tools(monkeypatch: pytest.MonkeyPatch) -> Path:
+    require_root()
+    require_tools("ip", "wg", "tshark", "dumpcap", "nft", "unshare", "nsenter", "ping")
+    if datapath.detect()["wireguard"] == "unavailable":
+        pytest.skip("neither kernel WireGuard nor wireguard-go with TUN on this host: run `make setup`")
+    return require_rosenpass(monkeypatch)
+
+
+def _run(profile: str, tmp_path: Path) -> tuple[netns.Lab, Path, str]:
+    lab = netns.Lab(f"rp{secrets.token_hex(3)}", "n3", profile, nodes=["gnb", "upf"], state_dir=tmp_path / "state")
+    pcap = tmp_path / f"{profile}.pcap"
+    try:
+        lab.up(timeout=120, capture=pcap)
+        ping = lab.exec("gnb", ["ping", "-c", "2", "-W", "3", lab.address("upf")])
+        assert ping.returncode == 0, ping.stdout + ping.stderr
+        psks = lab.exec("gnb", ["wg", "show", "all", "preshared-keys"]).stdout
+        assert lab.boot_capture is not None
+        lab.boot_capture.stop()
+    finally:
+        lab.down()
+    return lab, pcap, psks
+
+
+def test_psk_from_rosenpass_before_the_first_handshake(tools: Path, tmp_path: Path) -> None:
+    prof = profiles.get("wireguard-rosenpass", "n3")
+    lab, pcap, psks = _run(prof.id, tmp_path)
+    assert psks.strip() and "(none)" not in psks, psks          # the daemon set the peer's PSK
+    verdict = registry.overlay("wireguard").verify_capture(pcap, prof, "n3", lab.values)
+    assert verdict.valid, verdict.details
+    assert "Rosenpass: 1 complete exchange" in verdict.details or "Rosenpass: 2 complete" in verdict.details, \
+        verdict.details
+    rows = [r for r in registry.overlay("wireguard").handshake_records(pcap, prof) if r["kind"] == "rosenpass"]
+    assert rows, "no complete Rosenpass exchange in the records"
+    first = rows[0]
+    for kind in ("InitHello", "RespHello", "InitConf"):
+        assert first[f"{kind}_udp_bytes"] == rosenpass.SIZES[kind], first     # rosenpass 0.2.3's message sizes
+    assert first["handshake_ms"] > 0 and first["packets"] >= 3
+
+
+def test_plain_wireguard_is_invalid_as_the_rosenpass_profile(tools: Path, tmp_path: Path) -> None:
+    """The classical WireGuard capture, judged as wireguard-rosenpass, is invalid naming the missing exchange."""
+    lab, pcap, psks = _run("wireguard", tmp_path)
+    assert "(none)" in psks, psks
+    ov = registry.overlay("wireguard")
+    verdict = ov.verify_capture(pcap, profiles.get("wireguard-rosenpass", "n3"), "n3", lab.values)
+    assert not verdict.valid and "no complete Rosenpass exchange" in verdict.details, verdict.details
+    assert ov.verify_capture(pcap, profiles.get("wireguard", "n3"), "n3", lab.values).valid
