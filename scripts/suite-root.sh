@@ -14,11 +14,11 @@
 #   ROOT_PACKAGES=strongswan-charon ...    packages (their dependencies come along, no recommends)
 #   ROOT_MIN=strongswan-charon:6.0.2 ...   minimum upstream versions, checked after the install
 # The directory name carries a hash of the SPEC, so a changed package list is a new root. Cache:
-# G5TB_ROOTS (default /var/cache/g5tb/roots); DEBIAN_MIRROR (default http://deb.debian.org/debian).
+# G5TB_ROOTS (default $G5TB_CACHE/roots, G5TB_CACHE default /var/cache/g5tb); DEBIAN_MIRROR (default http://deb.debian.org/debian).
 # Needs root and debootstrap. Exit: 0 ok, 1 failure (named), 2 usage.
 set -euo pipefail
 
-CACHE="${G5TB_ROOTS:-/var/cache/g5tb/roots}"
+CACHE="${G5TB_ROOTS:-${G5TB_CACHE:-/var/cache/g5tb}/roots}"
 MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 
 die() { echo "suite-root: $*" >&2; exit "${2:-1}"; }
