@@ -117,7 +117,7 @@ def ke_verdict(run_dir: Path, m: Mapping[str, Any], prof: Profile) -> Verdict:
     from ipsec import ike_sas
     proven, problems = [], []
     for f in m["files"]:
-        if f["kind"] != "capture" or not (run_dir / f["path"]).is_file():
+        if f["kind"] != "pcap" or not (run_dir / f["path"]).is_file():
             continue
         sas = [sa for sa in ike_sas.read(run_dir / f["path"]) if sa.complete]
         if sas:

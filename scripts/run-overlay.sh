@@ -142,6 +142,20 @@ overlay_watch() {
   done
 }
 
+# rehandshake_in_capture: one fresh handshake from the gNB's end after the capture started (the
+# plug-in's rehandshake script, testbed/contract.py): the overlay came up before the capture, and a
+# key exchange (IKE_INTERMEDIATE with ML-KEM, Rosenpass's exchange) is proven only from its packets.
+# Before the warm-up, so no measured ping meets it; nothing for an overlay without one.
+rehandshake_in_capture() {
+  local script
+  script="$(overlay_ask rehandshake)"
+  [[ -n "$script" && "$DRY_RUN" != 1 ]] || return 0
+  log "rehandshake inside the capture: $(basename "$(dirname "$script")")/$(basename "$script")"
+  run_cmd "$PYTHON" -m testbed lab --name "$LAB" exec gnb -- \
+    bash "$script" "$(state_dir)/lab/$LAB/render/gnb" "$TARGET" >"$(out_path rehandshake-gnb.txt)" 2>&1 \
+    || die "the fresh handshake inside the capture failed: $(tail -n 2 "$(out_path rehandshake-gnb.txt)" | tr '\n' ' ')(${RUN_DIR}/rehandshake-gnb.txt)" 1
+}
+
 # ping_cmd COUNT SIZE: the ping, run directly in the gNB's namespace (its output streams into the
 # raw file, and a signal reaches ping itself).
 ping_cmd() {
@@ -178,6 +192,7 @@ main() {
 
   capture_start n3 n3.pcap iface=n3 purpose=validation -- \
     ip netns exec "${names[1]}" dumpcap -q -i "${names[2]}" -w "${RUN_DIR:-.}/n3.pcap"
+  rehandshake_in_capture
 
   if [[ "$DRY_RUN" != 1 && "$PROTOCOL" != none ]]; then
     OVERLAY_DIED="$RUN_DIR/overlay-died.txt"

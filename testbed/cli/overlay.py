@@ -7,7 +7,7 @@ import sys
 from testbed import datapath, profiles, ran, registry, stack
 
 ASKS = ("endpoints", "state-command", "daemons", "lab-tools", "holder-commands", "cannot-run", "plaintext-tap",
-        "key-sources")
+        "key-sources", "rehandshake")
 
 
 def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
@@ -16,7 +16,9 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
                         "'<record> <word>...' lines for --moment; cannot-run: why the profile cannot run "
                         "on this host's datapath (exit 1), nothing when it can; plaintext-tap: "
                         "node, iface and capture filter of --plane's readable view (relay overlays); key-sources: "
-                        "'<container> <path> <label> <combined>' lines of where its session keys are (KEYS=1)")
+                        "'<container> <path> <label> <combined>' lines of where its session keys are (KEYS=1); rehandshake: "
+                        "the path of the script that makes one fresh handshake from a lab endpoint (tunnel overlays), "
+                        "nothing without one")
     parser.add_argument("--profile", required=True, help="profile id")
     parser.add_argument("--plane", default="", help="PLANE expression (endpoints)")
     parser.add_argument("--ran", default="", help="RAN variant whose nodes run (endpoints)")
@@ -46,6 +48,8 @@ def run(args: argparse.Namespace) -> int:
     elif args.ask == "plaintext-tap":
         tap = ov.plaintext_tap(args.plane, ran.restrict(stack.load(), ran.check(args.ran or None)))
         lines = [tap["node"], tap["iface"], tap["capture_filter"]] if tap else []
+    elif args.ask == "rehandshake":
+        lines = [str(ov.folder / ov.rehandshake)] if ov.rehandshake and ov.entrypoint else []
     elif args.ask == "cannot-run":
         facts = datapath.detect() if ov.datapaths else {}
         why = ov.cannot_run(profiles.get(args.profile), facts.get(ov.name))
