@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
-from dtls import catalogue, overhead, overlay
+from dtls import overhead, overlay
 from testbed import wire
 from testbed.contract import Decryption, FolderOverlay, Values
 from testbed.profiles import Profile
@@ -14,18 +14,6 @@ from testbed.render import compose_env
 
 
 class Dtls(FolderOverlay):
-    name: ClassVar[str] = "dtls"
-    catalogue_module: ClassVar[Any] = catalogue
-    overlay_module: ClassVar[Any] = overlay
-    summary: ClassVar[str] = "socat DTLS 1.2 relay on an SCTP link (N2, F1-C, E1), and the plain-UDP relay"
-    label: ClassVar[str] = "DTLS"
-    colour: ClassVar[str] = "#9467bd"
-    entrypoint: ClassVar[str | None] = "entrypoint.sh"
-    datapaths: ClassVar[tuple[str, ...]] = ("socat",)
-    userspace_datapaths: ClassVar[frozenset[str]] = frozenset({"socat"})
-    wire_filter: ClassVar[str] = "dtls"
-    lab_tools: ClassVar[tuple[str, ...]] = ("socat",)
-
     def render(self, profile: Profile, plane: str, values: Values, keys_dir: Path, out_dir: Path,
                nodes: list[str] | None = None) -> dict[str, Path]:
         return overlay.render(profile, plane, values, keys_dir, out_dir)

@@ -4,31 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
-from ipsec import catalogue, datapath, keylog, keys, overhead, overlay, run_checks
+from ipsec import datapath, keylog, overhead, overlay, run_checks
 from testbed import wire
 from testbed.contract import Decryption, DoctorNotes, FolderOverlay, KeySource, RunCheck, Values
 from testbed.profiles import Profile
 
 
 class Ipsec(FolderOverlay):
-    name: ClassVar[str] = "ipsec"
-    catalogue_module: ClassVar[Any] = catalogue
-    overlay_module: ClassVar[Any] = overlay
-    keys_module: ClassVar[Any] = keys
-    summary: ClassVar[str] = "strongSwan IKEv2 + ESP tunnel mode, 6 ESP proposals x cert/PSK x 4 modes"
-    label: ClassVar[str] = "IPsec"
-    colour: ClassVar[str] = "#1f77b4"
-    entrypoint: ClassVar[str | None] = "entrypoint.sh"
-    datapaths: ClassVar[tuple[str, ...]] = ("kernel", "libipsec")
-    userspace_datapaths: ClassVar[frozenset[str]] = frozenset({"libipsec"})
-    datapath_variable: ClassVar[str | None] = "IPSEC_DATAPATH"
-    wire_filter: ClassVar[str] = "esp || isakmp || udpencap"
-    decode_as: ClassVar[tuple[str, ...]] = tuple(overlay.NO_ESP_NULL_HEURISTIC)
-    daemons: ClassVar[tuple[str, ...]] = ("charon",)
-    state_command: ClassVar[tuple[str, ...]] = ("swanctl", "--list-sas")
-    lab_tools: ClassVar[tuple[str, ...]] = ("swanctl",)
+    decode_as = tuple(overlay.NO_ESP_NULL_HEURISTIC)
 
     def nf_environment(self, node: str, profile: Profile, values: Values) -> dict[str, str]:
         return overlay.nf_environment(node, profile, values)

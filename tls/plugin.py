@@ -4,23 +4,16 @@ this folder (README.md)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from testbed import wire
 from testbed.contract import Decryption, FolderOverlay, KeySource, Values
 from testbed.profiles import Profile
 from testbed.verdict import Verdict
-from tls import catalogue, overhead, overlay, verify
+from tls import overhead, overlay, verify
 
 
 class Tls(FolderOverlay):
-    name: ClassVar[str] = "tls"
-    catalogue_module: ClassVar[Any] = catalogue
-    overlay_module: ClassVar[Any] = overlay
-    summary: ClassVar[str] = "https between the Open5GS NFs on the SBI, TLS 1.2/1.3, 18 suites (ECDSA/RSA)"
-    label: ClassVar[str] = "TLS"
-    colour: ClassVar[str] = "#2ca02c"
-
     def render(self, profile: Profile, plane: str, values: Values, keys_dir: Path, out_dir: Path,
                nodes: list[str] | None = None) -> dict[str, Path]:
         return overlay.render(profile, plane, values, keys_dir, out_dir)

@@ -4,31 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from testbed import programs, wire
 from testbed.contract import Decryption, DoctorNotes, FolderOverlay, RunCheck, Values
 from testbed.profiles import Profile
-from wireguard import catalogue, datapath, keys, overhead, overlay, run_checks
+from wireguard import datapath, overhead, overlay, run_checks
 
 
 class WireGuard(FolderOverlay):
-    name: ClassVar[str] = "wireguard"
-    catalogue_module: ClassVar[Any] = catalogue
-    overlay_module: ClassVar[Any] = overlay
-    keys_module: ClassVar[Any] = keys
-    summary: ClassVar[str] = "WireGuard (Noise_IKpsk2, ChaCha20-Poly1305), kernel or wireguard-go"
-    label: ClassVar[str] = "WireGuard"
-    colour: ClassVar[str] = "#d62728"
-    entrypoint: ClassVar[str | None] = "entrypoint.sh"
-    datapaths: ClassVar[tuple[str, ...]] = ("kernel", "wireguard-go")
-    userspace_datapaths: ClassVar[frozenset[str]] = frozenset({"wireguard-go"})
-    datapath_variable: ClassVar[str | None] = "WIREGUARD_DATAPATH"
-    wire_filter: ClassVar[str] = "wg"
-    decode_as: ClassVar[tuple[str, ...]] = ("-d", f"udp.port=={overlay.LISTEN_PORT},wg")
-    daemons: ClassVar[tuple[str, ...]] = ("wireguard-go",)
-    state_command: ClassVar[tuple[str, ...]] = ("wg", "show")
-    lab_tools: ClassVar[tuple[str, ...]] = ("wg",)
+    decode_as = ("-d", f"udp.port=={overlay.LISTEN_PORT},wg")
 
     def compose_services(self, profile: Profile, plane: str, values: Values) -> dict[str, dict[str, Any]]:
         return overlay.compose_services(profile, plane, values, self.userspace_possible(values))
