@@ -18,12 +18,6 @@ class Dtls(FolderOverlay):
                nodes: list[str] | None = None) -> dict[str, Path]:
         return overlay.render(profile, plane, values, keys_dir, out_dir)
 
-    def nf_config_overrides(self, node: str, profile: Profile, values: Values) -> dict[str, Any]:
-        return overlay.nf_config_overrides(node, profile, values)
-
-    def compose_services(self, profile: Profile, plane: str, values: Values) -> dict[str, dict[str, Any]]:
-        return overlay.compose_services(profile, plane, values)
-
     def plaintext_tap(self, plane: str, values: Values) -> dict[str, str]:
         return overlay.plaintext_tap(plane, values)
 
@@ -54,9 +48,6 @@ class Dtls(FolderOverlay):
     def packet_overhead(self, profile: Profile, inner: int, pcap: Path | wire.Export | None = None) -> int | None:
         version, cipher = profile.params.get("version"), profile.params.get("cipher")
         return overhead.dtls_record_overhead(version, cipher) if version and cipher else 0
-
-    def analytic_overheads(self, profiles: list[Profile], sizes: tuple[int, ...]) -> list[dict[str, object]]:
-        return overhead.analytic_rows(profiles, sizes)
 
     def handshakes(self, pcap: Path | wire.Export, plane: str, values: Values) -> wire.Handshakes | None:
         lk = overlay.links(values).get(plane)

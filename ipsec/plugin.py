@@ -15,12 +15,6 @@ from testbed.profiles import Profile
 class Ipsec(FolderOverlay):
     decode_as = tuple(overlay.NO_ESP_NULL_HEURISTIC)
 
-    def nf_environment(self, node: str, profile: Profile, values: Values) -> dict[str, str]:
-        return overlay.nf_environment(node, profile, values)
-
-    def compose_env(self, profile: Profile, plane: str, values: Values) -> dict[str, str]:
-        return overlay.compose_env(profile, plane, values)
-
     def compose_services(self, profile: Profile, plane: str, values: Values) -> dict[str, dict[str, Any]]:
         return overlay.compose_services(profile, plane, values, self.userspace_possible(values))
 
@@ -71,15 +65,3 @@ class Ipsec(FolderOverlay):
 
     def packet_overhead(self, profile: Profile, inner: int, pcap: Path | wire.Export | None = None) -> int | None:
         return overhead.packet_overhead(profile, inner, pcap)
-
-    def analytic_overheads(self, profiles: list[Profile], sizes: tuple[int, ...]) -> list[dict[str, object]]:
-        return overhead.analytic_rows(profiles, sizes)
-
-    def handshakes(self, pcap: Path | wire.Export, plane: str, values: Values) -> wire.Handshakes | None:
-        return overhead.handshakes(pcap)
-
-    def protected_lengths(self, pcap: Path | wire.Export, src: str | None = None) -> list[int]:
-        return overhead.protected_lengths(pcap, src)
-
-    def wire_fields(self, plane: str, values: Values) -> wire.Fields:
-        return overhead.FIELDS

@@ -56,9 +56,6 @@ class Macsec(FolderOverlay):
     def packet_overhead(self, profile: Profile, inner: int, pcap: Path | wire.Export | None = None) -> int | None:
         return overhead.packet_overhead(profile, inner)
 
-    def analytic_overheads(self, profiles: list[Profile], sizes: tuple[int, ...]) -> list[dict[str, object]]:
-        return overhead.analytic_rows(profiles, sizes)
-
     # MACsec counts frames with its own display-filter pass (macsec/overhead.py): given the shared
     # export of a capture (testbed/wire.py Export) it reads the capture the export came from
     def handshakes(self, pcap: Path | wire.Export, plane: str, values: Values) -> wire.Handshakes | None:

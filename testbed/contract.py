@@ -212,6 +212,11 @@ class Plugin:
         call the usual modules through it, so no plug-in class names them."""
         return _folder_module(type(self).__module__, name)
 
+    def _call(self, module: str, function: str, *args: Any) -> Any:
+        """`function(*args)` of the folder's module `module`; None where either is missing."""
+        found = getattr(self._module(module), function, None)
+        return None if found is None else found(*args)
+
     @property
     def folder(self) -> Path:
         """The folder holding everything that knows this plug-in (the defining module's)."""
@@ -489,6 +494,36 @@ class FolderOverlay(OverlayPlugin):
         verdict: Verdict = self._module("overlay").verify_capture(pcap, profile, plane, values)
         return verdict
 
+    # where the folder's overlay.py has nf_config_overrides, nf_environment, compose_env or
+    # compose_services (node/profile, plane, values), and its overhead.py analytic_rows(profiles,
+    # sizes), FIELDS, handshakes(pcap) or protected_lengths(pcap, src), these hooks answer with them
+
+    def nf_config_overrides(self, node: str, profile: Profile, values: Values) -> dict[str, Any]:
+        return dict(self._call("overlay", "nf_config_overrides", node, profile, values) or {})
+
+    def nf_environment(self, node: str, profile: Profile, values: Values) -> dict[str, str]:
+        return dict(self._call("overlay", "nf_environment", node, profile, values) or {})
+
+    def compose_env(self, profile: Profile, plane: str, values: Values) -> dict[str, str]:
+        return dict(self._call("overlay", "compose_env", profile, plane, values) or {})
+
+    def compose_services(self, profile: Profile, plane: str, values: Values) -> dict[str, dict[str, Any]]:
+        return dict(self._call("overlay", "compose_services", profile, plane, values) or {})
+
+    def analytic_overheads(self, profiles: list[Profile], sizes: tuple[int, ...]) -> list[dict[str, object]]:
+        return list(self._call("overhead", "analytic_rows", profiles, sizes) or [])
+
+    def wire_fields(self, plane: str, values: Values) -> wire.Fields:
+        fields: wire.Fields = getattr(self._module("overhead"), "FIELDS", wire.Fields())
+        return fields
+
+    def handshakes(self, pcap: Path | wire.Export, plane: str, values: Values) -> Handshakes | None:
+        found: Handshakes | None = self._call("overhead", "handshakes", pcap)
+        return found
+
+    def protected_lengths(self, pcap: Path | wire.Export, src: str | None = None) -> list[int]:
+        return list(self._call("overhead", "protected_lengths", pcap, src) or [])
+
 
 # ----------------------------------------------------------------------------------------- RAN
 
@@ -525,13 +560,11 @@ class RanPlugin(Plugin):
 
     def nodes(self, values: Values) -> list[str]:
         """The stack.yaml nodes it runs."""
-        services = self._module("services")
-        return [] if services is None else list(services.nodes(self.name, values))
+        return list(self._call("services", "nodes", self.name, values) or [])
 
     def env_nodes(self) -> list[str]:
         """Its program containers that get an env/<node>.env."""
-        services = self._module("services")
-        return [] if services is None else list(services.env_nodes(self.name))
+        return list(self._call("services", "env_nodes", self.name) or [])
 
     def check_options(self, uu: str | None, values: Values) -> None:
         """Called once per render before anything is written: testbed.ran.RanError (a usage error)
@@ -539,28 +572,23 @@ class RanPlugin(Plugin):
 
     def render(self, ctx: RanContext) -> list[Path]:
         """Called by render: its configs under ctx.out_dir; returns the files written."""
-        services = self._module("services")
-        return [] if services is None else list(services.render(self.name, ctx))
+        return list(self._call("services", "render", self.name, ctx) or [])
 
     def compose(self, values: Values) -> dict[str, Any]:
         """Its Compose services (+ networks), rendered into <render dir>/compose/ran.yaml."""
-        services = self._module("services")
-        return {} if services is None else dict(services.compose(self.name, values))
+        return dict(self._call("services", "compose", self.name, values) or {})
 
     def compose_env(self, values: Values) -> dict[str, str]:
         """Its variables for compose.env (the RAN_* set)."""
-        services = self._module("services")
-        return {} if services is None else dict(services.compose_env(self.name, values))
+        return dict(self._call("services", "compose_env", self.name, values) or {})
 
     def plan(self, values: Values) -> list[str]:
         """Lines for plan.txt."""
-        services = self._module("services")
-        return [] if services is None else list(services.plan(self.name, values))
+        return list(self._call("services", "plan", self.name, values) or [])
 
     def images(self) -> list[str]:
         """The image variables it runs (UERANSIM_IMAGE ...)."""
-        services = self._module("services")
-        return [] if services is None else list(services.images(self.name))
+        return list(self._call("services", "images", self.name) or [])
 
     def image_versions(self) -> dict[str, tuple[str, str]]:
         """{manifest key: (image, key in its contents file)} of its programs (the UE's ping and

@@ -4,7 +4,6 @@ this folder (README.md)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from testbed import wire
 from testbed.contract import Decryption, FolderOverlay, KeySource, Values
@@ -17,18 +16,6 @@ class Tls(FolderOverlay):
     def render(self, profile: Profile, plane: str, values: Values, keys_dir: Path, out_dir: Path,
                nodes: list[str] | None = None) -> dict[str, Path]:
         return overlay.render(profile, plane, values, keys_dir, out_dir)
-
-    def nf_config_overrides(self, node: str, profile: Profile, values: Values) -> dict[str, Any]:
-        return overlay.nf_config_overrides(node, profile, values)
-
-    def nf_environment(self, node: str, profile: Profile, values: Values) -> dict[str, str]:
-        return overlay.nf_environment(node, profile, values)
-
-    def compose_env(self, profile: Profile, plane: str, values: Values) -> dict[str, str]:
-        return overlay.compose_env(profile, plane, values)
-
-    def compose_services(self, profile: Profile, plane: str, values: Values) -> dict[str, dict[str, Any]]:
-        return overlay.compose_services(profile, plane, values)
 
     def verify_capture(self, pcap: Path, profile: Profile, plane: str, values: Values) -> Verdict:
         return verify.verify_capture(pcap, profile, plane, values)
@@ -47,11 +34,5 @@ class Tls(FolderOverlay):
     def packet_overhead(self, profile: Profile, inner: int, pcap: Path | wire.Export | None = None) -> int | None:
         return overhead.tls_record_overhead(profile.params["version"], profile.params["cipher"])
 
-    def analytic_overheads(self, profiles: list[Profile], sizes: tuple[int, ...]) -> list[dict[str, object]]:
-        return overhead.analytic_rows(profiles, sizes)
-
     def handshakes(self, pcap: Path | wire.Export, plane: str, values: Values) -> wire.Handshakes | None:
         return overhead.tls_handshake(pcap)
-
-    def wire_fields(self, plane: str, values: Values) -> wire.Fields:
-        return overhead.FIELDS

@@ -57,15 +57,3 @@ class WireGuard(FolderOverlay):
 
     def packet_overhead(self, profile: Profile, inner: int, pcap: Path | wire.Export | None = None) -> int | None:
         return overhead.wireguard_overhead(inner)
-
-    def analytic_overheads(self, profiles: list[Profile], sizes: tuple[int, ...]) -> list[dict[str, object]]:
-        return overhead.analytic_rows(profiles, sizes)
-
-    def handshakes(self, pcap: Path | wire.Export, plane: str, values: Values) -> wire.Handshakes | None:
-        return overhead.handshakes(pcap)
-
-    def protected_lengths(self, pcap: Path | wire.Export, src: str | None = None) -> list[int]:
-        return overhead.protected_lengths(pcap, src)
-
-    def wire_fields(self, plane: str, values: Values) -> wire.Fields:
-        return overhead.FIELDS
