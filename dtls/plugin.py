@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
-from dtls import catalogue, overhead, overlay
+from dtls import overhead, overlay
 from testbed import wire
 from testbed.contract import Decryption, FolderOverlay, Values
 from testbed.profiles import Profile
@@ -14,27 +14,9 @@ from testbed.render import compose_env
 
 
 class Dtls(FolderOverlay):
-    name: ClassVar[str] = "dtls"
-    catalogue_module: ClassVar[Any] = catalogue
-    overlay_module: ClassVar[Any] = overlay
-    summary: ClassVar[str] = "socat DTLS 1.2 relay on an SCTP link (N2, F1-C, E1), and the plain-UDP relay"
-    label: ClassVar[str] = "DTLS"
-    colour: ClassVar[str] = "#9467bd"
-    entrypoint: ClassVar[str | None] = "entrypoint.sh"
-    datapaths: ClassVar[tuple[str, ...]] = ("socat",)
-    userspace_datapaths: ClassVar[frozenset[str]] = frozenset({"socat"})
-    wire_filter: ClassVar[str] = "dtls"
-    lab_tools: ClassVar[tuple[str, ...]] = ("socat",)
-
     def render(self, profile: Profile, plane: str, values: Values, keys_dir: Path, out_dir: Path,
                nodes: list[str] | None = None) -> dict[str, Path]:
         return overlay.render(profile, plane, values, keys_dir, out_dir)
-
-    def nf_config_overrides(self, node: str, profile: Profile, values: Values) -> dict[str, Any]:
-        return overlay.nf_config_overrides(node, profile, values)
-
-    def compose_services(self, profile: Profile, plane: str, values: Values) -> dict[str, dict[str, Any]]:
-        return overlay.compose_services(profile, plane, values)
 
     def plaintext_tap(self, plane: str, values: Values) -> dict[str, str]:
         return overlay.plaintext_tap(plane, values)
@@ -66,9 +48,6 @@ class Dtls(FolderOverlay):
     def packet_overhead(self, profile: Profile, inner: int, pcap: Path | wire.Export | None = None) -> int | None:
         version, cipher = profile.params.get("version"), profile.params.get("cipher")
         return overhead.dtls_record_overhead(version, cipher) if version and cipher else 0
-
-    def analytic_overheads(self, profiles: list[Profile], sizes: tuple[int, ...]) -> list[dict[str, object]]:
-        return overhead.analytic_rows(profiles, sizes)
 
     def handshakes(self, pcap: Path | wire.Export, plane: str, values: Values) -> wire.Handshakes | None:
         lk = overlay.links(values).get(plane)

@@ -269,15 +269,21 @@ def strongswan_conf(datapath: str) -> str:
     ]) + "\n"
 
 
-def nftables_conf(plane: str, values: dict[str, Any], node: str | None = None) -> str:
-    """Fail-closed filter: to/from the planes' subnets (those `node` is on, if given) only IKE
-    and ESP, or packets that the kernel protects (rt ipsec exists / meta ipsec exists), or
-    libipsec's TUN (ipsec0)."""
+def _guarded_subnets(plane: str, values: dict[str, Any], node: str | None) -> str:
+    """The nftables set of the planes' subnets the fail-closed filter guards (those `node` is on,
+    if given): one subnet, or `{ a, b }`."""
     nets = [network(p) for p in _split(plane)]
     if node is not None:
         nets = [n for n in nets if n in (values["nodes"][node].get("networks") or {})]
     subnets = [str(values["networks"][n]["subnet"]) for n in dict.fromkeys(nets)]
-    subnet = subnets[0] if len(subnets) == 1 else "{ " + ", ".join(subnets) + " }"
+    return subnets[0] if len(subnets) == 1 else "{ " + ", ".join(subnets) + " }"
+
+
+def nftables_conf(plane: str, values: dict[str, Any], node: str | None = None) -> str:
+    """Fail-closed filter: to/from the planes' subnets (those `node` is on, if given) only IKE
+    and ESP, or packets that the kernel protects (rt ipsec exists / meta ipsec exists), or
+    libipsec's TUN (ipsec0)."""
+    subnet = _guarded_subnets(plane, values, node)
     return "\n".join([
         f"# rendered by ipsec/overlay.py: nothing of the plane(s) {plane} leaves or enters in plaintext",
         "table inet testbed_ipsec",
@@ -320,11 +326,7 @@ def nftables_egress_rules(plane: str, values: dict[str, Any], node: str | None =
     for libipsec's TUN (ipsec0) never reaches these devices. ipsec/entrypoint.sh wraps the rules in
     one chain per device of the namespace (lo apart) and removes nftables.conf's postrouting drop
     once they are in; a kernel without the egress hook keeps that one (fail-closed, with EPERM)."""
-    nets = [network(p) for p in _split(plane)]
-    if node is not None:
-        nets = [n for n in nets if n in (values["nodes"][node].get("networks") or {})]
-    subnets = [str(values["networks"][n]["subnet"]) for n in dict.fromkeys(nets)]
-    subnet = subnets[0] if len(subnets) == 1 else "{ " + ", ".join(subnets) + " }"
+    subnet = _guarded_subnets(plane, values, node)
     return "\n".join([
         "meta protocol != ip accept",
         f"ip daddr != {subnet} accept",

@@ -4,38 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
-from ipsec import catalogue, datapath, keylog, keys, overhead, overlay, run_checks
+from ipsec import datapath, keylog, overhead, overlay, run_checks
 from testbed import wire
 from testbed.contract import Decryption, DoctorNotes, FolderOverlay, KeySource, RunCheck, Values
 from testbed.profiles import Profile
 
 
 class Ipsec(FolderOverlay):
-    name: ClassVar[str] = "ipsec"
-    catalogue_module: ClassVar[Any] = catalogue
-    overlay_module: ClassVar[Any] = overlay
-    keys_module: ClassVar[Any] = keys
-    summary: ClassVar[str] = "strongSwan IKEv2 + ESP tunnel mode, 6 ESP proposals x cert/PSK x 4 modes"
-    label: ClassVar[str] = "IPsec"
-    colour: ClassVar[str] = "#1f77b4"
-    entrypoint: ClassVar[str | None] = "entrypoint.sh"
-    datapaths: ClassVar[tuple[str, ...]] = ("kernel", "libipsec")
-    userspace_datapaths: ClassVar[frozenset[str]] = frozenset({"libipsec"})
-    datapath_variable: ClassVar[str | None] = "IPSEC_DATAPATH"
-    wire_filter: ClassVar[str] = "esp || isakmp || udpencap"
-    decode_as: ClassVar[tuple[str, ...]] = tuple(overlay.NO_ESP_NULL_HEURISTIC)
-    daemons: ClassVar[tuple[str, ...]] = ("charon",)
-    state_command: ClassVar[tuple[str, ...]] = ("swanctl", "--list-sas")
-    lab_tools: ClassVar[tuple[str, ...]] = ("swanctl",)
-    rehandshake: ClassVar[str | None] = "rehandshake.sh"
-
-    def nf_environment(self, node: str, profile: Profile, values: Values) -> dict[str, str]:
-        return overlay.nf_environment(node, profile, values)
-
-    def compose_env(self, profile: Profile, plane: str, values: Values) -> dict[str, str]:
-        return overlay.compose_env(profile, plane, values)
+    decode_as = tuple(overlay.NO_ESP_NULL_HEURISTIC)
 
     def compose_services(self, profile: Profile, plane: str, values: Values) -> dict[str, dict[str, Any]]:
         return overlay.compose_services(profile, plane, values, self.userspace_possible(values))
@@ -88,21 +66,9 @@ class Ipsec(FolderOverlay):
     def packet_overhead(self, profile: Profile, inner: int, pcap: Path | wire.Export | None = None) -> int | None:
         return overhead.packet_overhead(profile, inner, pcap)
 
-    def analytic_overheads(self, profiles: list[Profile], sizes: tuple[int, ...]) -> list[dict[str, object]]:
-        return overhead.analytic_rows(profiles, sizes)
-
-    def handshakes(self, pcap: Path | wire.Export, plane: str, values: Values) -> wire.Handshakes | None:
-        return overhead.handshakes(pcap)
-
     def handshake_records(self, pcap: Path, profile: Profile) -> list[dict[str, Any]]:
         from ipsec import ike_sas
         return [sa.record() for sa in ike_sas.read(pcap) if sa.complete]
-
-    def protected_lengths(self, pcap: Path | wire.Export, src: str | None = None) -> list[int]:
-        return overhead.protected_lengths(pcap, src)
-
-    def wire_fields(self, plane: str, values: Values) -> wire.Fields:
-        return overhead.FIELDS
 
     def classical_reference(self, profile: Profile) -> str | None:
         ref = profile.params.get("classical_reference")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
-from macsec import catalogue, keys, overhead, overlay, run_checks, verdict
+from macsec import overhead, overlay, run_checks, verdict
 from macsec import datapath as probes
 from testbed import programs, wire
 from testbed.contract import DoctorNotes, FolderOverlay, RunCheck, Values
@@ -15,19 +15,6 @@ from testbed.verdict import Verdict
 
 
 class Macsec(FolderOverlay):
-    name: ClassVar[str] = "macsec"
-    catalogue_module: ClassVar[Any] = catalogue
-    overlay_module: ClassVar[Any] = overlay
-    keys_module: ClassVar[Any] = keys
-    summary: ClassVar[str] = "IEEE 802.1AE on the N3 link: Linux macsec links, GCM-AES-128/256 (+XPN), static SAKs"
-    label: ClassVar[str] = "MACsec"
-    colour: ClassVar[str] = "#8c564b"
-    entrypoint: ClassVar[str | None] = "entrypoint.sh"
-    datapaths: ClassVar[tuple[str, ...]] = ("kernel",)
-    wire_filter: ClassVar[str] = "macsec || mka"
-    state_command: ClassVar[tuple[str, ...]] = ("ip", "-s", "macsec", "show")
-    lab_tools: ClassVar[tuple[str, ...]] = ("nft",)
-
     def compose_services(self, profile: Profile, plane: str, values: Values) -> dict[str, dict[str, Any]]:
         return overlay.compose_services(plane, values)
 
@@ -68,9 +55,6 @@ class Macsec(FolderOverlay):
 
     def packet_overhead(self, profile: Profile, inner: int, pcap: Path | wire.Export | None = None) -> int | None:
         return overhead.packet_overhead(profile, inner)
-
-    def analytic_overheads(self, profiles: list[Profile], sizes: tuple[int, ...]) -> list[dict[str, object]]:
-        return overhead.analytic_rows(profiles, sizes)
 
     # MACsec counts frames with its own display-filter pass (macsec/overhead.py): given the shared
     # export of a capture (testbed/wire.py Export) it reads the capture the export came from

@@ -11,20 +11,30 @@ Four kinds plug into the core, each registered by one line in testbed/registry.p
 - engine    a security-function engine (Suricata, Snort 3, the NFQUEUE pass-through).
 
 The core (profiles, render, manifest, validity, keys, datapath, analysis, the bash drivers)
-calls only these methods and never tests a plug-in's name. A method a plug-in does not
+calls only these methods and never tests a plug-in's name. What a plug-in declares (its name,
+summary and the facts below typed as class attributes) is data: its folder's plugin.yaml, one
+entry per class, read into the class when it is defined (Plugin.__init_subclass__); the
+plug-in class keeps its behaviour. A method a plug-in does not
 override does nothing: it returns an empty result, and the core treats that as "not
 concerned". Every hook says when it is called and what it returns.
 """
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import inspect
 import shutil
+import sys
+import types
+import typing
 from collections.abc import Mapping
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from testbed import wire
+import yaml
+
+from testbed import ROOT, wire
 from testbed.verdict import Verdict
 from testbed.wire import Handshakes
 
@@ -40,7 +50,99 @@ Manifest = Mapping[str, Any]
 """A run's manifest.json as testbed/manifest.py loads it."""
 
 KINDS = ("overlay", "ran", "dimension", "engine")
+DECLARATIONS = "plugin.yaml"
+"""The file, in a plug-in's folder, holding its declared values: {class name: {attribute: value}}."""
 _KERNEL_OFFERS: dict[str, bool] = {}      # overlay -> its kernel probe's answer, once per process
+
+
+class DeclarationError(ValueError):
+    """A plug-in folder's plugin.yaml is malformed; the message names the file and the key."""
+
+
+def _shown(path: Path) -> str:
+    return path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else str(path)
+
+
+@lru_cache(maxsize=None)
+def _declarations_file(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise DeclarationError(f"{_shown(path)}: cannot read it: {exc}") from None
+    if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
+        raise DeclarationError(f"{_shown(path)}: must map each plug-in class name to its declared values")
+    return data
+
+
+def _base(cls: type) -> type:
+    """The contract's class `cls` derives from (OverlayPlugin, FolderOverlay, RanPlugin ...)."""
+    return next(b for b in cls.__mro__ if b.__module__ == __name__)
+
+
+def _declarable(cls: type) -> dict[str, Any]:
+    """What a plugin.yaml may set for `cls`: every class attribute its contract base declares
+    (ClassVar[T] -> T), but its kind."""
+    hints = typing.get_type_hints(_base(cls))
+    return {k: typing.get_args(h)[0] for k, h in hints.items()
+            if typing.get_origin(h) is ClassVar and k != "kind"}
+
+
+def _type_name(hint: Any) -> str:
+    return hint.__name__ if typing.get_origin(hint) is None and hasattr(hint, "__name__") else str(hint)
+
+
+def _typed(hint: Any, value: Any, where: str) -> Any:
+    """`value` as YAML gave it, checked against its declared type (str, bool, int, X | None,
+    tuple[X, ...], frozenset[X], dict[X, Y]: lists for the tuples and sets) and converted to it."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        inner = [a for a in args if a is not type(None)]
+        if len(inner) == 1:
+            return _typed(inner[0], value, where)
+    elif origin in (tuple, frozenset) and isinstance(value, list):
+        items = [_typed(args[0], v, f"{where}[{i}]") for i, v in enumerate(value)]
+        return tuple(items) if origin is tuple else frozenset(items)
+    elif origin is dict and isinstance(value, dict):
+        return {_typed(args[0], k, where): _typed(args[1], v, f"{where}.{k}") for k, v in value.items()}
+    elif hint in (str, bool, int) and type(value) is hint:
+        return value
+    raise DeclarationError(f"{where} must be {_type_name(hint)} (a list for a tuple or set), not {value!r}")
+
+
+def _declared(cls: type) -> dict[str, Any]:
+    """The values the folder's plugin.yaml declares for `cls`, typed; {} without the file."""
+    try:
+        path = Path(inspect.getfile(cls)).resolve().parent / DECLARATIONS
+    except TypeError:                        # a class without a source file (defined at run time)
+        return {}
+    if not path.is_file():
+        return {}
+    entries = _declarations_file(path)
+    if cls.__name__ not in entries:
+        raise DeclarationError(f"{_shown(path)}: no entry for class {cls.__name__} "
+                               f"(entries: {', '.join(entries) or 'none'})")
+    allowed = _declarable(cls)
+    out: dict[str, Any] = {}
+    for key, value in entries[cls.__name__].items():
+        where = f"{_shown(path)}: {cls.__name__}.{key}"
+        if key not in allowed:
+            raise DeclarationError(f"{where}: not a declared value of a {_base(cls).__name__} "
+                                   f"(testbed/contract.py: {', '.join(sorted(allowed))})")
+        if key in vars(cls):
+            raise DeclarationError(f"{where}: {cls.__name__} sets it in its code too; declare it once")
+        out[key] = _typed(allowed[key], value, where)
+    return out
+
+
+@lru_cache(maxsize=None)
+def _folder_module(defining: str, name: str) -> Any:
+    """The module `name` beside the module `defining` (<its folder>/<name>.py), None without one."""
+    package = defining.rpartition(".")[0]
+    if not (Path(inspect.getfile(sys.modules[defining])).resolve().parent / f"{name}.py").is_file():
+        return None
+    return importlib.import_module(f"{package}.{name}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,11 +191,31 @@ class RunCheck:
 
 
 class Plugin:
-    """What every plug-in is: a kind, a name, a folder and a one-line summary."""
+    """What every plug-in is: a kind, a name, a folder and a one-line summary.
+
+    Every class attribute typed here and in the bases below (but `kind`) is declared as data in
+    the folder's plugin.yaml, under the class's name; a value derived from the folder's code
+    (`decode_as` built from a port constant) may instead be assigned in the class, never both."""
 
     kind: ClassVar[str] = ""
     name: ClassVar[str] = ""
     summary: ClassVar[str] = ""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for key, value in _declared(cls).items():
+            setattr(cls, key, value)
+
+    def _module(self, name: str) -> Any:
+        """The folder's module `name` (catalogue, overlay, keys, services, engine), imported on first
+        use; None where the folder has none. The hooks of FolderOverlay, RanPlugin and EnginePlugin
+        call the usual modules through it, so no plug-in class names them."""
+        return _folder_module(type(self).__module__, name)
+
+    def _call(self, module: str, function: str, *args: Any) -> Any:
+        """`function(*args)` of the folder's module `module`; None where either is missing."""
+        found = getattr(self._module(module), function, None)
+        return None if found is None else found(*args)
 
     @property
     def folder(self) -> Path:
@@ -104,6 +226,11 @@ class Plugin:
         """Called by the contract test and `python -m testbed plugins --check`: what is wrong
         with the plug-in's own files (missing README, entrypoint ...); empty when nothing is."""
         out = [] if (self.folder / "README.md").is_file() else [f"{self.folder}: no README.md"]
+        declarations = self.folder / DECLARATIONS
+        if declarations.is_file():      # an entry for a class the module lacks would never be read
+            module = sys.modules[type(self).__module__]
+            out += [f"{_shown(declarations)}: {k}: no such class in {module.__name__}"
+                    for k in _declarations_file(declarations) if not isinstance(getattr(module, k, None), type)]
         return out + ([] if self.name and self.summary else [f"{type(self).__name__}: name or summary unset"])
 
 
@@ -371,37 +498,65 @@ class FolderOverlay(OverlayPlugin):
     docs/contracts.md): `catalogue.py` with expand(section), `overlay.py` with endpoints(plane,
     values), render(profile, plane, values, keys_dir, out_dir, nodes), host_needs(profile, plane)
     and verify_capture(pcap, profile, plane, values), and optionally `keys.py` with ensure(root,
-    nodes). The plug-in names its modules once; these hooks call them, so a plug-in class holds
-    only what differs (one place per protocol, not one adapter method per hook and protocol). A
-    plug-in whose module differs overrides that hook."""
-    catalogue_module: ClassVar[Any] = None
-    overlay_module: ClassVar[Any] = None
-    keys_module: ClassVar[Any] = None
+    nodes). These hooks call the modules the folder keeps (Plugin._module), so a plug-in class
+    holds only what differs (one place per protocol, not one adapter method per hook and
+    protocol). A plug-in whose module differs overrides that hook."""
 
     def expand(self, section: Mapping[str, Any], all_planes: tuple[str, ...]) -> list[Profile]:
-        found: list[Profile] = self.catalogue_module.expand(section)
+        found: list[Profile] = self._module("catalogue").expand(section)
         return found
 
     def endpoints(self, plane: str, values: Values) -> list[str]:
-        nodes: list[str] = self.overlay_module.endpoints(plane, values)
+        nodes: list[str] = self._module("overlay").endpoints(plane, values)
         return nodes
 
     def render(self, profile: Profile, plane: str, values: Values, keys_dir: Path, out_dir: Path,
                nodes: list[str] | None = None) -> dict[str, Path]:
-        written: dict[str, Path] = self.overlay_module.render(profile, plane, values, keys_dir, out_dir, nodes)
+        written: dict[str, Path] = self._module("overlay").render(profile, plane, values, keys_dir, out_dir, nodes)
         return written
 
     def host_needs(self, profile: Profile, plane: str) -> list[str]:
-        needs: list[str] = self.overlay_module.host_needs(profile, plane)
+        needs: list[str] = self._module("overlay").host_needs(profile, plane)
         return needs
 
     def ensure_keys(self, root: Path, nodes: list[str], values: Values) -> None:
-        if self.keys_module is not None:
-            self.keys_module.ensure(root, nodes)
+        keys = self._module("keys")
+        if keys is not None:
+            keys.ensure(root, nodes)
 
     def verify_capture(self, pcap: Path, profile: Profile, plane: str, values: Values) -> Verdict:
-        verdict: Verdict = self.overlay_module.verify_capture(pcap, profile, plane, values)
+        verdict: Verdict = self._module("overlay").verify_capture(pcap, profile, plane, values)
         return verdict
+
+    # where the folder's overlay.py has nf_config_overrides, nf_environment, compose_env or
+    # compose_services (node/profile, plane, values), and its overhead.py analytic_rows(profiles,
+    # sizes), FIELDS, handshakes(pcap) or protected_lengths(pcap, src), these hooks answer with them
+
+    def nf_config_overrides(self, node: str, profile: Profile, values: Values) -> dict[str, Any]:
+        return dict(self._call("overlay", "nf_config_overrides", node, profile, values) or {})
+
+    def nf_environment(self, node: str, profile: Profile, values: Values) -> dict[str, str]:
+        return dict(self._call("overlay", "nf_environment", node, profile, values) or {})
+
+    def compose_env(self, profile: Profile, plane: str, values: Values) -> dict[str, str]:
+        return dict(self._call("overlay", "compose_env", profile, plane, values) or {})
+
+    def compose_services(self, profile: Profile, plane: str, values: Values) -> dict[str, dict[str, Any]]:
+        return dict(self._call("overlay", "compose_services", profile, plane, values) or {})
+
+    def analytic_overheads(self, profiles: list[Profile], sizes: tuple[int, ...]) -> list[dict[str, object]]:
+        return list(self._call("overhead", "analytic_rows", profiles, sizes) or [])
+
+    def wire_fields(self, plane: str, values: Values) -> wire.Fields:
+        fields: wire.Fields = getattr(self._module("overhead"), "FIELDS", wire.Fields())
+        return fields
+
+    def handshakes(self, pcap: Path | wire.Export, plane: str, values: Values) -> Handshakes | None:
+        found: Handshakes | None = self._call("overhead", "handshakes", pcap)
+        return found
+
+    def protected_lengths(self, pcap: Path | wire.Export, src: str | None = None) -> list[int]:
+        return list(self._call("overhead", "protected_lengths", pcap, src) or [])
 
 
 # ----------------------------------------------------------------------------------------- RAN
@@ -428,21 +583,22 @@ class RanPlugin(Plugin):
     RAN_UE_TUN, RAN_UE_SESSION_LOG, RAN_SCALE."""
 
     kind: ClassVar[str] = "ran"
-    services_module: ClassVar[Any] = None
-    """The folder\'s services.py (render, compose, compose_env, plan, images, each given the variant\'s
-    name), which the hooks below call; None: nothing of the kind (or the plug-in overrides them)."""
     planes: ClassVar[tuple[str, ...]] = ()
     """Planes only this variant has (the split RAN's f1c, f1u, e1)."""
     pinned_key: ClassVar[str] = ""
     """Its key in nf-configs/stack.yaml holding the version its image pins (ueransim_version)."""
 
+    # The hooks below call the folder's services.py (nodes, env_nodes, render, compose,
+    # compose_env, plan, images, each given the variant's name); a folder without one has nothing
+    # of the kind (or its plug-in overrides them).
+
     def nodes(self, values: Values) -> list[str]:
         """The stack.yaml nodes it runs."""
-        return []
+        return list(self._call("services", "nodes", self.name, values) or [])
 
     def env_nodes(self) -> list[str]:
         """Its program containers that get an env/<node>.env."""
-        return []
+        return list(self._call("services", "env_nodes", self.name) or [])
 
     def check_options(self, uu: str | None, values: Values) -> None:
         """Called once per render before anything is written: testbed.ran.RanError (a usage error)
@@ -450,38 +606,23 @@ class RanPlugin(Plugin):
 
     def render(self, ctx: RanContext) -> list[Path]:
         """Called by render: its configs under ctx.out_dir; returns the files written."""
-        if self.services_module is None:
-            return []
-        out: list[Path] = self.services_module.render(self.name, ctx)
-        return out
+        return list(self._call("services", "render", self.name, ctx) or [])
 
     def compose(self, values: Values) -> dict[str, Any]:
         """Its Compose services (+ networks), rendered into <render dir>/compose/ran.yaml."""
-        if self.services_module is None:
-            return {}
-        out: dict[str, Any] = self.services_module.compose(self.name, values)
-        return out
+        return dict(self._call("services", "compose", self.name, values) or {})
 
     def compose_env(self, values: Values) -> dict[str, str]:
         """Its variables for compose.env (the RAN_* set)."""
-        if self.services_module is None:
-            return {}
-        out: dict[str, str] = self.services_module.compose_env(self.name, values)
-        return out
+        return dict(self._call("services", "compose_env", self.name, values) or {})
 
     def plan(self, values: Values) -> list[str]:
         """Lines for plan.txt."""
-        if self.services_module is None:
-            return []
-        out: list[str] = self.services_module.plan(self.name, values)
-        return out
+        return list(self._call("services", "plan", self.name, values) or [])
 
     def images(self) -> list[str]:
         """The image variables it runs (UERANSIM_IMAGE ...)."""
-        if self.services_module is None:
-            return []
-        out: list[str] = self.services_module.images(self.name)
-        return out
+        return list(self._call("services", "images", self.name) or [])
 
     def image_versions(self) -> dict[str, tuple[str, str]]:
         """{manifest key: (image, key in its contents file)} of its programs (the UE's ping and
@@ -551,29 +692,33 @@ class EnginePlugin(Plugin):
     program: ClassVar[str] = ""
     """Its executable in its image (PATH); the modes it runs are catalogue data (profiles.yaml
     secfn.engines)."""
-    engine_module: ClassVar[Any] = None
-    """The folder's engine.py, whose render(sf, cfg_dir, ...) and counters(log_dir) the hooks below
-    call (one place per engine instead of an adapter method per hook and engine); None: the
-    plug-in overrides them."""
+
+    # The hooks below call the folder's engine.py: check(sf) where it has one, render(sf, cfg_dir,
+    # ...) and counters(log_dir) (one place per engine instead of an adapter method per hook and
+    # engine); a plug-in whose folder has none overrides them.
 
     def check(self, sf: Secfn) -> str | None:
         """Called when a function is resolved: a setting it cannot honour, or None."""
-        return None
+        engine = self._module("engine")
+        found: str | None = engine.check(sf) if hasattr(engine, "check") else None
+        return found
 
     def render(self, sf: Secfn, cfg_dir: Path, *, config_at: Path, log_at: Path, iface: str,
                home_net: str, program: str) -> Launch:
         """Write its configuration (rules included) into cfg_dir; return how to launch it."""
-        if self.engine_module is None:
+        engine = self._module("engine")
+        if engine is None:
             raise NotImplementedError(f"engine {self.name} has no render")
-        launch: Launch = self.engine_module.render(sf, cfg_dir, config_at=config_at, log_at=log_at, iface=iface,
-                                                   home_net=home_net, program=program)
+        launch: Launch = engine.render(sf, cfg_dir, config_at=config_at, log_at=log_at, iface=iface,
+                                       home_net=home_net, program=program)
         return launch
 
     def counters(self, log_dir: Path) -> Counters:
         """What it says it did, from its own output after it stopped."""
-        if self.engine_module is None:
+        engine = self._module("engine")
+        if engine is None:
             raise NotImplementedError(f"engine {self.name} has no counters")
-        counted: Counters = self.engine_module.counters(log_dir)
+        counted: Counters = engine.counters(log_dir)
         return counted
 
     def host_program(self, work_dir: Path) -> tuple[str, str]:

@@ -4,40 +4,19 @@ this folder (README.md)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from testbed import wire
 from testbed.contract import Decryption, FolderOverlay, KeySource, Values
 from testbed.profiles import Profile
 from testbed.verdict import Verdict
-from tls import catalogue, overhead, overlay, verify
+from tls import overhead, overlay, verify
 
 
 class Tls(FolderOverlay):
-    name: ClassVar[str] = "tls"
-    catalogue_module: ClassVar[Any] = catalogue
-    overlay_module: ClassVar[Any] = overlay
-    summary: ClassVar[str] = "https between the Open5GS NFs on the SBI, TLS 1.2/1.3, 18 suites (ECDSA/RSA), post-quantum groups and ML-DSA"
-    label: ClassVar[str] = "TLS"
-    colour: ClassVar[str] = "#2ca02c"
-    rehandshake: ClassVar[str | None] = "rehandshake.sh"
-    bench_responder: ClassVar[str | None] = "bench-server.sh"
-
     def render(self, profile: Profile, plane: str, values: Values, keys_dir: Path, out_dir: Path,
                nodes: list[str] | None = None) -> dict[str, Path]:
         return overlay.render(profile, plane, values, keys_dir, out_dir)
-
-    def nf_config_overrides(self, node: str, profile: Profile, values: Values) -> dict[str, Any]:
-        return overlay.nf_config_overrides(node, profile, values)
-
-    def nf_environment(self, node: str, profile: Profile, values: Values) -> dict[str, str]:
-        return overlay.nf_environment(node, profile, values)
-
-    def compose_env(self, profile: Profile, plane: str, values: Values) -> dict[str, str]:
-        return overlay.compose_env(profile, plane, values)
-
-    def compose_services(self, profile: Profile, plane: str, values: Values) -> dict[str, dict[str, Any]]:
-        return overlay.compose_services(profile, plane, values)
 
     def host_needs(self, profile: Profile, plane: str) -> list[str]:
         return overlay.host_needs(profile, plane)
@@ -62,14 +41,8 @@ class Tls(FolderOverlay):
     def packet_overhead(self, profile: Profile, inner: int, pcap: Path | wire.Export | None = None) -> int | None:
         return overhead.tls_record_overhead(profile.params["version"], profile.params["cipher"])
 
-    def analytic_overheads(self, profiles: list[Profile], sizes: tuple[int, ...]) -> list[dict[str, object]]:
-        return overhead.analytic_rows(profiles, sizes)
-
     def handshakes(self, pcap: Path | wire.Export, plane: str, values: Values) -> wire.Handshakes | None:
         return overhead.tls_handshake(pcap)
-
-    def wire_fields(self, plane: str, values: Values) -> wire.Fields:
-        return overhead.FIELDS
 
     def handshake_records(self, pcap: Path, profile: Profile) -> list[dict[str, Any]]:
         from tls import handshakes

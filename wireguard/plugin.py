@@ -4,32 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from testbed import programs, wire
 from testbed.contract import Decryption, DoctorNotes, FolderOverlay, RunCheck, Values
 from testbed.profiles import Profile
-from wireguard import catalogue, datapath, keys, overhead, overlay, rosenpass, run_checks
+from wireguard import datapath, keys, overhead, overlay, rosenpass, run_checks
 
 
 class WireGuard(FolderOverlay):
-    name: ClassVar[str] = "wireguard"
-    catalogue_module: ClassVar[Any] = catalogue
-    overlay_module: ClassVar[Any] = overlay
-    keys_module: ClassVar[Any] = keys
-    summary: ClassVar[str] = "WireGuard (Noise_IKpsk2, ChaCha20-Poly1305), kernel or wireguard-go; Rosenpass post-quantum PSK"
-    label: ClassVar[str] = "WireGuard"
-    colour: ClassVar[str] = "#d62728"
-    entrypoint: ClassVar[str | None] = "entrypoint.sh"
-    datapaths: ClassVar[tuple[str, ...]] = ("kernel", "wireguard-go")
-    userspace_datapaths: ClassVar[frozenset[str]] = frozenset({"wireguard-go"})
-    datapath_variable: ClassVar[str | None] = "WIREGUARD_DATAPATH"
-    wire_filter: ClassVar[str] = "wg"
-    decode_as: ClassVar[tuple[str, ...]] = ("-d", f"udp.port=={overlay.LISTEN_PORT},wg")
-    daemons: ClassVar[tuple[str, ...]] = ("wireguard-go", "rosenpass")
-    state_command: ClassVar[tuple[str, ...]] = ("wg", "show")
-    lab_tools: ClassVar[tuple[str, ...]] = ("wg",)
-    rehandshake: ClassVar[str | None] = "rehandshake.sh"
+    decode_as = ("-d", f"udp.port=={overlay.LISTEN_PORT},wg")
 
     def compose_services(self, profile: Profile, plane: str, values: Values) -> dict[str, dict[str, Any]]:
         return overlay.compose_services(profile, plane, values, self.userspace_possible(values))
@@ -83,21 +67,9 @@ class WireGuard(FolderOverlay):
     def packet_overhead(self, profile: Profile, inner: int, pcap: Path | wire.Export | None = None) -> int | None:
         return overhead.wireguard_overhead(inner)
 
-    def analytic_overheads(self, profiles: list[Profile], sizes: tuple[int, ...]) -> list[dict[str, object]]:
-        return overhead.analytic_rows(profiles, sizes)
-
-    def handshakes(self, pcap: Path | wire.Export, plane: str, values: Values) -> wire.Handshakes | None:
-        return overhead.handshakes(pcap)
-
     def handshake_records(self, pcap: Path, profile: Profile) -> list[dict[str, Any]]:
         rows: list[dict[str, Any]] = list(overhead.handshake_records(pcap))
         return rows + (rosenpass.records(pcap) if profile.params.get("rosenpass") else [])
-
-    def protected_lengths(self, pcap: Path | wire.Export, src: str | None = None) -> list[int]:
-        return overhead.protected_lengths(pcap, src)
-
-    def wire_fields(self, plane: str, values: Values) -> wire.Fields:
-        return overhead.FIELDS
 
     def classical_reference(self, profile: Profile) -> str | None:
         return "wireguard" if profile.params.get("rosenpass") else None

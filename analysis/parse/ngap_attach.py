@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from analysis.parse.tshark import epoch_ns_text, ns_epoch_text, tshark_records
+from analysis.parse.tshark import epoch_ns_text, field_values, last_value, ns_epoch_text, tshark_records
 
 if TYPE_CHECKING:      # pandas only where a frame is asked for: `attach-times` runs without it
     import pandas as pd
@@ -87,18 +87,6 @@ class _Event:
     msin: str
 
 
-def _split(value: str) -> list[str]:
-    return [v for v in value.split(",") if v != ""] if value else []
-
-
-def _last(*values: str) -> str:
-    for v in values:
-        parts = _split(v)
-        if parts:
-            return parts[-1]
-    return ""
-
-
 def align_ids(codes: list[int], ids: list[str], frame: str,
               always: frozenset[int] = ALWAYS_RAN_ID) -> list[str]:
     """One UE id per PDU ('' where the PDU has none); ``always``: the procedure codes whose
@@ -127,14 +115,14 @@ def _events(records: Iterable[Sequence[str]], mode: str) -> list[_Event]:
         rec = dict(zip(FIELDS, row))
         t = epoch_ns_text(rec["frame.time_epoch"])
         frame = rec["frame.number"]
-        codes = [int(c) for c in _split(rec["ngap.procedureCode"])]
-        rans = align_ids(codes, _split(rec["ngap.RAN_UE_NGAP_ID"]), frame)
-        amfs = _split(rec["ngap.AMF_UE_NGAP_ID"])
-        mm = _split(rec["nas_5gs.mm.message_type"])
-        sm = _split(rec["nas_5gs.sm.message_type"])
-        src = f"{_last(rec['ip.src'], rec['ipv6.src'])}:{_last(rec['sctp.srcport'])}"
-        dst = f"{_last(rec['ip.dst'], rec['ipv6.dst'])}:{_last(rec['sctp.dstport'])}"
-        msins = _split(rec["nas_5gs.mm.suci.msin"])
+        codes = [int(c) for c in field_values(rec["ngap.procedureCode"])]
+        rans = align_ids(codes, field_values(rec["ngap.RAN_UE_NGAP_ID"]), frame)
+        amfs = field_values(rec["ngap.AMF_UE_NGAP_ID"])
+        mm = field_values(rec["nas_5gs.mm.message_type"])
+        sm = field_values(rec["nas_5gs.sm.message_type"])
+        src = f"{last_value(rec['ip.src'], rec['ipv6.src'])}:{last_value(rec['sctp.srcport'])}"
+        dst = f"{last_value(rec['ip.dst'], rec['ipv6.dst'])}:{last_value(rec['sctp.dstport'])}"
+        msins = field_values(rec["nas_5gs.mm.suci.msin"])
         nas_decoded = bool(mm or sm)
         use_nas = mode == "nas" or (mode == "auto" and nas_decoded)
         if rec["ngap.InitialUEMessage_element"]:

@@ -27,7 +27,7 @@ from typing import Any
 
 from analysis import cache
 from analysis.parse.ngap_attach import align_ids
-from analysis.parse.tshark import epoch_ns_text, ns_epoch_text, tshark_records
+from analysis.parse.tshark import epoch_ns_text, field_values, last_value, ns_epoch_text, tshark_records
 
 log = logging.getLogger(__name__)
 
@@ -59,18 +59,6 @@ def name(code: int) -> str:
     return NAMES.get(code, f"procedure-{code}")
 
 
-def _split(value: str) -> list[str]:
-    return [v for v in value.split(",") if v != ""] if value else []
-
-
-def _last(*values: str) -> str:
-    for v in values:
-        parts = _split(v)
-        if parts:
-            return parts[-1]
-    return ""
-
-
 def _messages(records: Iterable[Sequence[str]]) -> list[dict[str, Any]]:
     """One entry per NGAP PDU: time, frame, kind, code, UE key, direction (uplink = to the AMF)."""
     out = []
@@ -78,16 +66,16 @@ def _messages(records: Iterable[Sequence[str]]) -> list[dict[str, Any]]:
     for raw in records:
         rec = dict(zip(FIELDS, raw))
         frame = rec["frame.number"]
-        codes = [int(c) for c in _split(rec["ngap.procedureCode"])]
-        kinds = [int(k) for k in _split(rec["ngap.NGAP_PDU"])]
+        codes = [int(c) for c in field_values(rec["ngap.procedureCode"])]
+        kinds = [int(k) for k in field_values(rec["ngap.NGAP_PDU"])]
         if len(kinds) != len(codes):
             log.debug("frame %s: %d PDU kinds for %d procedure codes; skipped", frame, len(kinds), len(codes))
             continue
-        rans = align_ids(codes, _split(rec["ngap.RAN_UE_NGAP_ID"]), frame)
-        amfs = align_ids(codes, _split(rec["ngap.AMF_UE_NGAP_ID"]), frame,
+        rans = align_ids(codes, field_values(rec["ngap.RAN_UE_NGAP_ID"]), frame)
+        amfs = align_ids(codes, field_values(rec["ngap.AMF_UE_NGAP_ID"]), frame,
                          frozenset(c for c in codes if c not in (15, *NON_UE)))
-        src = f"{_last(rec['ip.src'], rec['ipv6.src'])}:{_last(rec['sctp.srcport'])}"
-        dst = f"{_last(rec['ip.dst'], rec['ipv6.dst'])}:{_last(rec['sctp.dstport'])}"
+        src = f"{last_value(rec['ip.src'], rec['ipv6.src'])}:{last_value(rec['sctp.srcport'])}"
+        dst = f"{last_value(rec['ip.dst'], rec['ipv6.dst'])}:{last_value(rec['sctp.dstport'])}"
         ns = epoch_ns_text(rec["frame.time_epoch"])
         for code, kind, ran, amf in zip(codes, kinds, rans, amfs):
             if code in GNB_INITIATED or code in AMF_INITIATED:

@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from analysis.parse.ngap_attach import ALWAYS_RAN_ID, align_ids
-from analysis.parse.tshark import TsharkError, epoch_ns_text, tshark_records
+from analysis.parse.tshark import TsharkError, epoch_ns_text, field_values, tshark_records
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -111,10 +111,6 @@ class _Row:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def _split(value: str) -> list[str]:
-    return [v for v in value.split(",") if v != ""] if value else []
-
-
 def datetime_us(epoch: str) -> int:
     """Epoch text -> whole microseconds exactly as ``datetime.fromtimestamp(float(text))`` gets
     them (float64 first, the fraction rounded half to even): how the RWTH tool's values were made."""
@@ -134,16 +130,16 @@ def events_from_records(records: Iterable[Sequence[str]], file: str = "") -> lis
                 ("ngap", ALWAYS_RAN_ID, "ngap.RAN_UE_NGAP_ID", "ngap.AMF_UE_NGAP_ID"),
                 ("f1ap", ALWAYS_CU_ID["f1ap"], "f1ap.GNB_CU_UE_F1AP_ID", "f1ap.GNB_DU_UE_F1AP_ID"),
                 ("e1ap", ALWAYS_CU_ID["e1ap"], "e1ap.GNB_CU_CP_UE_E1AP_ID", "e1ap.GNB_CU_UP_UE_E1AP_ID")):
-            codes = [int(c) for c in _split(rec[f"{proto}.procedureCode"])]
+            codes = [int(c) for c in field_values(rec[f"{proto}.procedureCode"])]
             if not codes:
                 continue
-            pdus = [int(p) for p in _split(rec[f"{proto}.{proto.upper()}_PDU"])]
+            pdus = [int(p) for p in field_values(rec[f"{proto}.{proto.upper()}_PDU"])]
             if len(pdus) != len(codes):
                 log.warning("%s frame %d: %d %s PDUs but %d PDU types; frame left out",
                             file, frame, len(codes), proto, len(pdus))
                 continue
-            ues = align_ids(codes, _split(rec[ue_field]), str(frame), always)
-            peers = _split(rec[peer_field])
+            ues = align_ids(codes, field_values(rec[ue_field]), str(frame), always)
+            peers = field_values(rec[peer_field])
             peers = peers if len(peers) == len(codes) else [peers[0] if len(set(peers)) == 1 else ""] * len(codes)
             for code, pdu, ue, peer in zip(codes, pdus, ues, peers):
                 out.append(Event(ns, rec["frame.time_epoch"], frame, file, proto, code, pdu, ue, peer))

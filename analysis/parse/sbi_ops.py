@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis import cache, sbi_paths
-from analysis.parse.tshark import epoch_ns_text, ns_epoch_text
+from analysis.parse.tshark import epoch_ns_text, field_values, last_value, ns_epoch_text
 from testbed import tshark
 
 log = logging.getLogger(__name__)
@@ -79,15 +79,11 @@ CLEAR = Decode()
 
 
 def _split(value: str) -> list[str]:
-    return value.split(AGG) if value else []
+    return field_values(value, AGG, keep_empty=True)
 
 
 def _last(*values: str) -> str:
-    for v in values:
-        parts = _split(v)
-        if parts:
-            return parts[-1]
-    return ""
+    return last_value(*values, aggregator=AGG, keep_empty=True)
 
 
 def detect_ports(capture: Path | str, decode: Decode = CLEAR) -> list[int]:

@@ -56,6 +56,27 @@ def tshark_records(capture: Path | str, fields: Sequence[str], display_filter: s
     return [(line.split("\t") + [""] * n)[:n] for line in text.splitlines() if line]
 
 
+def field_values(text: str, aggregator: str = ",", keep_empty: bool = False) -> list[str]:
+    """The values of one field of a frame that holds it several times (tshark -E occurrence=a,
+    joined by ``aggregator``); [] for an absent field. Empty values are dropped unless
+    ``keep_empty`` (where values must stay aligned with another field's, as HTTP/2 header names
+    with their values)."""
+    if not text:
+        return []
+    values = text.split(aggregator)
+    return values if keep_empty else [v for v in values if v != ""]
+
+
+def last_value(*texts: str, aggregator: str = ",", keep_empty: bool = False) -> str:
+    """The last value of the first of ``texts`` (fields of one frame) that has one: the
+    innermost header's (``ip.src``, else ``ipv6.src``) in a tunnelled frame; "" for none."""
+    for text in texts:
+        values = field_values(text, aggregator, keep_empty)
+        if values:
+            return values[-1]
+    return ""
+
+
 def epoch_ns_text(text: str) -> int:
     """One ``frame.time_epoch`` text -> integer nanoseconds (exact)."""
     secs, _, frac = text.partition(".")

@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
 
 from testbed import registry
 from testbed.contract import DimensionChoice, DimensionPlugin, Values
@@ -34,12 +33,5 @@ class KeylogDimension(DimensionChoice):
 
 
 class Keylog(DimensionPlugin):
-    name: ClassVar[str] = "keylog"
-    summary: ClassVar[str] = "export the run's own session keys for the per-operation breakdown (KEYS=1)"
-    variables: ClassVar[dict[str, str]] = {
-        "KEYS": "1: export the key material of the run's own traffic for the per-operation breakdown "
-                "(docs/analysis.md)",
-    }
-
     def select(self, options: Mapping[str, str], profile: Profile, plane: str, ran: str) -> KeylogDimension | None:
         return KeylogDimension() if options.get("KEYS", "").lower() in YES else None

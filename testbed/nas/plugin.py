@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from testbed import nas
 from testbed.contract import DimensionChoice, DimensionPlugin, RunCheck, Values
@@ -28,12 +28,6 @@ class NasDimension(DimensionChoice):
 
 
 class Nas(DimensionPlugin):
-    name: ClassVar[str] = "nas"
-    summary: ClassVar[str] = "NAS ciphering and integrity algorithms the AMF offers (NEA/NIA), docs/nas.md"
-    variables: ClassVar[dict[str, str]] = {
-        "NAS": "NAS security algorithms, e.g. nea2-nia2 (default: the stack's orders; docs/nas.md)",
-    }
-
     def select(self, options: Mapping[str, str], profile: Profile, plane: str, ran: str) -> NasDimension | None:
         choice = options.get("NAS", "")
         if not choice:

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from testbed import privileges
+from testbed.ran.compose import health
 from testbed.secfn import Secfn, collect, engines, rules
 
 NAME = "secfn"                                    # the dimension: <render dir>/secfn/, secfn.compose.yaml
@@ -38,11 +39,6 @@ SERVER_AT = "/var/lib/testbed/server"             # $SECFN_OUT/server
 IMAGE_VAR = {"snort": "SNORT_IMAGE"}              # other engines are in the tools image
 LABELS = {"testbed.profile": "${PROFILE}", "testbed.plane": "${PLANE}", "testbed.run": "${RUN_ID}",
           "testbed.commit": "${TESTBED_COMMIT}"}
-
-
-def _health(path: str) -> dict[str, Any]:
-    return {"test": ["CMD", "test", "-f", path], "interval": "${HEALTH_INTERVAL:-30s}", "timeout": "5s",
-            "retries": 3, "start_period": "${HEALTH_START_PERIOD:-180s}", "start_interval": "1s"}
 
 
 def _base(image_var: str, role: str) -> dict[str, Any]:
@@ -63,7 +59,7 @@ def services(sf: Secfn, values: dict[str, Any]) -> dict[str, Any]:
                     f"${{SECFN_OUT}}/{collect.DITG_DIR}:{DITG_AT}"],
         "environment": {"SECFN_SERVER_READY": "/run/testbed/server-ready"},
         "stop_grace_period": "10s",
-        "healthcheck": _health("/run/testbed/server-ready"),
+        "healthcheck": health(["CMD", "test", "-f", "/run/testbed/server-ready"]),
     }
     if not sf.nat:
         dn["environment"].update(ROUTE_TO="${UE_SUBNET}", ROUTE_VIA="${UPF_N6_IP}")
@@ -80,7 +76,7 @@ def services(sf: Secfn, values: dict[str, Any]) -> dict[str, Any]:
             # SIGTERM: the entrypoint saves the queue counters, the engine writes its own
             "stop_grace_period": "45s",
             "depends_on": {"upf": {"condition": "service_healthy"}},
-            "healthcheck": _health(f"/run/testbed/{engines.READY_NAME}"),
+            "healthcheck": health(["CMD", "test", "-f", f"/run/testbed/{engines.READY_NAME}"]),
         }
         ue_deps["secfn"] = {"condition": "service_healthy"}
     out["ue-ditg"] = {

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from testbed import secfn
 from testbed.contract import DimensionChoice, DimensionPlugin, Values
@@ -50,16 +50,6 @@ def resolve(options: Mapping[str, str]) -> secfn.Secfn | None:
 
 
 class SecurityFunction(DimensionPlugin):
-    name: ClassVar[str] = "secfn"
-    summary: ClassVar[str] = "the UPF as NAT / IDS / inline IPS (SECFN x IDS), docs/secfn.md"
-    variables: ClassVar[dict[str, str]] = {
-        "SECFN": "UPF security function none|nat|ids-nat|ips-nat (default: none of the stack's own; docs/secfn.md)",
-        "IDS": "its engine suricata|snort|passthrough (default: suricata)",
-        "QUEUE_MAXLEN": "NFQUEUE length in packets (default: profiles.yaml secfn.nfqueue)",
-        "QUEUES": "NFQUEUE queues, one engine thread each (default: profiles.yaml secfn.nfqueue)",
-        "FAIL_OPEN": "1: let packets pass when the queue is full (default: profiles.yaml secfn.nfqueue)",
-    }
-
     def select(self, options: Mapping[str, str], profile: Profile, plane: str, ran: str) -> SecfnDimension | None:
         """The function for an N3 profile with the UERANSIM RAN; SelectionError otherwise."""
         try:

@@ -50,3 +50,22 @@ def test_nf_registration(lines: list[str], expect: bool, tmp_path: Path) -> None
 ])
 def test_smf_needs_registration_and_pfcp(lines: list[str], expect: bool, tmp_path: Path) -> None:
     assert probe("smf", lines, tmp_path) is expect
+
+
+def _health_sets() -> list[tuple[str, dict[str, object]]]:
+    found: list[tuple[str, dict[str, object]]] = []
+    for name in ("base.yaml", "scp.yaml"):
+        doc = yaml.safe_load((ROOT / "compose" / name).read_text())
+        found += [(f"{name}:{svc}", s["healthcheck"]) for svc, s in doc["services"].items()
+                  if isinstance(s.get("healthcheck"), dict) and "test" in s["healthcheck"]]
+    return found
+
+
+@pytest.mark.parametrize("where,check", _health_sets(), ids=[w for w, _ in _health_sets()])
+def test_start_probes_follow_the_host_knobs(where: str, check: dict[str, object]) -> None:
+    # a fixed 1 s start interval kept an emulated guest's runtime too busy for any container to
+    # become healthy (docs/stack.md): every start probe follows HEALTH_START_INTERVAL (the RAN's and
+    # the security functions' services take compose/base.yaml's x-health: testbed/ran/compose.py)
+    assert interpolate(str(check["start_interval"]), {"HEALTH_START_INTERVAL": "10s"}, pytest.fail) == "10s"
+    assert interpolate(str(check["start_interval"]), {}, pytest.fail) == "1s"
+    assert interpolate(str(check["interval"]), {"HEALTH_INTERVAL": "3600s"}, pytest.fail) == "3600s"

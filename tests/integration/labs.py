@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import secrets
+import signal
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -34,6 +36,27 @@ def lab_factory(prefix: str, state_dir: Path, keys_dir: Path, up_timeout: float 
             lab.down()
     leftover = [ns for ns in netns.existing_namespaces() if any(ns.startswith(lab.name) for lab in labs)]
     assert not leftover, f"lab down left namespaces behind: {leftover}"
+
+
+def stop_entrypoints(lab: netns.Lab, protocol: str) -> dict[str, int]:
+    """SIGTERM every entrypoint of the lab (children of this process) and collect their exit
+    codes; each must end within 4 s (well inside compose's 5 s stop_grace_period) and log that it
+    removed the overlay, without an ERROR."""
+    codes: dict[str, int] = {}
+    for pid in lab.pids.values():
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 4
+    for node, pid in lab.pids.items():
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                codes[node] = os.waitstatus_to_exitcode(status)
+                break
+            assert time.monotonic() < deadline, f"entrypoint of {node} still running 4 s after SIGTERM"
+            time.sleep(0.05)
+        log = lab.log_path(node).read_text()
+        assert log.rstrip().endswith(f"{protocol}[{node}]: overlay removed (exit 0)") and "ERROR" not in log, log
+    return codes
 
 
 def namespace_inode(name: str) -> int | None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import signal
 import subprocess
 import sys
 import time
@@ -25,7 +24,7 @@ import pytest
 from macsec import overlay, run_checks
 from testbed import ROOT, netns, profiles, ran, registry, stack, tshark, validity
 from tests.conftest import require_root, require_tools
-from tests.integration.labs import lab_factory
+from tests.integration.labs import lab_factory, stop_entrypoints
 
 pytestmark = pytest.mark.netns
 
@@ -79,25 +78,6 @@ def _udp_send(lab: netns.Lab, node: str, dst: str, port: int = 2152) -> str:
                           capture_output=True, text=True, check=True, timeout=30).stdout.strip()
 
 
-def _stop(lab: netns.Lab) -> dict[str, int]:
-    """SIGTERM every entrypoint (children of this process) and collect their exit codes."""
-    codes: dict[str, int] = {}
-    for pid in lab.pids.values():
-        os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + 4      # well inside compose's 5 s stop_grace_period
-    for node, pid in lab.pids.items():
-        while True:
-            done, status = os.waitpid(pid, os.WNOHANG)
-            if done:
-                codes[node] = os.waitstatus_to_exitcode(status)
-                break
-            assert time.monotonic() < deadline, f"entrypoint of {node} still running 4 s after SIGTERM"
-            time.sleep(0.05)
-        log = lab.log_path(node).read_text()
-        assert log.rstrip().endswith(f"macsec[{node}]: overlay removed (exit 0)") and "ERROR" not in log, log
-    return codes
-
-
 def _fail_closed_state(lab: netns.Lab, node: str, lower: str = "n3") -> None:
     """The filter and the fallback route are in place, and nothing of the node's leaves in the clear."""
     ns = lab.netns(node)
@@ -149,7 +129,7 @@ def test_n3_macsec_between_gnb_and_upf(make_lab, tmp_path: Path, profile: str) -
     assert sorted(set(ov.protected_lengths(pcap, src=gnb))) == [84 + 32, 1044 + 32]
     assert {ov.packet_overhead(prof, i) for i in (84, 1044)} == {32}
     assert ov.handshakes(pcap, "n3", values).total_packets == 0               # static keys: no MKA
-    codes = _stop(lab)
+    codes = stop_entrypoints(lab, "macsec")
     assert codes == {"gnb": 0, "upf": 0}
     for node in ("gnb", "upf"):
         assert "macsec0" not in subprocess.run(["ip", "-n", lab.netns(node), "-o", "link"], capture_output=True,

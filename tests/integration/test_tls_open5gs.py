@@ -16,7 +16,7 @@ import pytest
 from testbed import keys, profiles
 from tls import overlay as tls
 from tls import verify as tls_verify
-from tests.integration.tls_support import NfLab, nf_lab, open5gs_build, require_netns, shared_keys, wait_pcap
+from tests.integration.tls_support import NfLab, nf_lab, open5gs_build, require_netns, shared_keys
 
 pytestmark = [pytest.mark.netns, pytest.mark.open5gs]
 
@@ -42,28 +42,18 @@ def test_nf_register_over_the_profiles_tls(profile_id: str, build: Path, lab: Nf
     prof = profiles.get(profile_id, "sbi")
     s = tls.settings(prof)
     v = lab.values
-    port = int(v["sbi_port"])
     configs = {nf: lab.config(nf, tls.nf_config_overrides(nf, prof, v, node_key_dir=keys.node_dir(root, nf),
                                                           ca_dir=root / "ca"))
                for nf in NFS}
     pcap = lab.work / f"{profile_id}.pcapng"
-    cap = lab.lab.capture(pcap, f"tcp port {port}")
-    try:
-        lab.start("nrf", build, configs["nrf"], tls.nf_environment("nrf", prof, v))
-        lab.wait_log("nrf", r"NRF initialize\.\.\.done", START_S)
-        lab.start("ausf", build, configs["ausf"], tls.nf_environment("ausf", prof, v))
-        lab.wait_log("ausf", r"NF registered", START_S)
+
+    def knobs_applied() -> None:
         knobs = lab.wait_log("ausf", r"TLS knobs: versions (\S+)\.\.(\S+), ", 1)
         assert knobs.groups() == (s.version, s.version)
         # the libcurl-gnutls client takes the priority string: it offers the profile's suite only
         lab.wait_log("ausf", r"GnuTLS/\S+ applies versions and the gnutls priority", 1)
-        lab.stop("ausf")               # NFDeregister, then the connection closes
-        lab.stop("nrf")
-        wait_pcap(pcap, f"tcp.port=={port} && (tcp.flags.fin==1 || tcp.flags.reset==1)", 1, 10)
-    finally:
-        lab.stop("ausf")
-        lab.stop("nrf")
-        cap.stop()
+
+    lab.register(build, configs, {nf: tls.nf_environment(nf, prof, v) for nf in NFS}, pcap, knobs_applied, START_S)
     verdict = tls_verify.verify_capture(pcap, prof, "sbi", v)
     assert verdict.valid, verdict.details
     assert "1 seen from the SYN, 1 final ServerHello(s)" in verdict.details, verdict.details

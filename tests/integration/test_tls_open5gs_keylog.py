@@ -17,7 +17,7 @@ from analysis.parse import sbi_ops
 from testbed import keys, profiles
 from testbed.keylog.plugin import KeylogDimension
 from tls import overlay as tls
-from tests.integration.tls_support import NfLab, nf_lab, open5gs_build, require_netns, shared_keys, wait_pcap
+from tests.integration.tls_support import NfLab, nf_lab, open5gs_build, require_netns, shared_keys
 
 pytestmark = [pytest.mark.netns, pytest.mark.open5gs]
 
@@ -45,7 +45,6 @@ def _register(lab: NfLab, build: Path, name: str, profile_id: str | None) -> tup
     """NRF + AUSF (NFRegister, subscriptions), stopped; the capture and each NF's key log."""
     root = shared_keys()
     v = lab.values
-    port = int(v["sbi_port"])
     prof = profiles.get(profile_id, "sbi") if profile_id else None
     logs = {nf: lab.work / f"{name}-{nf}-keys.log" for nf in NFS}
     configs, envs = {}, {}
@@ -59,21 +58,12 @@ def _register(lab: NfLab, build: Path, name: str, profile_id: str | None) -> tup
         assert dim_env == {"OGS_SBI_TLS_KEYLOG": "/run/open5gs/tls-keys.log"}
         envs[nf] = {**tls.nf_environment(nf, prof, v), "OGS_SBI_TLS_KEYLOG": str(logs[nf])}
     pcap = lab.work / f"{name}.pcapng"
-    cap = lab.lab.capture(pcap, f"tcp port {port}")
-    try:
-        lab.start("nrf", build, configs["nrf"], envs["nrf"])
-        lab.wait_log("nrf", r"NRF initialize\.\.\.done", START_S)
-        lab.start("ausf", build, configs["ausf"], envs["ausf"])
-        lab.wait_log("ausf", r"NF registered", START_S)
+
+    def key_log_opened() -> None:
         if prof is not None:
             lab.wait_log("ausf", r"TLS key log: \S+ \(mode 0600", 1)
-        lab.stop("ausf")
-        lab.stop("nrf")
-        wait_pcap(pcap, f"tcp.port=={port} && (tcp.flags.fin==1 || tcp.flags.reset==1)", 1, 10)
-    finally:
-        lab.stop("ausf")
-        lab.stop("nrf")
-        cap.stop()
+
+    lab.register(build, configs, envs, pcap, key_log_opened, START_S)
     return pcap, logs
 
 

@@ -20,7 +20,7 @@ import pytest
 from testbed import ROOT, datapath, netns, profiles, ran, stack, tshark
 from wireguard import overlay as wireguard
 from tests.conftest import require_root, require_tools
-from tests.integration.labs import lab_factory
+from tests.integration.labs import lab_factory, stop_entrypoints
 
 pytestmark = pytest.mark.netns
 
@@ -48,27 +48,8 @@ def make_lab(tmp_path: Path) -> Iterator[Callable[..., netns.Lab]]:
         yield make
 
 
-def _stop_overlays(lab: netns.Lab) -> dict[str, int]:
-    """SIGTERM every entrypoint (children of this process) and collect their exit codes."""
-    codes: dict[str, int] = {}
-    for node, pid in lab.pids.items():
-        os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + 4      # well inside compose's 5 s stop_grace_period
-    for node, pid in lab.pids.items():
-        while True:
-            done, status = os.waitpid(pid, os.WNOHANG)
-            if done:
-                codes[node] = os.waitstatus_to_exitcode(status)
-                break
-            assert time.monotonic() < deadline, f"entrypoint of {node} still running 4 s after SIGTERM"
-            time.sleep(0.05)
-        log = lab.log_path(node).read_text()
-        assert log.rstrip().endswith(f"wireguard[{node}]: overlay removed (exit 0)") and "ERROR" not in log, log
-    return codes
-
-
 def _assert_torn_down(lab: netns.Lab) -> None:
-    codes = _stop_overlays(lab)
+    codes = stop_entrypoints(lab, "wireguard")
     assert codes == {n: 0 for n in lab.pids}, {n: lab.tail(n, 10) for n in lab.pids}
     for node in lab.pids:
         ns = lab.netns(node)

@@ -20,7 +20,7 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -141,6 +141,28 @@ class NfLab:
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=10)
+
+    def register(self, build: Path, configs: dict[str, Path], envs: dict[str, dict[str, str]], pcap: Path,
+                 while_registered: Callable[[], object] = lambda: None, timeout: float = 15) -> None:
+        """The NRF starts, the AUSF registers with it (NFRegister, subscriptions), `while_registered`
+        runs (checks of their logs), then both stop (NFDeregister, the connection closes), all on a
+        capture of the SBI port written to `pcap`; `timeout` bounds each start-up and the
+        registration. The NFs are stopped and the capture closed whatever happens."""
+        port = int(self.values["sbi_port"])
+        cap = self.lab.capture(pcap, f"tcp port {port}")
+        try:
+            self.start("nrf", build, configs["nrf"], envs["nrf"])
+            self.wait_log("nrf", r"NRF initialize\.\.\.done", timeout)
+            self.start("ausf", build, configs["ausf"], envs["ausf"])
+            self.wait_log("ausf", r"NF registered", timeout)
+            while_registered()
+            self.stop("ausf")
+            self.stop("nrf")
+            wait_pcap(pcap, f"tcp.port=={port} && (tcp.flags.fin==1 || tcp.flags.reset==1)", 1, 10)
+        finally:
+            self.stop("ausf")
+            self.stop("nrf")
+            cap.stop()
 
     def wait_log(self, node: str, pattern: str, timeout: float) -> re.Match[str]:
         """The first match of pattern in the node's log, or AssertionError at the deadline."""

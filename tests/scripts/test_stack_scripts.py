@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
+from pathlib import Path
 
 import pytest
 
@@ -124,31 +126,44 @@ def test_make_help_is_plain_text_when_piped_and_lookalike_variables_warn() -> No
     assert "PING is not a variable of this Makefile: did you mean PINGS?" in res.stderr
 
 
+def _stand_in_docker(tmp_path, events: str) -> Path:
+    """A stand-in `docker` in tmp_path that appends every call to tmp_path/calls (returned);
+    `docker events` runs the shell lines `events`, then holds its output open (`exec sleep 30`)
+    as the engine's stream does."""
+    calls = tmp_path / "calls"
+    (tmp_path / "docker").write_text(
+        "#!/usr/bin/env bash\necho \"$*\" >> " + str(calls) + "\n"
+        "[[ \"$1\" == events ]] || exit 0\n" + events + "exec sleep 30\n")
+    (tmp_path / "docker").chmod(0o755)
+    return calls
+
+
+def _watch(tmp_path, settings: str, then: str) -> tuple[subprocess.CompletedProcess[str], float]:
+    """scripts/lib/common.sh's overlay watcher of a run-n3 (project g5tb, UE ue1) against the
+    stand-in `docker` of tmp_path, until the first failure is on file (10 s at most), then the
+    shell commands `then`; `settings` are variable assignments before it starts. Returns the
+    result and the seconds it took."""
+    script = (f'source "{ROOT}/scripts/lib/common.sh"; DRY_RUN=0; PROTOCOL=ipsec; RUN_DIR="{tmp_path}"; '
+              f'COMPOSE_PROJECT=g5tb; DC=(docker compose -p g5tb); STACK_ALL_PROFILES=(); {settings}'
+              'docker_watch_start ue1; for _ in $(seq 100); do [[ -s "$OVERLAY_DIED" ]] && break; sleep 0.1; done; '
+              + then)
+    t0 = time.monotonic()
+    res = subprocess.run(["bash", "-c", script], env={"PATH": f"{tmp_path}:/usr/bin:/bin"},
+                         capture_output=True, text=True, timeout=60)
+    return res, time.monotonic() - t0
+
+
 def test_docker_watch_stops_the_pings_when_an_overlay_container_dies(tmp_path) -> None:
     """scripts/lib/common.sh docker_watch_start (run-n3): it reads the engine's event stream for
     the project (here a stand-in `docker` that reports a healthy event, then a holder's death),
     ignores the healthy one, writes overlay-died.txt naming the container, and interrupts the UE's
     ping through the compose exec line."""
-    import subprocess
-    import time
-    from tests.conftest import ROOT
-    calls = tmp_path / "calls"
-    (tmp_path / "docker").write_text(
-        "#!/usr/bin/env bash\necho \"$*\" >> " + str(calls) + "\n"
-        "[[ \"$1\" == events ]] || exit 0\n"
-        "echo '1767261600000000000|g5tb-upf-net-1|health_status: healthy'; sleep 0.5\n"
-        "echo '1767261600500000000|g5tb-upf-net-1|die'; exec sleep 30\n")
-    (tmp_path / "docker").chmod(0o755)
     # the stand-in's `sleep 30` holds the test's stderr open: run() returns within 10 s only if
     # watch_stop ends the event stream (the watcher reads on after the first failure: issue 22.12)
-    script = (f'source "{ROOT}/scripts/lib/common.sh"; DRY_RUN=0; PROTOCOL=ipsec; RUN_DIR="{tmp_path}"; '
-              'COMPOSE_PROJECT=g5tb; DC=(docker compose -p g5tb); STACK_ALL_PROFILES=(); '
-              'docker_watch_start ue1; for _ in $(seq 100); do [[ -s "$OVERLAY_DIED" ]] && break; sleep 0.1; done; '
-              'sleep 0.5; watch_stop; echo "watch ended"')
-    t0 = time.monotonic()
-    res = subprocess.run(["bash", "-c", script], env={"PATH": f"{tmp_path}:/usr/bin:/bin"},
-                         capture_output=True, text=True, timeout=60)
-    assert res.returncode == 0 and "watch ended" in res.stdout and time.monotonic() - t0 < 10, res.stderr[-500:]
+    calls = _stand_in_docker(tmp_path, "echo '1767261600000000000|g5tb-upf-net-1|health_status: healthy'; sleep 0.5\n"
+                                       "echo '1767261600500000000|g5tb-upf-net-1|die'\n")
+    res, took = _watch(tmp_path, "", 'sleep 0.5; watch_stop; echo "watch ended"')
+    assert res.returncode == 0 and "watch ended" in res.stdout and took < 10, res.stderr[-500:]
     died = (tmp_path / "overlay-died.txt").read_text()
     assert "container g5tb-upf-net-1: die" in died and "healthy" not in died
     lines = calls.read_text().splitlines()
@@ -241,24 +256,12 @@ def test_the_overlay_watcher_names_the_first_failure_in_time_and_its_consequence
     die`, a consequence (the watcher kept one line). It now keeps every failure with the engine's
     time, stops the pings once, and the reason is the first in time, the later ones (one entry per
     container) listed as consequences."""
-    import time
-    calls = tmp_path / "calls"
-    (tmp_path / "docker").write_text(
-        "#!/usr/bin/env bash\necho \"$*\" >> " + str(calls) + "\n"
-        "[[ \"$1\" == events ]] || exit 0\n"
-        "echo '1767261600100000000|g5tb-upf-net-1|die'; sleep 0.3\n"
-        "echo '1767261600512000000|g5tb-gnb-1|die'; sleep 0.2\n"
-        "echo '1767261600600000000|g5tb-gnb-1|kill'\n"
-        "echo '1767261600700000000|g5tb-nrf-1|health_status: healthy'; exec sleep 30\n")
-    (tmp_path / "docker").chmod(0o755)
-    script = (f'source "{ROOT}/scripts/lib/common.sh"; DRY_RUN=0; PROTOCOL=ipsec; RUN_DIR="{tmp_path}"; '
-              'COMPOSE_PROJECT=g5tb; DC=(docker compose -p g5tb); STACK_ALL_PROFILES=(); WATCH_SETTLE_S=4; '
-              'docker_watch_start ue1; for _ in $(seq 100); do [[ -s "$OVERLAY_DIED" ]] && break; sleep 0.1; done; '
-              'echo "REASON: $(overlay_died_reason)"; watch_stop')
-    t0 = time.monotonic()
-    res = subprocess.run(["bash", "-c", script], env={"PATH": f"{tmp_path}:/usr/bin:/bin"},
-                         capture_output=True, text=True, timeout=60)
-    assert res.returncode == 0 and time.monotonic() - t0 < 15, res.stderr[-800:]
+    calls = _stand_in_docker(tmp_path, "echo '1767261600100000000|g5tb-upf-net-1|die'; sleep 0.3\n"
+                                       "echo '1767261600512000000|g5tb-gnb-1|die'; sleep 0.2\n"
+                                       "echo '1767261600600000000|g5tb-gnb-1|kill'\n"
+                                       "echo '1767261600700000000|g5tb-nrf-1|health_status: healthy'\n")
+    res, took = _watch(tmp_path, "WATCH_SETTLE_S=4; ", 'echo "REASON: $(overlay_died_reason)"; watch_stop')
+    assert res.returncode == 0 and took < 15, res.stderr[-800:]
     reason = res.stdout.split("REASON: ", 1)[1].strip()
     assert reason == ("first failure: container g5tb-upf-net-1: die at 10:00:00.100Z; "
                       "then (consequences): g5tb-gnb-1: die (+0.4 s)"), reason

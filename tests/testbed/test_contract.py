@@ -2,6 +2,7 @@
 the boundary the contract promises: a plug-in's name and rules live in its folder, not in the core."""
 from __future__ import annotations
 
+import importlib
 import inspect
 import os
 import pathlib
@@ -12,7 +13,7 @@ import sys
 import pytest
 
 from testbed import ROOT, privileges, profiles, registry
-from testbed.contract import BASES, KINDS, OverlayPlugin, Plugin
+from testbed.contract import BASES, KINDS, DeclarationError, OverlayPlugin, Plugin
 
 PLUGINS = registry.plugins()
 
@@ -105,3 +106,54 @@ def test_an_overlays_name_stays_in_its_folder(overlay: OverlayPlugin) -> None:
     outside = [f for f in _code_files() if not f.startswith(folder)
                and quoted.search((ROOT / f).read_text(encoding="utf-8", errors="replace"))]
     assert len(outside) <= QUOTED_LIMIT, f"'{overlay.name}' quoted in {len(outside)} files outside {folder}: {outside}"
+
+
+# Declared values are data (testbed/contract.py DECLARATIONS): read into the class when it is defined,
+# typed from the contract's annotations, and refused naming the file and the key.
+
+def _toy_overlay(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, declarations: str,
+                 body: str = "    pass\n") -> type[OverlayPlugin]:
+    package = f"toy_{tmp_path.name.replace('-', '_')}"
+    folder = tmp_path / package
+    folder.mkdir()
+    (folder / "__init__.py").write_text("")
+    (folder / "plugin.py").write_text("from testbed.contract import OverlayPlugin\n\n\n"
+                                      f"class Toy(OverlayPlugin):\n{body}")
+    (folder / "plugin.yaml").write_text(declarations)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    cls: type[OverlayPlugin] = importlib.import_module(f"{package}.plugin").Toy
+    return cls
+
+
+def test_declared_values_are_read_typed_into_the_class(tmp_path: pathlib.Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    toy = _toy_overlay(tmp_path, monkeypatch, "Toy:\n  name: toy\n  summary: a toy\n  entrypoint: null\n"
+                       "  datapaths: [kernel, user]\n  userspace_datapaths: [user]\n  protects: false\n")
+    assert (toy.name, toy.summary, toy.entrypoint, toy.protects) == ("toy", "a toy", None, False)
+    assert toy.datapaths == ("kernel", "user") and toy.userspace_datapaths == frozenset({"user"})
+    assert toy.kind == "overlay" and toy.wire_filter == ""          # the base's own and its defaults
+    assert toy().problems() == [f"{tmp_path / toy.__module__.split('.')[0]}: no README.md"]
+
+
+@pytest.mark.parametrize("declarations, body, message", [
+    ("Toy:\n  name: toy\n  colours: red\n", "    pass\n", r"plugin.yaml: Toy.colours: not a declared value of a "
+     r"OverlayPlugin \(testbed/contract.py: colour, daemons"),
+    ("Toy:\n  name: toy\n  datapaths: kernel\n", "    pass\n", r"plugin.yaml: Toy.datapaths must be "
+     r"tuple\[str, \.\.\.\] \(a list for a tuple or set\), not 'kernel'"),
+    ("Toy:\n  daemons: [charon, 7]\n", "    pass\n", r"plugin.yaml: Toy.daemons\[1\] must be str"),
+    ("Toy:\n  protects: 'no'\n", "    pass\n", r"plugin.yaml: Toy.protects must be bool"),
+    ("Toy:\n  kind: ran\n", "    pass\n", r"plugin.yaml: Toy.kind: not a declared value"),
+    ("Toy:\n  label: Toy\n", "    label = 'Toy'\n", r"plugin.yaml: Toy.label: Toy sets it in its code too"),
+    ("Other:\n  name: toy\n", "    pass\n", r"plugin.yaml: no entry for class Toy \(entries: Other\)"),
+    ("- name: toy\n", "    pass\n", r"plugin.yaml: must map each plug-in class name to its declared values"),
+    ("Toy: {name: [\n", "    pass\n", r"plugin.yaml: cannot read it"),
+])
+def test_a_bad_declaration_names_its_file_and_key(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch,
+                                                  declarations: str, body: str, message: str) -> None:
+    with pytest.raises(DeclarationError, match=message):
+        _toy_overlay(tmp_path, monkeypatch, declarations, body)
+
+
+def test_an_entry_for_no_class_is_a_problem(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    toy = _toy_overlay(tmp_path, monkeypatch, "Toy:\n  name: toy\n  summary: a toy\nTyo:\n  name: typo\n")
+    assert toy().problems()[-1].endswith("plugin.yaml: Tyo: no such class in " + toy.__module__)

@@ -2,25 +2,12 @@
 their F1-C, F1-U and E1 interfaces). Configs: config.py (libconfig.py); services: services.py."""
 from __future__ import annotations
 
-from typing import Any, ClassVar
-
 from testbed.contract import RanPlugin, Values
 from testbed.ran import RanError
 from testbed.ran.oai import config, services
 
 
 class Oai(RanPlugin):
-    name: ClassVar[str] = "oai"
-    services_module: ClassVar[Any] = services
-    pinned_key: ClassVar[str] = "oai_version"
-    summary: ClassVar[str] = "OpenAirInterface monolithic gNB + nrUE on the RF simulator (experimental)"
-
-    def nodes(self, values: Values) -> list[str]:
-        return services.nodes(self.name, values)
-
-    def env_nodes(self) -> list[str]:
-        return services.env_nodes(self.name)
-
     def check_options(self, uu: str | None, values: Values) -> None:
         if uu:
             try:
@@ -34,6 +21,4 @@ class Oai(RanPlugin):
 
 
 class Split(Oai):
-    name: ClassVar[str] = "split"
-    summary: ClassVar[str] = "OpenAirInterface split into CU-CP, CU-UP and DU (F1-C, F1-U, E1), experimental"
-    planes: ClassVar[tuple[str, ...]] = services.SPLIT_NETWORKS
+    planes = services.SPLIT_NETWORKS

@@ -3,7 +3,6 @@ counters (engine.py)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, ClassVar
 
 from testbed import environment
 from testbed.contract import EnginePlugin
@@ -11,10 +10,7 @@ from testbed.secfn.engines.snort import engine
 
 
 class Snort(EnginePlugin):
-    name: ClassVar[str] = "snort"
-    summary: ClassVar[str] = "Snort 3 + libdaq (built from the pinned tags), passive afpacket or inline nfq"
-    program: ClassVar[str] = engine.PROGRAM
-    engine_module: ClassVar[Any] = engine
+    program = engine.PROGRAM
 
     def host_program(self, work_dir: Path) -> tuple[str, str]:
         """Snort from the install tree $SNORT_INSTALL (bin/snort, lib/libdaq.so)."""
