@@ -25,3 +25,19 @@ def test_esp(keyword: str, inner: int, expected: int) -> None:
 def test_unknown_esp_keyword_lists_the_known() -> None:
     with pytest.raises(ValueError, match="known: aes128gcm16"):
         overhead.esp_overhead("3des-md5", 84)
+
+
+def test_a_post_quantum_profile_has_the_esp_packets_of_its_classical_proposal() -> None:
+    # the PFS key exchange methods appended to the ESP proposal change the CHILD_SA's rekeys only
+    from testbed import profiles
+    pq, classical = profiles.get("aes128gcm-x25519-mlkem768"), profiles.get("aes128gcm")
+    assert pq.params["esp_proposal"] == "aes128gcm16-x25519-ke1_mlkem768"
+    assert overhead.esp_transform(pq.params["esp_proposal"]) == "aes128gcm16"
+    assert overhead.esp_transform("aes128-sha256-x25519") == "aes128-sha256"
+    assert overhead.esp_transform("aes128gcm16") == "aes128gcm16"
+    assert overhead.esp_transform("3des-md5") is None and overhead.esp_transform("aes128gcm160") is None
+    assert [overhead.packet_overhead(pq, i, None) for i in (84, 1044)] == \
+        [overhead.packet_overhead(classical, i, None) for i in (84, 1044)] == [56, 56]
+    # one row per ESP proposal: the post-quantum profiles add none
+    rows = overhead.analytic_rows([pq, classical], (64,))
+    assert [r["profile"] for r in rows] == ["aes128gcm"]
