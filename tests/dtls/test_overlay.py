@@ -35,7 +35,9 @@ def test_catalogue_lists_the_dtls_profiles_and_refuses_dtls13_with_its_reason() 
     with pytest.raises(dtls.DtlsError, match="refused"):
         dtls.settings(prof)
     table = profiles.format_table("n2")
-    assert "REFUSED (no DTLS 1.3 relay" in table and "(1 more listed as refused)" in table
+    # refused on n2: DTLS 1.3 and the post-quantum IPsec profile with ML-DSA authentication
+    assert "REFUSED (no DTLS 1.3 relay" in table and "(2 more listed as refused)" in table
+    assert "aes128gcm-x25519-mlkem768-mldsa" in table
     with pytest.raises(profiles.ProfileError, match="cannot run on the n3 plane"):
         profiles.get("dtls12-aes128gcm", "n3")
 
