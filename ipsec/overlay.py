@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from ipsec import keys as psk_keys
-from testbed import channels, keys, planes, programs, stack, tshark
+from testbed import channels, environment, keys, planes, programs, stack, tshark
 from testbed.files import write_atomic as _write
 from testbed.verdict import Verdict
 from testbed.profiles import Profile
@@ -599,7 +599,7 @@ def check_sas(text: str, profile: Any) -> list[str]:
 
 def _ipsec_root() -> Path | None:
     """The Debian root charon runs from (IPSEC_ROOT: ipsec/entrypoint.sh), None: the host's."""
-    root = os.environ.get("IPSEC_ROOT")
+    root = environment.get("IPSEC_ROOT")
     return Path(root) if root else None
 
 

@@ -27,6 +27,7 @@ import secrets
 import socket
 import subprocess
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -132,8 +133,10 @@ def boot(profile: profiles.Profile, plane: str, count: int, run_dir: Path, index
 
 
 def run(results: Path, campaign: str, profile_id: str, plane: str | None, boots: int, count: int,
-        state_dir: Path | None = None) -> Path:
-    """The whole benchmark; returns the run dir. BenchError when it cannot run."""
+        state_dir: Path | None = None, env: Mapping[str, str] | None = None) -> Path:
+    """The whole benchmark; returns the run dir. BenchError when it cannot run. `env`: the
+    environment as the command line read it (testbed/environment.py); the manifest records the
+    profile's root variable from it (IPSEC_ROOT, TLS_ROOT: the Debian root its tools ran from)."""
     if os.geteuid() != 0:
         raise BenchError("needs root (network namespaces): sudo make bench-handshake ...")
     if boots < 2 or count < 1:
@@ -152,8 +155,8 @@ def run(results: Path, campaign: str, profile_id: str, plane: str | None, boots:
         "schema": SCHEMA, "profile": prof.id, "protocol": prof.protocol, "plane": plane,
         "params": prof.params, "boots": boots, "handshakes_per_boot": count, "host": socket.gethostname(),
         "started": stamp, "versions": overlay.versions(),
-        "roots": {k: v for k, v in os.environ.items() if k.endswith("_ROOT") and k.split("_")[0] in
-                  (prof.protocol.upper(),)}, "boot_records": []}
+        "roots": {k: v for k, v in (env or {}).items() if k == f"{prof.protocol.upper()}_ROOT" and v},
+        "boot_records": []}
     all_rows: list[dict[str, Any]] = []
     for i in range(1, boots + 1):
         rec = boot(prof, plane, count, run_dir, i, state, keys_dir, values)

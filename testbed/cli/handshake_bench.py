@@ -5,7 +5,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from testbed import handshake_bench, profiles
+from testbed import environment, handshake_bench, profiles
 
 
 def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
@@ -23,7 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
 def run(args: argparse.Namespace) -> int:
     try:
         run_dir = handshake_bench.run(Path(args.results), args.campaign, args.profile, args.plane,
-                                      args.boots, args.handshakes, args.state)
+                                      args.boots, args.handshakes, args.state, environment.mapping())
     except (handshake_bench.BenchError, profiles.ProfileError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2 if isinstance(exc, profiles.ProfileError) else 1
