@@ -137,7 +137,8 @@ def test_declared_values_are_read_typed_into_the_class(tmp_path: pathlib.Path,
 
 @pytest.mark.parametrize("declarations, body, message", [
     ("Toy:\n  name: toy\n  colours: red\n", "    pass\n", r"plugin.yaml: Toy.colours: not a declared value of a "
-     r"OverlayPlugin \(testbed/contract.py: colour, daemons"),
+     # every declarable value, sorted: the post-quantum bench_responder first
+     r"OverlayPlugin \(testbed/contract.py: bench_responder, colour, daemons"),
     ("Toy:\n  name: toy\n  datapaths: kernel\n", "    pass\n", r"plugin.yaml: Toy.datapaths must be "
      r"tuple\[str, \.\.\.\] \(a list for a tuple or set\), not 'kernel'"),
     ("Toy:\n  daemons: [charon, 7]\n", "    pass\n", r"plugin.yaml: Toy.daemons\[1\] must be str"),
