@@ -45,7 +45,8 @@ def _cached(cache: Path) -> None:
     exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
 
 
-def test_a_cached_machine_makes_nothing_and_times_each_step(tmp_path: Path) -> None:
+def _cached_here(tmp_path: Path) -> Path:
+    """A cached machine's cache under tmp_path, where the script can run (root, its apt packages)."""
     require_root()
     require_tools("dpkg-query", "make")
     missing = [p for p in APT_NEEDS if not _installed(p)]
@@ -53,6 +54,11 @@ def test_a_cached_machine_makes_nothing_and_times_each_step(tmp_path: Path) -> N
         pytest.skip(f"{', '.join(missing)} not installed: .ci/pq-prepare would install them (root, apt)")
     cache = tmp_path / "cache"
     _cached(cache)
+    return cache
+
+
+def test_a_cached_machine_makes_nothing_and_times_each_step(tmp_path: Path) -> None:
+    cache = _cached_here(tmp_path)
     res = subprocess.run(["bash", str(SCRIPT)], cwd=ROOT, env={**os.environ, "G5TB_CACHE": str(cache)},
                          capture_output=True, text=True, timeout=120, check=False)
     assert res.returncode == 0, res.stderr
@@ -64,13 +70,7 @@ def test_a_cached_machine_makes_nothing_and_times_each_step(tmp_path: Path) -> N
 
 def test_a_failing_step_is_named_and_ci_goes_on(tmp_path: Path) -> None:
     """No cargo on PATH: the rosenpass step fails, is named with its log, the exit is 0 (1 with PQ_REQUIRED=1)."""
-    require_root()
-    require_tools("dpkg-query", "make")
-    missing = [p for p in APT_NEEDS if not _installed(p)]
-    if missing:
-        pytest.skip(f"{', '.join(missing)} not installed: .ci/pq-prepare would install them (root, apt)")
-    cache = tmp_path / "cache"
-    _cached(cache)
+    cache = _cached_here(tmp_path)
     (cache / f"rosenpass-{rosenpass.ROSENPASS_VERSION}" / "bin" / "rosenpass").unlink()
     env = {**os.environ, "G5TB_CACHE": str(cache), "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
     if shutil.which("cargo", path=env["PATH"]):
