@@ -18,9 +18,6 @@ class Tls(FolderOverlay):
                nodes: list[str] | None = None) -> dict[str, Path]:
         return overlay.render(profile, plane, values, keys_dir, out_dir)
 
-    def host_needs(self, profile: Profile, plane: str) -> list[str]:
-        return overlay.host_needs(profile, plane)
-
     def ensure_keys(self, root: Path, nodes: list[str], values: Values) -> None:
         overlay.ensure_mldsa_keys(root, nodes, values)
 

@@ -9,7 +9,7 @@ from typing import Any
 from testbed import programs, wire
 from testbed.contract import Decryption, DoctorNotes, FolderOverlay, RunCheck, Values
 from testbed.profiles import Profile
-from wireguard import datapath, keys, overhead, overlay, rosenpass, run_checks
+from wireguard import datapath, overhead, overlay, rosenpass, run_checks
 
 
 class WireGuard(FolderOverlay):
@@ -17,13 +17,6 @@ class WireGuard(FolderOverlay):
 
     def compose_services(self, profile: Profile, plane: str, values: Values) -> dict[str, dict[str, Any]]:
         return overlay.compose_services(profile, plane, values, self.userspace_possible(values))
-
-    def host_needs(self, profile: Profile, plane: str) -> list[str]:
-        return overlay.host_needs(profile, plane)
-
-    def ensure_keys(self, root: Path, nodes: list[str], values: Values) -> None:
-        keys.ensure(root, nodes)
-        rosenpass.ensure(root, nodes)
 
     def holder_commands(self, moment: str) -> list[tuple[str, tuple[str, ...]]]:
         # cold: no session may exist when the cold UE starts, whatever time passed since the holders'
