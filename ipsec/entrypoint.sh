@@ -37,7 +37,7 @@ SIGTERM/SIGINT, when it stops charon (which removes its SAs and policies).
   --datapath      kernel = xfrm ESP, libipsec = userspace ESP via TUN; auto probes the kernel
                   (env IPSEC_DATAPATH)
   --timeout       readiness deadline in seconds (default: READY_TIMEOUT of overlay.env, or the
-                  stack's bring-up deadline IPSEC_STACK_TIMEOUT when that is longer)
+                  stack's bring-up deadline STACK_UP_TIMEOUT when that is longer)
 
 Exit: 0 after a clean SIGTERM, 1 failure, 2 usage error, 130 interrupt.
 EOF
@@ -84,15 +84,15 @@ load_config() {
     . "$CONFIG_DIR/overlay.env"
     : "${NODE:?}" "${MODE:?}" "${CHILDREN?}" "${XFRM_LARVAL_DROP:?}" "${READY_TIMEOUT:?}"
     # Without --timeout: READY_TIMEOUT, or the stack's bring-up deadline when scripts/up.sh hands
-    # one over (IPSEC_STACK_TIMEOUT), whichever is longer. Under load the holders start tens of
+    # one over (STACK_UP_TIMEOUT), whichever is longer. Under load the holders start tens of
     # seconds apart (the guest: ausf-net gave up on amf-net, which started 50 s after it), and
     # the responder of a pair can only wait; a peer that answers wrongly fails at once anyway
     # (fatal_errors below), so the long wait is only for one that is not there yet.
     if [ -z "${TIMEOUT:-}" ]; then
         TIMEOUT="$READY_TIMEOUT"
-        case "${IPSEC_STACK_TIMEOUT:-}" in
+        case "${STACK_UP_TIMEOUT:-}" in
             ''|*[!0-9]*) ;;
-            *) [ "$IPSEC_STACK_TIMEOUT" -le "$TIMEOUT" ] || TIMEOUT="$IPSEC_STACK_TIMEOUT" ;;
+            *) [ "$STACK_UP_TIMEOUT" -le "$TIMEOUT" ] || TIMEOUT="$STACK_UP_TIMEOUT" ;;
         esac
     fi
 }

@@ -309,7 +309,7 @@ def test_the_responder_follows_the_stack_timeout_when_its_initiator_starts_late(
     (READY_TIMEOUT of overlay.env, from its own start: `not ready within 60s: no INSTALLED
     CHILD_SA ... for amf`) while amf's holder started about 50 s after it. Here upf (the
     responder: gnb sorts first and initiates) has a READY_TIMEOUT of 3 s and the stack's 40 s
-    (IPSEC_STACK_TIMEOUT, what up.sh's deadline gives the holders); gnb starts 6 s later: both
+    (STACK_UP_TIMEOUT, what up.sh's deadline gives the holders); gnb starts 6 s later: both
     come up. Without the stack's deadline the 3 s still hold (a lone holder is not kept waiting)."""
     from tests.integration.labs import Entrypoint
     entrypoint = ROOT / "ipsec" / "entrypoint.sh"
@@ -320,14 +320,14 @@ def test_the_responder_follows_the_stack_timeout_when_its_initiator_starts_late(
     lab = make_lab("n3", "baseline", ["gnb", "upf"])          # namespaces without an overlay
     alone = subprocess.run(["ip", "netns", "exec", lab.netns("upf"), str(entrypoint), "--private-run",
                             str(dirs["upf"])], capture_output=True, text=True, timeout=60,
-                           env={k: v for k, v in os.environ.items() if k != "IPSEC_STACK_TIMEOUT"})
+                           env={k: v for k, v in os.environ.items() if k != "STACK_UP_TIMEOUT"})
     assert alone.returncode == 1 and "not ready within 3s" in alone.stderr, alone.stderr[-1500:]
-    upf = Entrypoint(lab, "upf", entrypoint, dirs["upf"], IPSEC_STACK_TIMEOUT="40")
+    upf = Entrypoint(lab, "upf", entrypoint, dirs["upf"], STACK_UP_TIMEOUT="40")
     gnb = None
     try:
         time.sleep(6)
         assert upf.running(), "the responder gave up before its stack's deadline: " + upf.stop()[-1500:]
-        gnb = Entrypoint(lab, "gnb", entrypoint, dirs["gnb"], IPSEC_STACK_TIMEOUT="40")
+        gnb = Entrypoint(lab, "gnb", entrypoint, dirs["gnb"], STACK_UP_TIMEOUT="40")
         deadline = time.monotonic() + 40
         while time.monotonic() < deadline:
             if "datapath: ipsec=" in upf.output() and "datapath: ipsec=" in gnb.output():

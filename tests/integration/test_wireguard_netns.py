@@ -208,17 +208,17 @@ def test_the_waiting_end_follows_the_stack_timeout_when_its_peer_starts_late(mak
     """`make run-sbi PROFILE=wireguard` in the guest: nssf's holder gave up after its fixed 60 s
     (READY_TIMEOUT_S, from its own start) while amf's and nrf's holders started 47 and 53 s after
     it. Here the waiting end (upf: gnb sorts first and initiates) has a 3 s handshake timeout and
-    the stack's 40 s (WG_STACK_TIMEOUT, what up.sh's deadline gives the holders); gnb starts 6 s
+    the stack's 40 s (STACK_UP_TIMEOUT, what up.sh's deadline gives the holders); gnb starts 6 s
     later: both come up."""
     values = ran.restrict(stack.load(), "ueransim")
     dirs = wireguard.render(profiles.get("wireguard", "n3"), "n3", values, tmp_path / "keys", tmp_path / "render")
     lab = make_lab("n3", "baseline", ["gnb", "upf"])
-    upf = Entrypoint(lab, "upf", ENTRYPOINT, dirs["upf"], "--timeout", "3", WG_STACK_TIMEOUT="40")
+    upf = Entrypoint(lab, "upf", ENTRYPOINT, dirs["upf"], "--timeout", "3", STACK_UP_TIMEOUT="40")
     gnb = None
     try:
         time.sleep(6)
         assert upf.running(), "the waiting end gave up before its stack's deadline: " + upf.stop()
-        gnb = Entrypoint(lab, "gnb", ENTRYPOINT, dirs["gnb"], "--timeout", "30", WG_STACK_TIMEOUT="40")
+        gnb = Entrypoint(lab, "gnb", ENTRYPOINT, dirs["gnb"], "--timeout", "30", STACK_UP_TIMEOUT="40")
         deadline = time.monotonic() + 40
         while time.monotonic() < deadline:
             if "ready:" in upf.output() and "ready:" in gnb.output():
@@ -243,7 +243,7 @@ def test_a_peer_that_never_starts_is_named_as_such(make_lab, tmp_path: Path) -> 
     start = time.monotonic()
     res = subprocess.run(["ip", "netns", "exec", lab.netns("upf"), str(ENTRYPOINT), "--private-run", "--timeout", "2",
                           str(dirs["upf"])], capture_output=True, text=True, timeout=60,
-                         env={**os.environ, "WG_STACK_TIMEOUT": "5"})
+                         env={**os.environ, "STACK_UP_TIMEOUT": "5"})
     took = time.monotonic() - start
     assert res.returncode == 1 and 4.5 < took < 20, (took, res.stderr[-1500:])
     gnb = stack.address("gnb", "n3", values)
