@@ -156,7 +156,7 @@ done'
 # engine does not list them; a call that fails or times out is named in DIR/evidence-errors.txt.
 # Nothing here fails the caller.
 stack_save_evidence() {
-  local dir="$1" out="$2" t="${EVIDENCE_TIMEOUT:-120}" svc image state ids=() dc=() listed=() pids=()
+  local dir="$1" out="$2" t="${EVIDENCE_TIMEOUT:-120}" svc image state id ids=() dc=() listed=() pids=()
   shift 2
   [[ -f "$dir/compose.env" && -f "$dir/compose.files" ]] || return 0
   mkdir -p "$out/logs" 2>/dev/null || return 0
@@ -166,10 +166,11 @@ stack_save_evidence() {
   for svc in "$@"; do only[$svc]=1; done
   _evidence_call "$out" "$t" "docker compose ps -a" "$out/ps.txt" "${dc[@]}" ps -a
   _evidence_call "$out" "$t" "docker compose ps (services)" "$out/.services" \
-    "${dc[@]}" ps -a --format '{{.Service}} {{.Image}} {{.State}}'
-  while read -r svc image state; do
+    "${dc[@]}" ps -a --format '{{.Service}} {{.Image}} {{.State}} {{.ID}}'
+  while read -r svc image state id; do
     [[ -n "$svc" ]] || continue
     listed+=("$svc"); image_of[$svc]="$image"; state_of[$svc]="$state"
+    [[ -z "$id" ]] || ids+=("$id")
   done <"$out/.services"
   if ((${#listed[@]} == 0)); then   # the engine did not answer: the services the compose files name
     _evidence_call "$out" "$t" "docker compose config --services" "$out/.services" "${dc[@]}" config --services
@@ -187,8 +188,7 @@ stack_save_evidence() {
     fi
   done
   ((${#pids[@]} == 0)) || wait "${pids[@]}" 2>/dev/null || true
-  mapfile -t ids < <(timeout "$t" "${dc[@]}" ps -aq 2>/dev/null || true)
-  if ((${#ids[@]})); then
+  if ((${#ids[@]})); then       # the containers the listing above named: no further listing
     timeout "$t" docker inspect "${ids[@]}" 2>/dev/null \
       | (cd "$STACK_REPO" && "$PYTHON" -m testbed.stackfailure record "$out") || true
   else

@@ -176,7 +176,8 @@ def _compose(argv: list[str], world: dict[str, Any]) -> int:
                 print(f"cid-{svc}")
             elif fmt:
                 print(fmt.replace("{{.Service}}", svc).replace("{{.Image}}", c.get("image", "img"))
-                      .replace("{{.State}}", st).replace("{{.Name}}", f"{project}-{svc}-1"))
+                      .replace("{{.State}}", st).replace("{{.Name}}", f"{project}-{svc}-1")
+                      .replace("{{.ID}}", f"cid-{svc}"))
             else:
                 print(f"{project}-{svc}-1  {c.get('image', 'img')}  {svc}  {st} ({c.get('health') or '-'})")
         return 0
