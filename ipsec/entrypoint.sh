@@ -36,7 +36,8 @@ SIGTERM/SIGINT, when it stops charon (which removes its SAs and policies).
   --private-run   mount a private tmpfs on /run first (several charons on one machine)
   --datapath      kernel = xfrm ESP, libipsec = userspace ESP via TUN; auto probes the kernel
                   (env IPSEC_DATAPATH)
-  --timeout       readiness deadline in seconds (default: READY_TIMEOUT of overlay.env)
+  --timeout       readiness deadline in seconds (default: READY_TIMEOUT of overlay.env, or the
+                  stack's bring-up deadline STACK_UP_TIMEOUT when that is longer)
 
 Exit: 0 after a clean SIGTERM, 1 failure, 2 usage error, 130 interrupt.
 EOF
@@ -82,7 +83,18 @@ load_config() {
     # shellcheck source=/dev/null
     . "$CONFIG_DIR/overlay.env"
     : "${NODE:?}" "${MODE:?}" "${CHILDREN?}" "${XFRM_LARVAL_DROP:?}" "${READY_TIMEOUT:?}"
-    TIMEOUT="${TIMEOUT:-$READY_TIMEOUT}"
+    # Without --timeout: READY_TIMEOUT, or the stack's bring-up deadline when scripts/up.sh hands
+    # one over (STACK_UP_TIMEOUT), whichever is longer. Under load the holders start tens of
+    # seconds apart (the guest: ausf-net gave up on amf-net, which started 50 s after it), and
+    # the responder of a pair can only wait; a peer that answers wrongly fails at once anyway
+    # (fatal_errors below), so the long wait is only for one that is not there yet.
+    if [ -z "${TIMEOUT:-}" ]; then
+        TIMEOUT="$READY_TIMEOUT"
+        case "${STACK_UP_TIMEOUT:-}" in
+            ''|*[!0-9]*) ;;
+            *) [ "$STACK_UP_TIMEOUT" -le "$TIMEOUT" ] || TIMEOUT="$STACK_UP_TIMEOUT" ;;
+        esac
+    fi
 }
 
 find_charon() {

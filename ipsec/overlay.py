@@ -421,7 +421,7 @@ def compose_services(profile: Profile, plane: str, values: dict[str, Any],
     from testbed.render import compose_overlay
     userspace = userspace_possible and libipsec_capable(profile)[0]
     return {f"{node}-net": compose_overlay.holder_service(
-                "ipsec", node, userspace=userspace,
+                "ipsec", node, userspace=userspace, waits_for_peers=True,
                 environment={"IPSEC_DATAPATH": "${IPSEC_DATAPATH:-auto}"},
                 # per network namespace; 0 only for the trap-queue profiles: the kernel queues
                 # packets while IKE runs instead of dropping them (docs/overlays/ipsec.md)

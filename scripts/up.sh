@@ -81,6 +81,8 @@ on_exit() {
     while IFS= read -r line; do
       stack_log "$line"
     done < <(stack_failure_lines "$ev")
+    [[ ! -s "$ev/evidence-errors.txt" ]] \
+      || stack_log "evidence incomplete: $(wc -l <"$ev/evidence-errors.txt") engine call(s) failed or timed out ($ev/evidence-errors.txt)"
     stack_log "tearing down what was started"
     stack_down "$RENDER" >/dev/null 2>&1 || stack_log "teardown failed: run \`make down\`"
     rm -f "$(stack_current_file)"

@@ -332,7 +332,7 @@ rearm() {
 #
 # How long: a peer is given WG_READY_TIMEOUT from when it was first heard from (anything of it
 # arrived: `wg show transfer`), so a late starter gets the whole time; one never heard from is
-# waited for as long as the stack waits for its holders (WG_STACK_TIMEOUT, the bring-up deadline
+# waited for as long as the stack waits for its holders (STACK_UP_TIMEOUT, the bring-up deadline
 # scripts/up.sh hands the holders; only WG_READY_TIMEOUT without it), counted from this end's
 # start. Under load the holders start tens of seconds apart (the guest: 47 and 53 s), and a fixed
 # deadline from the waiting end's own start gave up on peers that were merely late. The message
@@ -341,7 +341,7 @@ wait_handshakes() {
     local start missing peer key now wait_s never heard
     local -A began=() wait_ms=() seen=()
     start=$(date +%s)
-    wait_s=$(( ${WG_STACK_TIMEOUT:-0} > WG_READY_TIMEOUT ? ${WG_STACK_TIMEOUT:-0} : WG_READY_TIMEOUT ))
+    wait_s=$(( ${STACK_UP_TIMEOUT:-0} > WG_READY_TIMEOUT ? ${STACK_UP_TIMEOUT:-0} : WG_READY_TIMEOUT ))
     while :; do
         missing="$(missing_handshakes)"
         [[ -z "$missing" ]] && return 0

@@ -201,11 +201,8 @@ def compose_services(profile: Any, plane: str, values: dict[str, Any],
     (testbed/render/compose_overlay.py writes them into the render's overlay fragment)."""
     from testbed.render import compose_overlay
     return {f"{node}-net": compose_overlay.holder_service(
-                "wireguard", node, userspace=userspace_possible,
-                environment={"WIREGUARD_DATAPATH": "${WIREGUARD_DATAPATH:-auto}",
-                             # the stack's bring-up deadline (scripts/up.sh): how long a holder
-                             # waits for a peer it never heard from (wireguard/entrypoint.sh)
-                             "WG_STACK_TIMEOUT": "${STACK_UP_TIMEOUT:-}"},
+                "wireguard", node, userspace=userspace_possible, waits_for_peers=True,
+                environment={"WIREGUARD_DATAPATH": "${WIREGUARD_DATAPATH:-auto}"},
                 # decrypted packets come in on wg0 from a peer the main table routes via the
                 # bridge: strict reverse-path filtering would drop them (loose keeps the check)
                 sysctls={"net.ipv4.conf.all.rp_filter": "2"})

@@ -150,31 +150,64 @@ done'
 # (DIR/logs/<service>.log), `docker compose ps -a` (DIR/ps.txt), each container's state and health
 # as the engine recorded them (DIR/states.json, testbed/stackfailure.py: never the environment) and,
 # in every running container of the UERANSIM image, nr-cli's view (DIR/nr-cli-<service>.txt). With
-# SERVICEs, only those containers' logs and views. Each step is bounded by EVIDENCE_TIMEOUT seconds
-# (default 30); nothing here fails the caller.
+# SERVICEs, only those containers' logs and views. Each engine call is bounded by EVIDENCE_TIMEOUT
+# seconds (default 120: under emulation one `docker compose ps` took 55 s and a 30 s bound kept
+# nothing); the logs are fetched in parallel, for the services of the compose files when the
+# engine does not list them; a call that fails or times out is named in DIR/evidence-errors.txt.
+# Nothing here fails the caller.
 stack_save_evidence() {
-  local dir="$1" out="$2" t="${EVIDENCE_TIMEOUT:-30}" svc image state ids=() dc=()
+  local dir="$1" out="$2" t="${EVIDENCE_TIMEOUT:-120}" svc image state id ids=() dc=() listed=() pids=()
   shift 2
   [[ -f "$dir/compose.env" && -f "$dir/compose.files" ]] || return 0
   mkdir -p "$out/logs" 2>/dev/null || return 0
   stack_compose_argv "$dir"
   dc=("${STACK_CMD[@]}" "${STACK_ALL_PROFILES[@]}")
-  local -A only=()
+  local -A only=() image_of=() state_of=()
   for svc in "$@"; do only[$svc]=1; done
-  timeout "$t" "${dc[@]}" ps -a >"$out/ps.txt" 2>&1 || true
-  while read -r svc image state; do
+  _evidence_call "$out" "$t" "docker compose ps -a" "$out/ps.txt" "${dc[@]}" ps -a
+  _evidence_call "$out" "$t" "docker compose ps (services)" "$out/.services" \
+    "${dc[@]}" ps -a --format '{{.Service}} {{.Image}} {{.State}} {{.ID}}'
+  while read -r svc image state id; do
     [[ -n "$svc" ]] || continue
+    listed+=("$svc"); image_of[$svc]="$image"; state_of[$svc]="$state"
+    [[ -z "$id" ]] || ids+=("$id")
+  done <"$out/.services"
+  if ((${#listed[@]} == 0)); then   # the engine did not answer: the services the compose files name
+    _evidence_call "$out" "$t" "docker compose config --services" "$out/.services" "${dc[@]}" config --services
+    mapfile -t listed < <(grep -v '^$' "$out/.services" || true)
+  fi
+  rm -f "$out/.services"
+  for svc in "${listed[@]}"; do
     ((${#only[@]} == 0)) || [[ -n "${only[$svc]:-}" ]] || continue
-    timeout "$t" "${dc[@]}" logs --no-color --timestamps "$svc" >"$out/logs/$svc.log" 2>&1 || true
-    if [[ "$image" == "${UERANSIM_IMAGE:-}" && "$state" == running ]]; then
-      timeout "$t" "${dc[@]}" exec -T "$svc" sh -c "$_NR_CLI_VIEW" >"$out/nr-cli-$svc.txt" 2>&1 || true
+    _evidence_call "$out" "$t" "docker compose logs $svc" "$out/logs/$svc.log" \
+      "${dc[@]}" logs --no-color --timestamps "$svc" &
+    pids+=($!)
+    if [[ "${image_of[$svc]:-}" == "${UERANSIM_IMAGE:-}" && "${state_of[$svc]:-}" == running ]]; then
+      _evidence_call "$out" "$t" "nr-cli in $svc" "$out/nr-cli-$svc.txt" "${dc[@]}" exec -T "$svc" sh -c "$_NR_CLI_VIEW" &
+      pids+=($!)
     fi
-  done < <(timeout "$t" "${dc[@]}" ps -a --format '{{.Service}} {{.Image}} {{.State}}' 2>/dev/null || true)
-  mapfile -t ids < <(timeout "$t" "${dc[@]}" ps -aq 2>/dev/null || true)
-  if ((${#ids[@]})); then
+  done
+  ((${#pids[@]} == 0)) || wait "${pids[@]}" 2>/dev/null || true
+  if ((${#ids[@]})); then       # the containers the listing above named: no further listing
     timeout "$t" docker inspect "${ids[@]}" 2>/dev/null \
       | (cd "$STACK_REPO" && "$PYTHON" -m testbed.stackfailure record "$out") || true
+  else
+    echo "container states: the engine listed no container within ${t}s (states.json not written)" >>"$out/evidence-errors.txt"
   fi
+}
+
+# _evidence_call DIR SECONDS WHAT FILE CMD...: CMD's output into FILE within SECONDS; a failure or
+# timeout is one line in DIR/evidence-errors.txt with CMD's last error line (exit 124: timed out).
+_evidence_call() {
+  local out="$1" t="$2" what="$3" file="$4" rc=0 err
+  shift 4
+  err="$(timeout "$t" "$@" 2>&1 >"$file")" || rc=$?
+  if ((rc == 124)); then
+    echo "$what: no answer within ${t}s (EVIDENCE_TIMEOUT)" >>"$out/evidence-errors.txt"
+  elif ((rc != 0)); then
+    echo "$what: exit $rc${err:+: ${err##*$'\n'}}" >>"$out/evidence-errors.txt"
+  fi
+  return 0
 }
 
 # stack_failure_lines DIR: the order of the failures stack_save_evidence saw in DIR (the first in

@@ -27,17 +27,20 @@ _REQUIRED = ":?run through scripts/lib/compose.sh (make up)"
 
 
 def holder_service(protocol: str, node: str, *, userspace: bool, environment: dict[str, str],
-                   sysctls: dict[str, str]) -> dict[str, Any]:
+                   sysctls: dict[str, str], waits_for_peers: bool = False) -> dict[str, Any]:
     """The `<node>-net` override that turns the namespace holder into the overlay endpoint:
     `<protocol>/entrypoint.sh` with the node's rendered dir; healthy (base.yaml healthcheck)
     once the entrypoint writes /run/testbed/overlay-ready, so the program container starts
-    only with the overlay in force."""
+    only with the overlay in force. waits_for_peers: the entrypoint waits for its peers' holders,
+    so it gets the stack's bring-up deadline (STACK_UP_TIMEOUT, which scripts/up.sh exports):
+    under load the holders start tens of seconds apart, and a fixed wait gave up on late peers."""
+    deadline = {"STACK_UP_TIMEOUT": "${STACK_UP_TIMEOUT:-}"} if waits_for_peers else {}
     svc: dict[str, Any] = {
         "command": [f"/opt/testbed/{protocol}/entrypoint.sh", "/etc/testbed/overlay"],
         # the role's label, cap_add, read_only, tmpfs, and the TUN only when kernel-libipsec /
         # wireguard-go may run (cap_drop ALL and no-new-privileges come with base.yaml's holder)
         **privileges.role(f"holder-{protocol}").compose_fields(devices=userspace, over_base=True),
-        "environment": dict(environment),
+        "environment": {**deadline, **environment},
         "sysctls": dict(sysctls),
         # the entrypoint is in the tools image (images/tools/Dockerfile copies <plug-in>/*.sh)
         "volumes": [f"${{OVERLAY_DIR{_REQUIRED}}}/{node}:/etc/testbed/overlay:ro"],

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import secrets
 import signal
+import subprocess
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -84,3 +85,31 @@ def processes_in(inodes: set[int]) -> list[str]:
             ppid = stat[stat.rindex(")") + 2:].split()[1]
             found.append(f"{proc.name} {comm} (parent {ppid})")
     return found
+
+
+class Entrypoint:
+    """An overlay's entrypoint running in a node's namespace with its rendered dir, its output in
+    a file (read while it runs); stop() ends it with SIGTERM and returns the output."""
+
+    def __init__(self, lab: netns.Lab, node: str, entrypoint: Path, config: Path, *args: str, **env: str) -> None:
+        self.log = Path(f"{config}.log")
+        with self.log.open("w") as out:
+            self.proc = subprocess.Popen(["ip", "netns", "exec", lab.netns(node), str(entrypoint), "--private-run",
+                                          *args, str(config)], stdout=out, stderr=subprocess.STDOUT, text=True,
+                                         env={**os.environ, **env})
+
+    def output(self) -> str:
+        return self.log.read_text()
+
+    def running(self) -> bool:
+        return self.proc.poll() is None
+
+    def stop(self) -> str:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        return self.output()

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from ipsec import datapath as ipsec_datapath
-from testbed import channels, keys, netns, profiles, ran, stack
+from testbed import ROOT, channels, keys, netns, profiles, ran, stack
 from ipsec import overlay as ipsec
 from tests.conftest import require_root, require_tools
 from tests.integration.labs import lab_factory
@@ -301,3 +301,42 @@ def test_sigterm_tears_the_overlay_down(make_lab: Callable[..., netns.Lab]) -> N
     ping = subprocess.run(["ip", "netns", "exec", lab.netns("upf"), "ping", "-c", "1", "-W", "1", lab.address("gnb")],
                           capture_output=True, text=True)
     assert ping.returncode != 0, "after teardown nothing of the plane passes in the clear"
+
+
+def test_the_responder_follows_the_stack_timeout_when_its_initiator_starts_late(
+        make_lab: Callable[..., netns.Lab], keys_dir: Path, tmp_path: Path) -> None:
+    """`make run-sbi PROFILE=aes128gcm` in the guest: ausf's holder gave up after its fixed 60 s
+    (READY_TIMEOUT of overlay.env, from its own start: `not ready within 60s: no INSTALLED
+    CHILD_SA ... for amf`) while amf's holder started about 50 s after it. Here upf (the
+    responder: gnb sorts first and initiates) has a READY_TIMEOUT of 3 s and the stack's 40 s
+    (STACK_UP_TIMEOUT, what up.sh's deadline gives the holders); gnb starts 6 s later: both
+    come up. Without the stack's deadline the 3 s still hold (a lone holder is not kept waiting)."""
+    from tests.integration.labs import Entrypoint
+    entrypoint = ROOT / "ipsec" / "entrypoint.sh"
+    dirs = ipsec.render(profiles.get("aes128gcm", "n3"), "n3", VALUES, keys_dir, tmp_path / "render", ["gnb", "upf"])
+    for node in ("gnb", "upf"):
+        env_file = dirs[node] / "overlay.env"
+        env_file.write_text(re.sub(r"(?m)^READY_TIMEOUT=.*$", "READY_TIMEOUT=3", env_file.read_text()))
+    lab = make_lab("n3", "baseline", ["gnb", "upf"])          # namespaces without an overlay
+    alone = subprocess.run(["ip", "netns", "exec", lab.netns("upf"), str(entrypoint), "--private-run",
+                            str(dirs["upf"])], capture_output=True, text=True, timeout=60,
+                           env={k: v for k, v in os.environ.items() if k != "STACK_UP_TIMEOUT"})
+    assert alone.returncode == 1 and "not ready within 3s" in alone.stderr, alone.stderr[-1500:]
+    upf = Entrypoint(lab, "upf", entrypoint, dirs["upf"], STACK_UP_TIMEOUT="40")
+    gnb = None
+    try:
+        time.sleep(6)
+        assert upf.running(), "the responder gave up before its stack's deadline: " + upf.stop()[-1500:]
+        gnb = Entrypoint(lab, "gnb", entrypoint, dirs["gnb"], STACK_UP_TIMEOUT="40")
+        deadline = time.monotonic() + 40
+        while time.monotonic() < deadline:
+            if "datapath: ipsec=" in upf.output() and "datapath: ipsec=" in gnb.output():
+                break
+            assert upf.running() and gnb.running(), upf.stop()[-1500:] + gnb.stop()[-1500:]
+            time.sleep(0.2)
+        else:
+            pytest.fail("not ready within 40 s of the late start: " + upf.output()[-1500:] + gnb.output()[-1500:])
+    finally:
+        upf.stop()
+        if gnb is not None:
+            gnb.stop()

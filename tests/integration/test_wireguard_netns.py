@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -20,7 +19,7 @@ import pytest
 from testbed import ROOT, datapath, netns, profiles, ran, stack, tshark
 from wireguard import overlay as wireguard
 from tests.conftest import require_root, require_tools
-from tests.integration.labs import lab_factory, stop_entrypoints
+from tests.integration.labs import Entrypoint, lab_factory, stop_entrypoints
 
 pytestmark = pytest.mark.netns
 
@@ -205,48 +204,21 @@ def test_entrypoint_gives_up_at_its_deadline_when_the_peer_is_absent(make_lab, t
                                                      capture_output=True, text=True).stdout
 
 
-class _Entrypoint:
-    """The entrypoint running in a node's namespace, its output in a file (read while it runs)."""
-
-    def __init__(self, lab: netns.Lab, node: str, config: Path, *args: str, **env: str) -> None:
-        self.log = Path(f"{config}.log")
-        with self.log.open("w") as out:
-            self.proc = subprocess.Popen(["ip", "netns", "exec", lab.netns(node), str(ENTRYPOINT), "--private-run",
-                                          *args, str(config)], stdout=out, stderr=subprocess.STDOUT, text=True,
-                                         env={**os.environ, **env})
-
-    def output(self) -> str:
-        return self.log.read_text()
-
-    def running(self) -> bool:
-        return self.proc.poll() is None
-
-    def stop(self) -> str:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        return self.output()
-
-
 def test_the_waiting_end_follows_the_stack_timeout_when_its_peer_starts_late(make_lab, tmp_path: Path) -> None:
     """`make run-sbi PROFILE=wireguard` in the guest: nssf's holder gave up after its fixed 60 s
     (READY_TIMEOUT_S, from its own start) while amf's and nrf's holders started 47 and 53 s after
     it. Here the waiting end (upf: gnb sorts first and initiates) has a 3 s handshake timeout and
-    the stack's 40 s (WG_STACK_TIMEOUT, what up.sh's deadline gives the holders); gnb starts 6 s
+    the stack's 40 s (STACK_UP_TIMEOUT, what up.sh's deadline gives the holders); gnb starts 6 s
     later: both come up."""
     values = ran.restrict(stack.load(), "ueransim")
     dirs = wireguard.render(profiles.get("wireguard", "n3"), "n3", values, tmp_path / "keys", tmp_path / "render")
     lab = make_lab("n3", "baseline", ["gnb", "upf"])
-    upf = _Entrypoint(lab, "upf", dirs["upf"], "--timeout", "3", WG_STACK_TIMEOUT="40")
+    upf = Entrypoint(lab, "upf", ENTRYPOINT, dirs["upf"], "--timeout", "3", STACK_UP_TIMEOUT="40")
     gnb = None
     try:
         time.sleep(6)
         assert upf.running(), "the waiting end gave up before its stack's deadline: " + upf.stop()
-        gnb = _Entrypoint(lab, "gnb", dirs["gnb"], "--timeout", "30", WG_STACK_TIMEOUT="40")
+        gnb = Entrypoint(lab, "gnb", ENTRYPOINT, dirs["gnb"], "--timeout", "30", STACK_UP_TIMEOUT="40")
         deadline = time.monotonic() + 40
         while time.monotonic() < deadline:
             if "ready:" in upf.output() and "ready:" in gnb.output():
@@ -271,7 +243,7 @@ def test_a_peer_that_never_starts_is_named_as_such(make_lab, tmp_path: Path) -> 
     start = time.monotonic()
     res = subprocess.run(["ip", "netns", "exec", lab.netns("upf"), str(ENTRYPOINT), "--private-run", "--timeout", "2",
                           str(dirs["upf"])], capture_output=True, text=True, timeout=60,
-                         env={**os.environ, "WG_STACK_TIMEOUT": "5"})
+                         env={**os.environ, "STACK_UP_TIMEOUT": "5"})
     took = time.monotonic() - start
     assert res.returncode == 1 and 4.5 < took < 20, (took, res.stderr[-1500:])
     gnb = stack.address("gnb", "n3", values)

@@ -11,6 +11,8 @@ and the answers come from `world` (a dict, kept as tmp_path/docker-world.json):
   exec         [[substring, output, rc], ...]: the first whose substring is in an exec's command
   events       [[delay_s, line], ...] printed by `docker events`, which then idles until killed
   follow_hang  true: `logs --follow` prints the log, then idles (a UE that never attaches)
+  slow         {compose subcommand: seconds}: that call waits so long before it answers (an engine
+               as slow as one under emulation, where `docker compose ps` took 55 s)
 
 Only what the scripts ask is answered (compose ps/logs/exec/up/down/rm/config, inspect with the
 formats the scripts use, events, info, version). The engine is what is faked; everything else the
@@ -151,6 +153,7 @@ def _compose(argv: list[str], world: dict[str, Any]) -> int:
     sub, rest = (argv[i], argv[i + 1:]) if i < len(argv) else ("", [])
     services = _compose_services(files, profiles + ["ue2", "scale"])
     cons = _containers(world, services)
+    time.sleep(float((world.get("slow") or {}).get(sub, 0)))
     if sub == "version":
         print("v2.29.7" if "--short" in rest else "Docker Compose version v2.29.7")
         return 0
@@ -173,7 +176,8 @@ def _compose(argv: list[str], world: dict[str, Any]) -> int:
                 print(f"cid-{svc}")
             elif fmt:
                 print(fmt.replace("{{.Service}}", svc).replace("{{.Image}}", c.get("image", "img"))
-                      .replace("{{.State}}", st).replace("{{.Name}}", f"{project}-{svc}-1"))
+                      .replace("{{.State}}", st).replace("{{.Name}}", f"{project}-{svc}-1")
+                      .replace("{{.ID}}", f"cid-{svc}"))
             else:
                 print(f"{project}-{svc}-1  {c.get('image', 'img')}  {svc}  {st} ({c.get('health') or '-'})")
         return 0
