@@ -112,7 +112,7 @@ find_charon() {
 # root gets /proc, /dev and this /run bound in, so the vici socket, the ready file and the config
 # copied under /run have the same paths inside and outside, and the host's swanctl is replaced
 # by one that enters the root (`swanctl --list-sas` run by the drivers in this namespace).
-SWANCTL=(swanctl)
+SWANCTL=(command swanctl)   # `command`: the program, not the function below (which would call itself)
 enter_root() {
     [ -n "${IPSEC_ROOT:-}" ] || return 0
     [ -x "$IPSEC_ROOT/usr/sbin/swanctl" ] || die "IPSEC_ROOT=$IPSEC_ROOT holds no usr/sbin/swanctl: make it with scripts/suite-root.sh ipsec/pq-root.env"
@@ -273,7 +273,8 @@ wait_ready() {
             for c in $CHILDREN; do child_installed "$c" "$sas" || missing+=("$c"); done
         else
             sas="$(swanctl --list-pols --trap 2>/dev/null || true)"
-            for c in $CHILDREN; do grep -Eq "^$c(/[^,]*)?, TUNNEL" <<<"$sas" || missing+=("$c"); done
+            # "<name>/<child>, TUNNEL" (5.9), "<name>/<child>, reqid 1, TUNNEL" (6.0)
+            for c in $CHILDREN; do grep -Eq "^$c(/[^,]*)?, (reqid [0-9]+, )?TUNNEL" <<<"$sas" || missing+=("$c"); done
         fi
         [ "${#missing[@]}" -eq 0 ] && return 0
         if errs="$(fatal_errors)" && [ -n "$errs" ]; then

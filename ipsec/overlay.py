@@ -605,13 +605,17 @@ def _ipsec_root() -> Path | None:
 
 def charon_version() -> str | None:
     """The strongSwan (charon) version the namespace lab runs: IPSEC_ROOT's (its package record,
-    scripts/suite-root.sh) when set, else the host's; None without it."""
+    scripts/suite-root.sh, else its charon asked in the root: a compiled strongSwan copied in, as
+    the tools image has) when set, else the host's; None without it."""
     root = _ipsec_root()
     if root is not None:
         rec = root / ".g5tb-root"
         lines = rec.read_text(encoding="utf-8").splitlines() if rec.is_file() else []
         ver = next((ln.split("=", 1)[1] for ln in lines if ln.startswith("strongswan-charon=")), None)
-        return ver.split(":")[-1].split("-")[0] if ver else None
+        if ver:
+            return ver.split(":")[-1].split("-")[0]
+        return programs.program_version(["chroot", str(root), "/usr/lib/ipsec/charon", "--version"],
+                                        r"strongSwan ([\d.]+)")
     return programs.program_version(["/usr/lib/ipsec/charon", "--version"], r"strongSwan ([\d.]+)")
 
 

@@ -29,12 +29,22 @@ from tests.integration.labs import lab_factory
 pytestmark = pytest.mark.netns
 
 VALUES = ran.restrict(stack.load(), "ueransim")   # the nodes the default RAN runs (testbed/ran)
-START_PROFILES = [p for p in profiles.load().values() if p.protocol == "ipsec" and p.params["mode"] == "start"]
+# the classical start profiles; those that need a newer strongSwan (the post-quantum part of the
+# catalogue: min_strongswan) run in test_ipsec_pq_netns.py
+START_PROFILES = [p for p in profiles.load().values()
+                  if p.protocol == "ipsec" and p.params["mode"] == "start" and not p.params.get("min_strongswan")]
 N3_CASES = [p.id for p in START_PROFILES if "n3" in p.planes]
 SBI_CASES = [p.id for p in START_PROFILES if "sbi" in p.planes]
 SBI_PAIR = ["ausf", "nrf"]
-NO_KERNEL_ESP = ("kernel xfrm ESP datapath missing (this kernel has no ESP): strongSwan 5.9.8 "
-                 "kernel-libipsec sends no acquires for trap policies, so trap modes cannot run here")
+NO_KERNEL_ESP = ("kernel xfrm ESP datapath missing (this kernel has no ESP): the trap modes' kernel "
+                 "behaviour (xfrm_larval_drop) cannot be checked here")
+
+
+def _libipsec_sends_acquires() -> str | None:
+    """The charon version when it is one whose kernel-libipsec sends acquires for trap policies
+    (5.9.11 and later: the entrypoint then allows trap modes on userspace ESP), else None."""
+    v = ipsec.charon_version()
+    return v if v and tuple(int(x) for x in v.split(".")[:3]) >= (5, 9, 11) else None
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +85,7 @@ def _negotiate_ping_capture(lab: netns.Lab, a: str, b: str, tmp_path: Path) -> N
         sas = lab.exec(node, ["swanctl", "--list-sas"], check=True).stdout
         assert _esp_line(sas, peer) == _expected_esp(prof), sas
         ike = re.search(r"^  (\S+/PRF\S+)$", sas, flags=re.M)
-        assert ike and ike.group(1) == "AES_GCM_16-128/PRF_HMAC_SHA2_256/ECP_256", sas
+        assert ike and ike.group(1) == ipsec.expected_ike(prof), sas
         assert sas.count("INSTALLED") == 1, "exactly one CHILD_SA per pair (one side initiates)"
         # the validity step's own reading of the daemon's SAs (testbed/validity.py) agrees, and
         # refuses them for any other ESP proposal
@@ -224,6 +234,8 @@ def test_trap_mode_refused_on_libipsec(make_lab: Callable[..., netns.Lab]) -> No
     """Where only kernel-libipsec exists the entrypoint says why trap cannot work."""
     if ipsec_datapath.probe_xfrm_esp()[0]:
         pytest.skip("kernel has xfrm ESP: the trap tests below run instead")
+    if v := _libipsec_sends_acquires():
+        pytest.skip(f"strongSwan {v}'s kernel-libipsec sends acquires: trap modes run (test_trap_mode_on_libipsec_where_it_sends_acquires)")
     lab = make_lab("sbi", "aes128gcm-trap", SBI_PAIR, up=False)
     with pytest.raises(netns.LabError, match="sends no acquires"):
         lab.up(timeout=20)
@@ -236,6 +248,8 @@ def test_libipsec_trap_really_sends_no_acquire(make_lab: Callable[..., netns.Lab
     lost (dropped by the fail-closed filter, never sent in the clear)."""
     if ipsec_datapath.probe_xfrm_esp()[0]:
         pytest.skip("kernel has xfrm ESP: the trap tests below run instead")
+    if v := _libipsec_sends_acquires():
+        pytest.skip(f"strongSwan {v}'s kernel-libipsec sends acquires (5.9.11 on): nothing to refuse")
     monkeypatch.setenv("IPSEC_ALLOW_LIBIPSEC_TRAP", "1")
     lab = make_lab("sbi", "aes128gcm-trap", SBI_PAIR)
     assert "nrf/nrf, TUNNEL" in lab.exec("ausf", ["swanctl", "--list-pols", "--trap"], check=True).stdout
@@ -266,6 +280,27 @@ def test_trap_modes_on_kernel_esp(mode: str, first_lost: bool, make_lab: Callabl
     assert again.returncode == 0, again.stdout
     larval = lab.exec("ausf", ["cat", "/proc/sys/net/core/xfrm_larval_drop"]).stdout.strip()
     assert larval == ("0" if mode == "trap-queue" else "1")
+
+
+def test_trap_mode_on_libipsec_where_it_sends_acquires(make_lab: Callable[..., netns.Lab]) -> None:
+    """strongSwan 5.9.11 and later (the tools image's compiled one): kernel-libipsec sends acquires
+    for trap policies, so the entrypoint lets trap modes run on userspace ESP, and the first packet
+    to the peer brings the CHILD_SA up."""
+    if ipsec_datapath.probe_xfrm_esp()[0]:
+        pytest.skip("kernel has xfrm ESP: test_trap_modes_on_kernel_esp runs instead")
+    if not _libipsec_sends_acquires():
+        pytest.skip(f"strongSwan {ipsec.charon_version()}'s kernel-libipsec sends no acquires (5.9.11 and later "
+                    "do): run with IPSEC_ROOT=<a root with the tools image's strongSwan>")
+    lab = make_lab("sbi", "aes128gcm-trap", SBI_PAIR)
+    assert _datapath_line(lab, "ausf") == "libipsec"
+    assert "INSTALLED" not in lab.exec("ausf", ["swanctl", "--list-sas"]).stdout, "no CHILD_SA before the first packet"
+    lab.exec("ausf", ["ping", "-c", "1", "-W", "3", lab.address("nrf")])
+    deadline = time.monotonic() + 10
+    while "INSTALLED" not in lab.exec("ausf", ["swanctl", "--list-sas"]).stdout:
+        assert time.monotonic() < deadline, "the first packet did not trigger the CHILD_SA"
+        time.sleep(0.1)
+    again = lab.exec("ausf", ["ping", "-c", "2", "-i", "0.2", lab.address("nrf")])
+    assert again.returncode == 0, again.stdout
 
 
 def test_lab_down_is_idempotent(make_lab: Callable[..., netns.Lab]) -> None:
