@@ -45,7 +45,10 @@ class Ipsec(FolderOverlay):
         return {"strongswan": overlay.charon_version(), "strongswan_plugins": overlay.charon_plugins()}
 
     def image_versions(self) -> dict[str, tuple[str, str]]:
-        return {"strongswan": ("tools", "strongswan-charon")}
+        # the compiled strongSwan of the tools image (images/tools/Dockerfile); an image from before
+        # it recorded Debian's package
+        return {"strongswan": ("tools", "strongswan|strongswan-charon"),
+                "strongswan_plugins": ("tools", "strongswan_plugins")}
 
     def check_run(self, run_dir: Path, manifest: Mapping[str, Any], values: Values) -> list[RunCheck]:
         from testbed import profiles

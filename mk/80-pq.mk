@@ -3,7 +3,7 @@
 # suites (scripts/suite-root.sh: sid's strongSwan 6 for IKEv2 with ML-KEM, trixie's OpenSSL 3.5 for
 # the TLS hybrid groups) and the Rosenpass daemon from crates.io (pinned, cargo install --locked).
 G5TB_CACHE        ?= /var/cache/g5tb
-ROSENPASS_VERSION ?= 0.2.3
+ROSENPASS_VERSION ?= $(shell sed -n "s/^ARG ROSENPASS_VERSION=//p" images/tools/Dockerfile)
 ROSENPASS_ROOT    ?= $(G5TB_CACHE)/rosenpass-$(ROSENPASS_VERSION)
 PQ_OPENSSL        ?= openssl
 HS_BOOTS          ?= 5
@@ -17,7 +17,7 @@ pq-roots: ## Debian roots: sid's strongSwan 6 (ipsec/pq-root.env), trixie's Open
 
 rosenpass: ## the rosenpass daemon $(ROSENPASS_VERSION) from crates.io into $(ROSENPASS_ROOT)/bin (cargo, libclang, libsodium)
 	@if [ -x "$(ROSENPASS_ROOT)/bin/rosenpass" ]; then echo "$(ROSENPASS_ROOT)/bin/rosenpass"; \
-	 elif ! command -v cargo >/dev/null; then echo "rosenpass: no cargo (Rust): install rustup's stable toolchain" >&2; exit 1; \
+	 elif ! command -v cargo >/dev/null; then echo "rosenpass: no cargo (Rust): apt-get install cargo-web rustc-web (Debian 12), or rustup's stable toolchain" >&2; exit 1; \
 	 else SODIUM_USE_PKG_CONFIG=1 CARGO_HOME="$(G5TB_CACHE)/cargo-home" CARGO_TARGET_DIR="$(G5TB_CACHE)/cargo-target" \
 	   nice cargo install --locked rosenpass --version "$(ROSENPASS_VERSION)" --root "$(ROSENPASS_ROOT)" -j "$$(nproc)" \
 	   && echo "$(ROSENPASS_ROOT)/bin/rosenpass"; fi

@@ -7,6 +7,7 @@
 #   OPEN5GS_IMAGE UERANSIM_IMAGE TOOLS_IMAGE MONGO_IMAGE FERRETDB_IMAGE   image names (tags)
 #   OPEN5GS_SRC  UERANSIM_SRC       a local source tree instead of the pinned upstream clone
 #   OPEN5GS_INSTALL UERANSIM_INSTALL FERRETDB_INSTALL SNORT_INSTALL  a prebuilt install tree: no compile at all
+#   STRONGSWAN_SRC STRONGSWAN_INSTALL ROSENPASS_INSTALL  the tools image's compiled programs
 #   SNORT_SRC LIBDAQ_SRC            local snort3 / libdaq source trees (IDS=snort, docs/secfn.md)
 #   OAI_SRC OAI_INSTALL ASN1C_SRC SIMDE_SRC OAI_MARCH  the OpenAirInterface image (docs/ran.md)
 #   APPLY_PATCHES=0                 do not apply patches/open5gs/*.patch (tree already has them)
@@ -53,6 +54,9 @@ Local trees (BuildKit named build contexts replace the stage of the same name):
   OPEN5GS_INSTALL=/path   prebuilt Open5GS install tree (prefix /opt/open5gs): skips compiling
   UERANSIM_INSTALL=/path  prebuilt UERANSIM install tree (bin/nr-gnb ...): skips compiling
   FERRETDB_INSTALL=/path  folder holding bin/ferretdb: skips compiling FerretDB
+  STRONGSWAN_SRC=/path    strongSwan source (tools image); STRONGSWAN_INSTALL=/path a prebuilt
+                          install tree (usr/lib/ipsec/charon, usr/sbin/swanctl ...): skips compiling
+  ROSENPASS_INSTALL=/path folder holding bin/rosenpass (tools image; \`make rosenpass\` on Debian 12)
   SNORT_SRC=/path         snort3 source;  LIBDAQ_SRC=/path  libdaq source
   SNORT_INSTALL=/path     prebuilt Snort 3 + libdaq install tree (bin/snort, lib/libdaq.so): skips compiling
   OAI_SRC=/path           OpenAirInterface source tree; OAI_INSTALL=/path a prebuilt install tree
@@ -181,10 +185,27 @@ build_oai() {
   build_compiled oai "$OAI_IMAGE" bin/nr-softmodem CMakeLists.txt "${extra[@]}"
 }
 
+# The tools image compiles strongSwan (images/tools/sources.env) and rosenpass: STRONGSWAN_SRC (a
+# local tree) or STRONGSWAN_INSTALL (an install tree) and ROSENPASS_INSTALL replace those stages.
 build_tools() {
-  local args=()
-  mapfile -t args < <(common_args tools)
+  local args=() context=() source=upstream
+  if [[ -n "${STRONGSWAN_INSTALL:-}" ]]; then
+    require_dir STRONGSWAN_INSTALL "$STRONGSWAN_INSTALL" usr/lib/ipsec/charon
+    context+=(--build-context "strongswan-install=$STRONGSWAN_INSTALL")
+    source="prebuilt:$(basename "$STRONGSWAN_INSTALL")"
+  elif [[ -n "${STRONGSWAN_SRC:-}" ]]; then
+    require_dir STRONGSWAN_SRC "$STRONGSWAN_SRC" configure.ac
+    context+=(--build-context "strongswan-src=$STRONGSWAN_SRC")
+    source="$(describe_tree "$STRONGSWAN_SRC")"
+  fi
+  if [[ -n "${ROSENPASS_INSTALL:-}" ]]; then
+    require_dir ROSENPASS_INSTALL "$ROSENPASS_INSTALL" bin/rosenpass
+    context+=(--build-context "rosenpass-install=$ROSENPASS_INSTALL")
+  fi
+  mapfile -t args < <(common_args tools "$source")
   ((${#args[@]})) || exit 1
+  args+=("${context[@]}")
+  [[ -z "${BUILD_JOBS:-}" ]] || args+=(--build-arg "BUILD_JOBS=$BUILD_JOBS")
   run_build "$DOCKER" buildx build --load -f images/tools/Dockerfile "${args[@]}" -t "$TOOLS_IMAGE" .
 }
 

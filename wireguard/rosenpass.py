@@ -11,7 +11,8 @@ itself, and renewed every 2 minutes (rosenpass's REKEY_AFTER_TIME: 120 s respond
   first WireGuard handshake initiation (the PSK was in place first); a plain WireGuard capture
   judged as the Rosenpass profile has none and is invalid.
 
-The daemon is the crate `rosenpass` from crates.io, pinned (ROSENPASS_VERSION), built with
+The daemon is the crate `rosenpass` from crates.io, pinned (ROSENPASS_VERSION, read from the tools
+image's Dockerfile), built with
 `cargo install --locked` outside the repository (`make rosenpass`: tests and CI) or in the tools
 image's build stage.
 """
@@ -24,9 +25,19 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from testbed import keys, tshark
+from testbed import ROOT, keys, tshark
 
-ROSENPASS_VERSION = "0.2.3"
+
+def _pinned_version() -> str:
+    """The one home of the pin: the tools image's build argument (images/tools/Dockerfile), which
+    `make rosenpass` (mk/80-pq.mk) reads too."""
+    for line in (ROOT / "images" / "tools" / "Dockerfile").read_text(encoding="utf-8").splitlines():
+        if line.startswith("ARG ROSENPASS_VERSION="):
+            return line.split("=", 1)[1].strip()
+    raise RuntimeError("images/tools/Dockerfile has no ARG ROSENPASS_VERSION")
+
+
+ROSENPASS_VERSION = _pinned_version()
 RP_PORT = 9999                 # rosenpass's customary port; its own UDP, kept off the tunnel
 MSG_TYPES = {0x81: "InitHello", 0x82: "RespHello", 0x83: "InitConf", 0x84: "EmptyData", 0x85: "DataMsg",
              0x86: "CookieReply"}

@@ -198,7 +198,7 @@ def test_every_pin_is_a_repository_and_a_full_commit() -> None:
     pinned = {image: images.sources(image) for image in DOCKERFILES}
     assert {image: sorted(p) for image, p in pinned.items() if p} == {
         "oai": ["asn1c", "oai", "simde"], "open5gs": ["open5gs"], "snort": ["libdaq", "snort"],
-        "ueransim": ["ueransim"]}
+        "tools": ["strongswan"], "ueransim": ["ueransim"]}
     for image, pins in pinned.items():
         for src, pin in pins.items():
             assert re.fullmatch(r"[0-9a-f]{40}", pin["commit"]), (image, src)
@@ -338,6 +338,7 @@ def test_only_patches_pins_and_step_scripts_reach_the_build_contexts() -> None:
     assert _ignore_rules("ferretdb") == ["*", "!images/lib/apt-install.sh"]
     # the pass-through's source, and the overlay plug-ins' holder programs (never the core's scripts)
     assert _ignore_rules("tools") == ["*", "!testbed/secfn/engines/passthrough/nfq_accept.c", "!images/lib/apt-install.sh",
+                                      "!images/lib/clone-pinned.sh", "!images/tools/sources.env",
                                       "!*/*.sh", "scripts/*", "tls-certs/*", "patches/*"]
 
 
@@ -351,7 +352,8 @@ CLONE_SCRIPT = "images/lib/clone-pinned.sh"
 # every pinned upstream source: (image, source, the build stage's destination of its tree)
 PINNED_CLONES = (("open5gs", "open5gs", "/src"), ("ueransim", "ueransim", "/src"),
                  ("snort", "libdaq", "/src/libdaq"), ("snort", "snort", "/src/snort3"),
-                 ("oai", "oai", "/src"), ("oai", "asn1c", "/asn1c-src"), ("oai", "simde", "/usr/include/simde"))
+                 ("oai", "oai", "/src"), ("oai", "asn1c", "/asn1c-src"), ("oai", "simde", "/usr/include/simde"),
+                 ("tools", "strongswan", "/src/strongswan"))
 
 
 def clone_calls(image: str) -> dict[str, list[str]]:
@@ -417,7 +419,7 @@ def test_labels_record_versions() -> None:
     """The Dockerfiles label what they require (minimum versions); what a build was made from (the
     pins, the source tree) is labelled by scripts/build.sh from testbed/images.py (tests/testbed/test_images.py)."""
     for image, keys in (("open5gs", ["testbed.libcurl.min"]), ("ueransim", []), ("oai", []), ("snort", []),
-                        ("tools", ["testbed.strongswan.min", "testbed.wireguard_go.min", "testbed.tshark.min",
+                        ("tools", ["testbed.wireguard_go.min", "testbed.tshark.min",
                                    "testbed.suricata.min", "testbed.ditg.min"]),
                         ("ferretdb", ["testbed.ferretdb.version"])):
         runtime = parse(DOCKERFILES[image]).stages["runtime"]
@@ -426,8 +428,7 @@ def test_labels_record_versions() -> None:
             assert f"{key}=" in labels, f"images/{image}/Dockerfile: label {key} missing"
 
 
-TOOLS_PACKAGES = ["strongswan-charon", "strongswan-swanctl", "libcharon-extra-plugins", "wireguard-tools",
-                  "wireguard-go", "tshark", "iperf3", "iputils-ping", "iproute2", "nftables", "python3",
+TOOLS_PACKAGES = ["libssl3", "libsodium23", "wireguard-tools", "wireguard-go", "tshark", "iperf3", "iputils-ping", "iproute2", "nftables", "python3",
                   "python3-pymongo", "python3-yaml", "curl", "d-itg", "socat", "suricata", "iptables",
                   "libnetfilter-queue1"]
 
@@ -436,10 +437,29 @@ def test_tools_image_has_every_program_the_issue_lists() -> None:
     run = " ".join(parse(DOCKERFILES["tools"]).stages["runtime"].runs())
     missing = [p for p in TOOLS_PACKAGES if not re.search(rf"(^|\s){re.escape(p)}(\s|;|$)", run)]
     assert not missing, f"images/tools/Dockerfile does not install {missing}"
-    assert "libstrongswan-kernel-libipsec.so" in run   # the build checks the plugin is there
+    # strongSwan and rosenpass are compiled (no Debian suite builds strongSwan's ml plugin): the
+    # runtime checks that the plugins the holders load are there and records what it got
+    for needed in ('*" ml "*', '*" kernel-libipsec "*', "strongswan=", "strongswan_plugins=", "rosenpass="):
+        assert needed in run, f"images/tools/Dockerfile: the runtime check lacks {needed}"
 
 
-TOOLS_MINIMUMS = (("strongswan-charon", "STRONGSWAN_MIN"), ("wireguard-tools", "WIREGUARD_TOOLS_MIN"),
+def test_tools_image_compiles_strongswan_with_ml_kem_and_rosenpass_locked() -> None:
+    """IKEv2 with ML-KEM needs strongSwan >= 6.0.2 with its ml plugin (docs/post-quantum.md); the
+    holders need kernel-libipsec, swanctl/vici and the openssl plugin; rosenpass comes --locked."""
+    df = parse(DOCKERFILES["tools"])
+    build = " ".join(" ".join(r.split()) for r in df.stages["strongswan-build"].runs())
+    for flag in ("--enable-ml", "--enable-openssl", "--enable-kernel-libipsec", "--enable-swanctl",
+                 "--libexecdir=/usr/lib", "test -f /install/usr/lib/ipsec/plugins/libstrongswan-ml.so"):
+        assert flag in build, f"strongswan-build lacks {flag}"
+    version = images.sources("tools")["strongswan"]["version"]
+    assert tuple(int(x) for x in version.split(".")[:3]) >= (6, 0, 2), version
+    rosenpass = " ".join(df.stages["rosenpass-build"].runs())
+    assert "cargo install --locked rosenpass --version" in rosenpass
+    assert re.fullmatch(r"\d+\.\d+\.\d+", df.stages["rosenpass-build"].args()["ROSENPASS_VERSION"])
+    assert df.stages["strongswan-install"].base == "scratch" and df.stages["rosenpass-install"].base == "scratch"
+
+
+TOOLS_MINIMUMS = (("wireguard-tools", "WIREGUARD_TOOLS_MIN"),
                   ("wireguard-go", "WIREGUARD_GO_MIN"), ("tshark", "TSHARK_MIN"), ("iperf3", "IPERF3_MIN"),
                   ("d-itg", "DITG_MIN"), ("suricata", "SURICATA_MIN"))
 

@@ -127,11 +127,39 @@ def test_tools_image_builds_and_runs(tmp_path: Path) -> None:
                          env={**os.environ, "TOOLS_IMAGE": tag}, timeout=3600, check=False)
     assert res.returncode == 0, res.stderr[-3000:]
     run = subprocess.run([docker, "run", "--rm", tag, "sh", "-c",
-                          "swanctl --version && wg --version && wireguard-go --version && tshark --version"
+                          "/usr/lib/ipsec/charon --version && swanctl --help >/dev/null && rosenpass --version"
+                          " && wg --version && wireguard-go --version && tshark --version"
                           " && iperf3 --version && python3 -c 'import pymongo, yaml' && cat /etc/testbed-image.txt"],
                          capture_output=True, text=True, timeout=300, check=False)
     assert run.returncode == 0, run.stderr
-    assert "strongswan-charon=5.9.8" in run.stdout
+    pin = images.sources("tools")["strongswan"]["version"]
+    assert f"strongswan={pin}" in run.stdout and " ml " in run.stdout and "rosenpass=" in run.stdout
+
+
+def test_tools_from_a_strongswan_tree_or_install_trees(tmp_path: Path) -> None:
+    """The tools image compiles strongSwan and rosenpass: a local strongSwan source tree, or install
+    trees (a host that cannot reach GitHub or crates.io, or compiles slowly: the guest)."""
+    src = tmp_path / "strongswan"
+    src.mkdir()
+    (src / "configure.ac").write_text("")
+    res = run_build("--dry-run", "tools", STRONGSWAN_SRC=str(src))
+    assert res.returncode == 0, res.stderr
+    (cmd,) = commands(res)
+    assert f"strongswan-src={src}" in cmd and "testbed.tools.source=local:strongswan" in cmd
+    inst, rp = tmp_path / "ss-install", tmp_path / "rp"
+    (inst / "usr" / "lib" / "ipsec").mkdir(parents=True)
+    (inst / "usr" / "lib" / "ipsec" / "charon").write_text("")
+    (rp / "bin").mkdir(parents=True)
+    (rp / "bin" / "rosenpass").write_text("")
+    (cmd,) = commands(run_build("--dry-run", "tools", STRONGSWAN_INSTALL=str(inst), ROSENPASS_INSTALL=str(rp)))
+    assert f"strongswan-install={inst}" in cmd and f"rosenpass-install={rp}" in cmd
+    assert "testbed.tools.source=prebuilt:ss-install" in cmd
+    assert not any(a.startswith("testbed.strongswan.version=") for a in cmd), "no pin label for a prebuilt tree"
+    (cmd,) = commands(run_build("--dry-run", "tools"))
+    pin = images.sources("tools")["strongswan"]
+    assert f"testbed.strongswan.version={pin['version']}" in cmd and f"testbed.strongswan.commit={pin['commit']}" in cmd
+    res = run_build("--dry-run", "tools", ROSENPASS_INSTALL=str(tmp_path))
+    assert res.returncode == 2 and "bin/rosenpass is missing" in res.stderr
 
 
 def test_snort_from_local_trees_or_an_install_tree(tmp_path: Path) -> None:

@@ -41,12 +41,13 @@ def test_the_inputs_are_the_dockerfile_its_ignore_file_and_what_that_lets_in(rep
     (repo / "patches/open5gs/README.md").write_text("not in the build context\n")
     assert [f.as_posix() for f in images.input_files("open5gs", repo)] == files
     assert [f.as_posix() for f in images.input_files("tools", repo)] == \
-        ["images/tools/Dockerfile", "images/tools/Dockerfile.dockerignore", "images/lib/apt-install.sh"]
+        ["images/tools/Dockerfile", "images/tools/Dockerfile.dockerignore", "images/lib/apt-install.sh",
+         "images/lib/clone-pinned.sh", "images/tools/sources.env"]
 
 
 @pytest.mark.parametrize("changed_file,rebuilt", [
     # the source step of the build stages of the compiled images, and their contents step
-    ("images/lib/clone-pinned.sh", {"open5gs", "ueransim", "snort", "oai"}),
+    ("images/lib/clone-pinned.sh", {"open5gs", "ueransim", "snort", "oai", "tools"}),
     ("images/lib/record-image.sh", {"open5gs", "ueransim", "snort", "oai"}),
     # every package install of every image
     ("images/lib/apt-install.sh", set(images.BUILT)),
@@ -75,7 +76,12 @@ def test_labels_say_what_a_build_was_made_from(repo: Path) -> None:
     local = images.labels("oai", "local:openairinterface5g@8bf6d5d7da8c", env, repo)
     assert local["testbed.oai.source"] == "local:openairinterface5g@8bf6d5d7da8c"
     assert not any(k.endswith((".version", ".commit")) for k in local)
-    assert set(images.labels("tools", None, env, repo)) == {images.INPUTS_LABEL, images.BASE_LABEL}
+    assert set(images.labels("ueransim", None, env, repo)) >= {images.INPUTS_LABEL, images.BASE_LABEL}
+    # an image that compiles nothing gets its hash and base only
+    assert set(images.labels("ferretdb", None, env, repo)) == {images.INPUTS_LABEL, images.BASE_LABEL}
+    # the tools image compiles strongSwan from its pin (images/tools/sources.env)
+    assert images.labels("tools", None, env, repo)["testbed.strongswan.version"] == \
+        images.sources("tools", repo)["strongswan"]["version"]
     (repo / "images/oai/sources.env").write_text("OAI_REPO=https://example.org/oai.git\n")
     with pytest.raises(images.ImageError, match="OAI_REPO and OAI_COMMIT are both needed"):
         images.sources("oai", repo)

@@ -62,6 +62,18 @@ def test_stack_versions_are_read_from_inside_the_images(monkeypatch: pytest.Monk
     assert set(manifest.IMAGE_VERSIONS) <= set(v)
 
 
+def test_the_compiled_strongswan_and_rosenpass_of_the_tools_image_are_recorded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """images/tools/Dockerfile compiles strongSwan (with its ml plugin) and rosenpass and writes
+    strongswan=, strongswan_plugins= and rosenpass= into its contents file."""
+    tools = {"image": "tools", "strongswan": "6.0.6", "strongswan_plugins": "kernel-libipsec ml openssl vici",
+             "rosenpass": "0.2.3", "wireguard-tools": "1.0.20210914-1+b1"}
+    monkeypatch.setattr(manifest, "image_facts", lambda refs: {
+        r: {"id": "sha256:" + "0" * 64, "version": None, "contents": tools} for r in refs})
+    v = manifest.versions(["t:1"], stack_run=True)
+    assert (v["strongswan"], v["strongswan_plugins"], v["rosenpass"]) == \
+        ("6.0.6", "kernel-libipsec ml openssl vici", "0.2.3")
+
+
 def test_baseline_has_no_datapath_choice(tmp_path: Path) -> None:
     m = manifest.load(manifest.create(tmp_path, "n3", "baseline", {}))
     assert m["datapath"] == {"userspace": False}
