@@ -15,7 +15,7 @@ from tests.conftest import ROOT, require_root, require_tools
 from wireguard import rosenpass
 
 SCRIPT = ROOT / ".ci" / "pq-prepare"
-APT_NEEDS = ("debootstrap", "pkg-config", "cmake", "libclang-dev", "libsodium-dev")
+APT_NEEDS = ("debootstrap", "pkg-config", "cmake", "libclang-dev", "libsodium-dev", "cargo-web", "rustc-web")
 
 
 def test_shellcheck_clean() -> None:
@@ -72,9 +72,15 @@ def test_a_failing_step_is_named_and_ci_goes_on(tmp_path: Path) -> None:
     """No cargo on PATH: the rosenpass step fails, is named with its log, the exit is 0 (1 with PQ_REQUIRED=1)."""
     cache = _cached_here(tmp_path)
     (cache / f"rosenpass-{rosenpass.ROSENPASS_VERSION}" / "bin" / "rosenpass").unlink()
-    env = {**os.environ, "G5TB_CACHE": str(cache), "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
-    if shutil.which("cargo", path=env["PATH"]):
-        pytest.skip("a system cargo (/usr/bin): the step would build rosenpass for real instead of failing")
+    # the system's programs without cargo (the script installs Debian's cargo-web, so /usr/bin has one)
+    nocargo = tmp_path / "bin"
+    nocargo.mkdir()
+    for d in ("/usr/sbin", "/usr/bin", "/sbin", "/bin"):
+        for prog in Path(d).iterdir():
+            if prog.name != "cargo" and not (nocargo / prog.name).exists():
+                (nocargo / prog.name).symlink_to(prog)
+    env = {**os.environ, "G5TB_CACHE": str(cache), "PATH": str(nocargo)}
+    assert shutil.which("cargo", path=env["PATH"]) is None
     res = subprocess.run(["bash", str(SCRIPT)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False)
     assert res.returncode == 0 and "pq-prepare: rosenpass failed" in res.stderr and "no cargo" in res.stderr, res.stderr
     res = subprocess.run(["bash", str(SCRIPT)], cwd=ROOT, env={**env, "PQ_REQUIRED": "1"}, capture_output=True,
