@@ -183,8 +183,9 @@ def test_every_failed_attach_attempt_keeps_the_ues_and_the_gnbs_evidence(tmp_pat
         assert "[nas] [error] no PDU session" in (ev / "logs" / "ue1.log").read_text()
         assert "CM-IDLE" in (ev / "nr-cli-ue1.txt").read_text() and (ev / "nr-cli-gnb.txt").is_file()
     calls = fakedocker.calls(tmp_path)
-    kept = [i for i, c in enumerate(calls) if c[:1] == ["compose"] and "logs" in c and "ue1" in c and "--follow" not in c
-            and "--tail" not in c]
+    # by container id where the listing named it (`docker logs cid-ue1`), else through compose
+    kept = [i for i, c in enumerate(calls) if (c[:1] == ["logs"] and "cid-ue1" in c)
+            or (c[:1] == ["compose"] and "logs" in c and "ue1" in c and "--follow" not in c and "--tail" not in c)]
     removed = [i for i, c in enumerate(calls) if c[:1] == ["compose"] and "rm" in c and "ue1" in c]
     assert len(kept) == 2 and len(removed) == 2 and all(k < r for k, r in zip(kept, removed)), (kept, removed)
 
