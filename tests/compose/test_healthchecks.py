@@ -69,7 +69,3 @@ def test_start_probes_follow_the_host_knobs(where: str, check: dict[str, object]
     assert interpolate(str(check["start_interval"]), {"HEALTH_START_INTERVAL": "10s"}, pytest.fail) == "10s"
     assert interpolate(str(check["start_interval"]), {}, pytest.fail) == "1s"
     assert interpolate(str(check["interval"]), {"HEALTH_INTERVAL": "3600s"}, pytest.fail) == "3600s"
-    # on the emulated guest every probe of a TLS run-sbi failed as "timed out starting health check"
-    # (runc exec slower than the fixed 5 s): the timeout follows HEALTH_TIMEOUT too
-    assert interpolate(str(check["timeout"]), {"HEALTH_TIMEOUT": "60s"}, pytest.fail) == "60s"
-    assert interpolate(str(check["timeout"]), {}, pytest.fail) == "5s"
