@@ -100,7 +100,8 @@ def _clock(t: dt.datetime | None) -> str:
 
 
 def summary(containers: list[dict[str, Any]], logs: Path | None = None) -> list[str]:
-    """Lines, most important first: `first failure: ...`, `then: ...`, `never started: ...`."""
+    """Lines, most important first: `first failure: ...`, `then: ...`, and without a failure `still
+    starting ...` (the deadline came first), then `never started: ...`."""
     failed = []
     for c in containers:
         f = failure(c)
@@ -109,6 +110,9 @@ def summary(containers: list[dict[str, Any]], logs: Path | None = None) -> list[
     far = dt.datetime.max.replace(tzinfo=dt.timezone.utc)
     failed.sort(key=lambda x: (x[0] or far, x[1].get("service") or x[1]["name"]))
     never = sorted(c.get("service") or c["name"] for c in containers if c.get("status") == "created")
+    # running but not healthy yet when the deadline came: what a slow host leaves (nothing failed)
+    starting = sorted(c.get("service") or c["name"] for c in containers
+                      if c.get("status") == "running" and (c.get("health") or {}).get("status") == "starting")
     lines = []
     if failed:
         t0, c, what = failed[0]
@@ -122,6 +126,8 @@ def summary(containers: list[dict[str, Any]], logs: Path | None = None) -> list[
             later.append(f"{c2.get('service') or c2['name']} {what2} ({delta})")
         if later:
             lines.append("then (consequences): " + "; ".join(later))
+    if starting and not failed:
+        lines.append("still starting (not healthy yet): " + ", ".join(starting))
     if never:
         lines.append("never started" + (" (waiting on the above)" if failed else "") + ": " + ", ".join(never))
     return lines

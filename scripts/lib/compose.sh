@@ -152,9 +152,11 @@ done'
 # in every running container of the UERANSIM image, nr-cli's view (DIR/nr-cli-<service>.txt). With
 # SERVICEs, only those containers' logs and views. Each engine call is bounded by EVIDENCE_TIMEOUT
 # seconds (default 120: under emulation one `docker compose ps` took 55 s and a 30 s bound kept
-# nothing); the logs are fetched in parallel, for the services of the compose files when the
-# engine does not list them; a call that fails or times out is named in DIR/evidence-errors.txt.
-# Nothing here fails the caller.
+# nothing); the logs are fetched in parallel, by container id with the plain docker CLI where the
+# listing named the container (in the guest two dozen parallel `docker compose logs`, each loading
+# the project, all passed 120 s and left empty files), else per service through compose (for the
+# services of the compose files when the engine does not list them); a call that fails or times
+# out is named in DIR/evidence-errors.txt. Nothing here fails the caller.
 stack_save_evidence() {
   local dir="$1" out="$2" t="${EVIDENCE_TIMEOUT:-120}" svc image state id ids=() dc=() listed=() pids=()
   shift 2
@@ -162,14 +164,14 @@ stack_save_evidence() {
   mkdir -p "$out/logs" 2>/dev/null || return 0
   stack_compose_argv "$dir"
   dc=("${STACK_CMD[@]}" "${STACK_ALL_PROFILES[@]}")
-  local -A only=() image_of=() state_of=()
+  local -A only=() image_of=() state_of=() id_of=()
   for svc in "$@"; do only[$svc]=1; done
   _evidence_call "$out" "$t" "docker compose ps -a" "$out/ps.txt" "${dc[@]}" ps -a
   _evidence_call "$out" "$t" "docker compose ps (services)" "$out/.services" \
     "${dc[@]}" ps -a --format '{{.Service}} {{.Image}} {{.State}} {{.ID}}'
   while read -r svc image state id; do
     [[ -n "$svc" ]] || continue
-    listed+=("$svc"); image_of[$svc]="$image"; state_of[$svc]="$state"
+    listed+=("$svc"); image_of[$svc]="$image"; state_of[$svc]="$state"; id_of[$svc]="$id"
     [[ -z "$id" ]] || ids+=("$id")
   done <"$out/.services"
   if ((${#listed[@]} == 0)); then   # the engine did not answer: the services the compose files name
@@ -179,11 +181,18 @@ stack_save_evidence() {
   rm -f "$out/.services"
   for svc in "${listed[@]}"; do
     ((${#only[@]} == 0)) || [[ -n "${only[$svc]:-}" ]] || continue
-    _evidence_call "$out" "$t" "docker compose logs $svc" "$out/logs/$svc.log" \
-      "${dc[@]}" logs --no-color --timestamps "$svc" &
+    id="${id_of[$svc]:-}"
+    if [[ -n "$id" ]]; then     # the container's stdout and stderr, as compose logs merges them
+      # shellcheck disable=SC2016  # $1 is the inner shell's
+      _evidence_call "$out" "$t" "docker logs $svc" "$out/logs/$svc.log" \
+        bash -c 'exec docker logs --timestamps "$1" 2>&1' _ "$id" &
+    else
+      _evidence_call "$out" "$t" "docker compose logs $svc" "$out/logs/$svc.log" \
+        "${dc[@]}" logs --no-color --timestamps "$svc" &
+    fi
     pids+=($!)
-    if [[ "${image_of[$svc]:-}" == "${UERANSIM_IMAGE:-}" && "${state_of[$svc]:-}" == running ]]; then
-      _evidence_call "$out" "$t" "nr-cli in $svc" "$out/nr-cli-$svc.txt" "${dc[@]}" exec -T "$svc" sh -c "$_NR_CLI_VIEW" &
+    if [[ -n "$id" && "${image_of[$svc]:-}" == "${UERANSIM_IMAGE:-}" && "${state_of[$svc]:-}" == running ]]; then
+      _evidence_call "$out" "$t" "nr-cli in $svc" "$out/nr-cli-$svc.txt" docker exec "$id" sh -c "$_NR_CLI_VIEW" &
       pids+=($!)
     fi
   done

@@ -116,8 +116,13 @@ stack_up() {
   if ! run_bg_wait "$TESTBED_ROOT/scripts/up.sh" --profile "$PROFILE" --plane "$PLANE" --timeout "$UP_TIMEOUT" "$@" \
          "${phase[@]}" --evidence "$RUN_DIR/$evidence" >>"$RUN_DIR/$rel" 2>&1; then
     RENDER=""               # up.sh took down what it started, its evidence kept in $evidence
-    local first
+    local first waiting
     first="$(grep -o 'first failure: .*' "$RUN_DIR/$rel" | tail -n 1 || true)"
+    if [[ -z "$first" ]]; then   # nothing failed: up.sh's own first error (the deadline) and what was still pending
+      first="$(grep -m 1 '^error: ' "$RUN_DIR/$rel" | sed 's/^error: //' || true)"
+      waiting="$(grep -oE '(still starting|never started)[^:]*: .*' "$RUN_DIR/$rel" | paste -sd ';' - || true)"
+      [[ -z "$first" || -z "$waiting" ]] || first="$first; $waiting"
+    fi
     die "stack for $PROFILE ($PLANE) did not come up: ${first:-$(tail -n 3 "$RUN_DIR/$rel" | tr '\n' ' ')} (every container's log, ps and health: $evidence/; full log: $rel; make doctor)" 1
   fi
   RENDER="$(<"$(stack_current_file)")"

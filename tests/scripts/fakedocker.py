@@ -14,7 +14,8 @@ and the answers come from `world` (a dict, kept as tmp_path/docker-world.json):
   slow         {compose subcommand: seconds}: that call waits so long before it answers (an engine
                as slow as one under emulation, where `docker compose ps` took 55 s)
 
-Only what the scripts ask is answered (compose ps/logs/exec/up/down/rm/config, inspect with the
+Only what the scripts ask is answered (compose ps/logs/exec/up/down/rm/config, logs and exec by
+container id, inspect with the
 formats the scripts use, events, info, version). The engine is what is faked; everything else the
 scripts run (Python, dumpcap, tshark) is real.
 """
@@ -251,10 +252,23 @@ def main(argv: list[str]) -> int:
             time.sleep(delay)
             print(line, flush=True)
         os.execvp("sleep", ["sleep", "3600"])
+    if argv[0] == "logs":                          # docker logs [--timestamps] <cid-service>
+        cid = [a for a in argv[1:] if not a.startswith("-")][0]
+        svc = cid.removeprefix("cid-")
+        c = (world.get("containers") or {}).get(svc) or world.get("default") or {}
+        stamp = "2026-01-01T10:00:00.000000000Z " if "--timestamps" in argv else ""
+        for line in str(c.get("log", "")).splitlines():
+            print(f"{stamp}{line}")
+        return 0
     if argv[0] == "exec":
         if "cpu.stat" in " ".join(argv):
             print("usage_usec 123456")
-        return 0
+            return 0
+        cid = [a for a in argv[1:] if not a.startswith("-")][0]
+        svc = cid.removeprefix("cid-")
+        out, rc = _exec_answer(world, svc, argv[argv.index(cid) + 1:])
+        sys.stdout.write(out)
+        return rc
     return 0                                       # image inspect, update, ...
 
 

@@ -53,3 +53,16 @@ def test_an_engine_that_answers_leaves_no_error_file(tmp_path: Path) -> None:
     assert sorted(p.name for p in (out / "logs").iterdir()) == ["amf.log", "nrf.log", "ue2.log"]
     assert "g5tb-nrf-1" in (out / "ps.txt").read_text()
     assert (out / "states.json").is_file() and not (out / "evidence-errors.txt").exists()
+
+
+def test_listed_containers_are_read_by_id_when_compose_logs_is_too_slow(tmp_path: Path) -> None:
+    """The guest: the listing answered, but two dozen parallel `docker compose logs` (each loading
+    the project) all passed the bound and left empty files. The listed containers' logs come from
+    the plain docker CLI by id."""
+    world = {"default": {"status": "running", "log": "the NF's last words\n"}, "slow": {"logs": 30}}
+    res, out = _save(tmp_path, world, timeout_s=5)
+    assert res.returncode == 0, res.stderr
+    assert sorted(p.name for p in (out / "logs").iterdir()) == ["amf.log", "nrf.log", "ue2.log"]
+    for name in ("amf", "nrf", "ue2"):
+        assert "the NF's last words" in (out / "logs" / f"{name}.log").read_text(), name
+    assert not (out / "evidence-errors.txt").exists()

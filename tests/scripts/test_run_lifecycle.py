@@ -183,10 +183,30 @@ def test_every_failed_attach_attempt_keeps_the_ues_and_the_gnbs_evidence(tmp_pat
         assert "[nas] [error] no PDU session" in (ev / "logs" / "ue1.log").read_text()
         assert "CM-IDLE" in (ev / "nr-cli-ue1.txt").read_text() and (ev / "nr-cli-gnb.txt").is_file()
     calls = fakedocker.calls(tmp_path)
-    kept = [i for i, c in enumerate(calls) if c[:1] == ["compose"] and "logs" in c and "ue1" in c and "--follow" not in c
-            and "--tail" not in c]
+    # by container id where the listing named it (`docker logs cid-ue1`), else through compose
+    kept = [i for i, c in enumerate(calls) if (c[:1] == ["logs"] and "cid-ue1" in c)
+            or (c[:1] == ["compose"] and "logs" in c and "ue1" in c and "--follow" not in c and "--tail" not in c)]
     removed = [i for i, c in enumerate(calls) if c[:1] == ["compose"] and "rm" in c and "ue1" in c]
     assert len(kept) == 2 and len(removed) == 2 and all(k < r for k, r in zip(kept, removed)), (kept, removed)
+
+
+def test_a_stack_that_passes_its_deadline_says_so_and_what_was_still_starting(tmp_path: Path) -> None:
+    """The guest's TLS run-sbi: nothing failed, the deadline came while NFs were still starting, and
+    the reason was up.sh's last lines (`evidence incomplete ...`), not its first error."""
+    from tests.scripts import fakedocker
+    require_tools("openssl")
+    world = {"default": {"status": "running", "health": "starting"}, "containers": {"gnb": {"status": "created"}},
+             "slow": {"up": 30}}
+    bin_dir, _ = fakedocker.install(tmp_path, world)
+    run = manifest.create(tmp_path / "results", "sbi", "baseline", {"ITERATIONS": "1"}, datapath_facts={})
+    res = _bash(f'RUN_DIR="{run}"; PROFILE=baseline; PROTOCOL=none; PLANE=sbi; UP_TIMEOUT=3\n'
+                'docker_begin; install_traps\n'
+                'stack_run_start it01-stack-up.log --no-ue\n'
+                'echo "not reached"', env=_driver_env(tmp_path, bin_dir), timeout=600)
+    assert res.returncode == 1 and "not reached" not in res.stdout, res.stderr[-3000:]
+    reason = manifest.load(run)["reason"]
+    assert "did not come up: `docker compose up` failed or passed the 3s deadline" in reason, reason
+    assert "still starting (not healthy yet): " in reason and "amf" in reason and "never started: gnb" in reason, reason
 
 
 def test_a_stack_that_does_not_come_up_is_named_by_its_first_failure(tmp_path: Path) -> None:

@@ -246,7 +246,7 @@ def test_a_failed_bring_up_keeps_the_evidence_and_prints_a_short_summary(tmp_pat
     states = (ev / "states.json").read_text()
     assert '"exit_code": 1' in states and "must-not-be-recorded" not in states
     made = fakedocker.calls(tmp_path)
-    logs = [i for i, c in enumerate(made) if c[:1] == ["compose"] and "logs" in c]
+    logs = [i for i, c in enumerate(made) if c[:1] == ["logs"] or (c[:1] == ["compose"] and "logs" in c)]
     downs = [i for i, c in enumerate(made) if c[:1] == ["compose"] and "down" in c]
     assert logs and downs and max(logs) < min(downs), "the logs are saved before the teardown"
 
