@@ -25,7 +25,11 @@ from tls import verify as tls_verify
 from tests.conftest import require_tools
 from tests.integration.tls_support import require_netns, shared_keys, wait_pcap
 
-TLS_PROFILES = [p for p in profiles.names("sbi") if profiles.get(p).protocol == "tls"]
+# the classical profiles: the post-quantum ones (hybrid groups, ML-DSA certificates) need OpenSSL >= 3.5
+# and run in tests/integration/test_tls_pq_netns.py with the Debian 13 root's; this host's openssl may
+# be older (Debian 12: 3.0), where make keys makes no ML-DSA key
+ALL_TLS_PROFILES = [p for p in profiles.names("sbi") if profiles.get(p).protocol == "tls"]
+TLS_PROFILES = [p for p in ALL_TLS_PROFILES if not tls.settings(profiles.get(p, "sbi")).post_quantum]
 SERVER, CLIENT = "nrf", "ausf"
 REQUEST = b"GET / HTTP/1.0\r\n\r\n"
 OK_LINE = "HTTP/1.0 200 ok"
@@ -140,7 +144,7 @@ def test_profile_negotiates_exactly_its_version_and_suite(profile_id: str, root:
 
 def test_rendered_conf_matches_the_patch_variables() -> None:
     """The OpenSSL file and the NF environment carry the same settings."""
-    for pid in TLS_PROFILES:
+    for pid in ALL_TLS_PROFILES:
         s = tls.settings(profiles.get(pid))
         conf = tls.openssl_conf(s, pid)
         env = tls.tls_environment(s)
