@@ -16,6 +16,7 @@ baseline lengths, the frames the attach windows count) is read from that one exp
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -30,7 +31,7 @@ from testbed.wire import Handshakes
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["Handshakes", "analytic_table", "measured_overheads", "results_table"]
+__all__ = ["Handshakes", "analytic_table", "measured_lengths", "measured_overheads", "results_table"]
 T = TypeVar("T")
 Frames = tuple[list[float], list[int]]          # epoch times ascending, frame lengths
 
@@ -57,6 +58,17 @@ def measured_overheads(lengths: list[int], inner: list[int]) -> dict[int, int]:
         raise ValueError(f"{len(seen)} distinct protected lengths {seen} for {len(want)} inner "
                          f"lengths {want}: traffic other than the known payloads was captured")
     return {i: s - i for i, s in zip(want, seen)}
+
+
+def measured_lengths(lengths: list[int], n_inner: int) -> tuple[list[int], list[tuple[int, int]]]:
+    """(the protected lengths of the measured packets, ascending; [(length, count)] of the others).
+    The measured echoes are SETS x PINGS of each of the n_inner sizes; with more distinct lengths
+    than that, the n_inner most frequent ones are theirs and the rest is other traffic in the
+    tunnel (run-overlay's fresh handshake is set off by one datagram, answered by an ICMP error),
+    kept apart and counted rather than matched with an inner size."""
+    counts = Counter(lengths)
+    keep = {n for n, _ in counts.most_common(n_inner)} if len(counts) > n_inner > 0 else set(counts)
+    return sorted(keep), sorted((n, c) for n, c in counts.items() if n not in keep)
 
 
 # The unprotected packets whose lengths are the inner lengths, per experiment: the echo requests
@@ -119,10 +131,12 @@ def baseline_lengths(ex: wire.Export, experiment: str) -> list[int]:
 
 def _overheads(row: dict[str, object], ov: Any, prof: Any, ex: wire.Export, inner: list[int]) -> None:
     """Measured protected lengths against the inner ones, and the plug-in's analytic overhead."""
-    prot = sorted(set(ov.protected_lengths(ex)))
+    prot, others = measured_lengths(ov.protected_lengths(ex), len(inner))
     if not prot:
         return
     row["protected_lengths"] = " ".join(map(str, prot))
+    if others:
+        row["other_lengths"] = " ".join(f"{n}x{c}" for n, c in others)
     row["inner_lengths"] = " ".join(map(str, inner))
     if len(prot) == len(inner):
         row["overhead_measured"] = " ".join(str(p - i) for p, i in zip(prot, inner))

@@ -614,6 +614,8 @@ def charon_version() -> str | None:
         ver = next((ln.split("=", 1)[1] for ln in lines if ln.startswith("strongswan-charon=")), None)
         if ver:
             return ver.split(":")[-1].split("-")[0]
+        if not (root / "usr" / "lib" / "ipsec" / "charon").is_file():
+            return None  # a root without strongSwan (chroot's own complaint is no version)
         return programs.program_version(["chroot", str(root), "/usr/lib/ipsec/charon", "--version"],
                                         r"strongSwan ([\d.]+)")
     return programs.program_version(["/usr/lib/ipsec/charon", "--version"], r"strongSwan ([\d.]+)")

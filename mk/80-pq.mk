@@ -15,7 +15,7 @@ pq-tools: pq-roots rosenpass ## the post-quantum tools for the namespace tests a
 pq-roots: ## Debian roots: sid's strongSwan 6 (ipsec/pq-root.env), trixie's OpenSSL 3.5 (tls/pq-root.env) (root, debootstrap)
 	G5TB_ROOTS="$(G5TB_CACHE)/roots" bash scripts/suite-root.sh ipsec/pq-root.env tls/pq-root.env
 
-rosenpass: ## the rosenpass daemon $(ROSENPASS_VERSION) from crates.io into $(ROSENPASS_ROOT)/bin (cargo, libclang, libsodium)
+rosenpass: ## the rosenpass daemon (the version the tools image pins) from crates.io into G5TB_CACHE/rosenpass-VERSION/bin (cargo, libclang, libsodium)
 	@if [ -x "$(ROSENPASS_ROOT)/bin/rosenpass" ]; then echo "$(ROSENPASS_ROOT)/bin/rosenpass"; \
 	 elif ! command -v cargo >/dev/null; then echo "rosenpass: no cargo (Rust): apt-get install cargo-web rustc-web (Debian 12), or rustup's stable toolchain" >&2; exit 1; \
 	 else SODIUM_USE_PKG_CONFIG=1 CARGO_HOME="$(G5TB_CACHE)/cargo-home" CARGO_TARGET_DIR="$(G5TB_CACHE)/cargo-target" \
