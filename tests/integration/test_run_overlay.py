@@ -191,8 +191,11 @@ def test_make_rerun_repeats_the_run_from_its_spec(baseline_results: Path, tmp_pa
 def test_sigint_mid_run_marks_interrupted_and_keeps_data(overlay_env: None, tmp_path: Path) -> None:
     env = _env(tmp_path, PROFILE="baseline", SETS="3", PINGS="400", INTERVAL="0.01", SIZES="64")
     before = _namespaces()
+    # SIGINT back to its default for the driver, as at a terminal: a test run started in the
+    # background of a non-interactive shell inherits SIGINT ignored, which bash can then never trap
     proc = subprocess.Popen(["bash", str(DRIVER)], env=env, cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 120
         first_set = None
