@@ -259,6 +259,16 @@ def test_libipsec_trap_really_sends_no_acquire(make_lab: Callable[..., netns.Lab
     assert "acquire" not in lab.log_path("ausf").read_text().lower()
 
 
+def _child_sa_up_and_carrying(lab: netns.Lab) -> None:
+    """After the first packet of a trap mode: ausf's CHILD_SA comes up within 10 s and carries pings."""
+    deadline = time.monotonic() + 10
+    while "INSTALLED" not in lab.exec("ausf", ["swanctl", "--list-sas"]).stdout:
+        assert time.monotonic() < deadline, "the first packet did not trigger the CHILD_SA"
+        time.sleep(0.1)
+    again = lab.exec("ausf", ["ping", "-c", "2", "-i", "0.2", lab.address("nrf")])
+    assert again.returncode == 0, again.stdout
+
+
 @pytest.mark.parametrize("mode,first_lost", [("trap-drop", True), ("trap-queue", False), ("trap", True)])
 def test_trap_modes_on_kernel_esp(mode: str, first_lost: bool, make_lab: Callable[..., netns.Lab]) -> None:
     """First packet triggers IKE. trap-drop/trap: the kernel drops it while IKE runs;
@@ -272,12 +282,7 @@ def test_trap_modes_on_kernel_esp(mode: str, first_lost: bool, make_lab: Callabl
     assert "INSTALLED" not in sas, "trap mode: no CHILD_SA before the first packet"
     first = lab.exec("ausf", ["ping", "-c", "1", "-W", "3", lab.address("nrf")])
     assert (first.returncode != 0) == first_lost, first.stdout
-    deadline = time.monotonic() + 10
-    while "INSTALLED" not in lab.exec("ausf", ["swanctl", "--list-sas"]).stdout:
-        assert time.monotonic() < deadline, "the first packet did not trigger the CHILD_SA"
-        time.sleep(0.1)
-    again = lab.exec("ausf", ["ping", "-c", "2", "-i", "0.2", lab.address("nrf")])
-    assert again.returncode == 0, again.stdout
+    _child_sa_up_and_carrying(lab)
     larval = lab.exec("ausf", ["cat", "/proc/sys/net/core/xfrm_larval_drop"]).stdout.strip()
     assert larval == ("0" if mode == "trap-queue" else "1")
 
@@ -295,12 +300,7 @@ def test_trap_mode_on_libipsec_where_it_sends_acquires(make_lab: Callable[..., n
     assert _datapath_line(lab, "ausf") == "libipsec"
     assert "INSTALLED" not in lab.exec("ausf", ["swanctl", "--list-sas"]).stdout, "no CHILD_SA before the first packet"
     lab.exec("ausf", ["ping", "-c", "1", "-W", "3", lab.address("nrf")])
-    deadline = time.monotonic() + 10
-    while "INSTALLED" not in lab.exec("ausf", ["swanctl", "--list-sas"]).stdout:
-        assert time.monotonic() < deadline, "the first packet did not trigger the CHILD_SA"
-        time.sleep(0.1)
-    again = lab.exec("ausf", ["ping", "-c", "2", "-i", "0.2", lab.address("nrf")])
-    assert again.returncode == 0, again.stdout
+    _child_sa_up_and_carrying(lab)
 
 
 def test_lab_down_is_idempotent(make_lab: Callable[..., netns.Lab]) -> None:
