@@ -269,8 +269,9 @@ def verdict(tab: pd.DataFrame, ov: pd.DataFrame) -> str:
                          f"{r.pq_overhead_ci:.2f} ms against {r.reference}.")
     if ov.empty:
         lines.append("- No run-sbi runs of post-quantum profiles in these results: the attach-level test of the "
-                     "hypothesis (start against trap per mode) needs the full-kernel guest (docs/overlays/ipsec.md "
-                     "\"Post-quantum key exchange\" lists the commands). From the handshake rows alone: in start "
+                     "hypothesis (start against trap per mode) needs run-sbi runs of each profile and its reference "
+                     "over several boots on a machine with a full kernel and real CPUs (the software-emulated "
+                     "guest of docs/vm-check.md shows validity, not times; docs/post-quantum.md). From the handshake rows alone: in start "
                      "mode the IPsec handshake, classical or post-quantum, is made before the NFs start and is "
                      "not in any attach; in the trap modes, and for TLS and WireGuard cold attaches, each host "
                      "pair's first handshake is, so a post-quantum key exchange adds its handshake overhead "
