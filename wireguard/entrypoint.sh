@@ -265,15 +265,19 @@ start_rosenpass() {
 }
 
 # wait_psks: every peer's pre-shared key set by Rosenpass before any WireGuard handshake is asked
-# for (deadline WG_READY_TIMEOUT): the first handshake already mixes the post-quantum key in.
+# for: the first handshake already mixes the post-quantum key in. A key needs the peer's rosenpass
+# up, so the wait is the stack's for its holders (STACK_UP_TIMEOUT, as wait_handshakes gives a peer
+# never heard from; WG_READY_TIMEOUT when longer or without it): in the guest, udm's holder gave up
+# after a fixed 60 s from its own start while its peers' holders were still starting.
 wait_psks() {
-    local deadline=$(( $(date +%s) + WG_READY_TIMEOUT )) missing
+    local wait_s=$(( ${STACK_UP_TIMEOUT:-0} > WG_READY_TIMEOUT ? ${STACK_UP_TIMEOUT:-0} : WG_READY_TIMEOUT ))
+    local deadline=$(( $(date +%s) + wait_s )) missing
     while :; do
         missing="$(wg show "$WG_IF" preshared-keys | awk '$2 == "(none)" { print $1 }')"
         [[ -z "$missing" ]] && { log "rosenpass: every peer's pre-shared key is set"; return 0; }
         kill -0 "$RP_SUP_PID" 2>/dev/null || die "rosenpass exited: $(tail -n 5 "$(dirname "$READY_FILE")/rosenpass.log" | tr '\n' ' ')"
         (( $(date +%s) < deadline )) \
-            || die "no Rosenpass key within ${WG_READY_TIMEOUT}s for: $(tr '\n' ' ' <<<"$missing")- is the partner's overlay up and UDP ${RP_PORT} reachable? ($(tail -n 3 "$(dirname "$READY_FILE")/rosenpass.log" | tr '\n' ' '))"
+            || die "no Rosenpass key within ${wait_s}s for: $(tr '\n' ' ' <<<"$missing")- is the partner's overlay up and UDP ${RP_PORT} reachable? ($(tail -n 3 "$(dirname "$READY_FILE")/rosenpass.log" | tr '\n' ' '))"
         sleep 0.05
     done
 }

@@ -7,6 +7,7 @@ as the Rosenpass profile is invalid. docs/overlays/wireguard.md "Rosenpass"."""
 from __future__ import annotations
 
 import secrets
+import time
 from pathlib import Path
 
 import pytest
@@ -67,3 +68,36 @@ def test_plain_wireguard_is_invalid_as_the_rosenpass_profile(tools: Path, tmp_pa
     verdict = ov.verify_capture(pcap, profiles.get("wireguard-rosenpass", "n3"), "n3", lab.values)
     assert not verdict.valid and "no complete Rosenpass exchange" in verdict.details, verdict.details
     assert ov.verify_capture(pcap, profiles.get("wireguard", "n3"), "n3", lab.values).valid
+
+
+def test_the_psk_wait_follows_the_stack_timeout_when_the_peer_starts_late(tools: Path, tmp_path: Path) -> None:
+    """`make run-sbi PROFILE=wireguard-rosenpass` in the guest: udm's holder gave up with "no Rosenpass
+    key within 60s" (a fixed WG_READY_TIMEOUT from its own start) while its peers' holders were still
+    starting. Here upf has a 3 s timeout and the stack's 40 s (STACK_UP_TIMEOUT); gnb starts 6 s later:
+    both get their Rosenpass keys and come up."""
+    from testbed import ROOT, ran, stack
+    from tests.integration.labs import Entrypoint, lab_factory
+    from wireguard import overlay as wireguard
+    entrypoint = ROOT / "wireguard" / "entrypoint.sh"
+    from wireguard import keys as wg_keys
+    values = ran.restrict(stack.load(), "ueransim")
+    wg_keys.ensure(tmp_path / "keys", ["gnb", "upf"])
+    dirs = wireguard.render(profiles.get("wireguard-rosenpass", "n3"), "n3", values, tmp_path / "keys",
+                            tmp_path / "render")
+    with lab_factory("rplate", tmp_path / "state", tmp_path / "keys") as make:
+        lab = make("n3", "baseline", ["gnb", "upf"])
+        upf = Entrypoint(lab, "upf", entrypoint, dirs["upf"], "--timeout", "3", STACK_UP_TIMEOUT="40")
+        gnb = None
+        try:
+            time.sleep(6)
+            assert upf.running(), "the waiting end gave up before its stack's deadline: " + upf.stop()
+            gnb = Entrypoint(lab, "gnb", entrypoint, dirs["gnb"], "--timeout", "30", STACK_UP_TIMEOUT="40")
+            deadline = time.monotonic() + 40
+            while time.monotonic() < deadline and not ("ready:" in upf.output() and "ready:" in gnb.output()):
+                assert upf.running() and gnb.running(), upf.stop() + gnb.stop()
+                time.sleep(0.2)
+        finally:
+            out_upf = upf.stop()
+            out_gnb = gnb.stop() if gnb is not None else ""
+    assert "every peer's pre-shared key is set" in out_upf, out_upf[-1500:]
+    assert "ready:" in out_upf and "ready:" in out_gnb, out_upf[-1500:] + out_gnb[-1500:]
