@@ -113,3 +113,28 @@ class Entrypoint:
             self.proc.kill()
             self.proc.wait()
         return self.output()
+
+
+def late_peer_start(lab: netns.Lab, entrypoint: Path, dirs: dict[str, Path], late_s: float = 6,
+                    stack_up_s: int = 40) -> tuple[str, str]:
+    """upf's entrypoint with a 3 s timeout and the stack's deadline (STACK_UP_TIMEOUT); gnb's started
+    late_s later: both must come up (their outputs, once stopped). The guest's holders start tens of
+    seconds apart, and the waiting end must not give up on a peer that is merely late."""
+    import pytest
+    upf = Entrypoint(lab, "upf", entrypoint, dirs["upf"], "--timeout", "3", STACK_UP_TIMEOUT=str(stack_up_s))
+    gnb = None
+    try:
+        time.sleep(late_s)
+        assert upf.running(), "the waiting end gave up before its stack's deadline: " + upf.stop()
+        gnb = Entrypoint(lab, "gnb", entrypoint, dirs["gnb"], "--timeout", "30", STACK_UP_TIMEOUT=str(stack_up_s))
+        deadline = time.monotonic() + stack_up_s
+        while not ("ready:" in upf.output() and "ready:" in gnb.output()):
+            if time.monotonic() > deadline:
+                pytest.fail("not ready within the stack's deadline of the late start: " + upf.output() + gnb.output())
+            assert upf.running() and gnb.running(), upf.stop() + gnb.stop()
+            time.sleep(0.2)
+    finally:
+        out_upf = upf.stop()
+        out_gnb = gnb.stop() if gnb is not None else ""
+    return out_upf, out_gnb
+

@@ -19,7 +19,7 @@ import pytest
 from testbed import ROOT, datapath, netns, profiles, ran, stack, tshark
 from wireguard import overlay as wireguard
 from tests.conftest import require_root, require_tools
-from tests.integration.labs import Entrypoint, lab_factory, stop_entrypoints
+from tests.integration.labs import lab_factory, late_peer_start, stop_entrypoints
 
 pytestmark = pytest.mark.netns
 
@@ -213,23 +213,7 @@ def test_the_waiting_end_follows_the_stack_timeout_when_its_peer_starts_late(mak
     values = ran.restrict(stack.load(), "ueransim")
     dirs = wireguard.render(profiles.get("wireguard", "n3"), "n3", values, tmp_path / "keys", tmp_path / "render")
     lab = make_lab("n3", "baseline", ["gnb", "upf"])
-    upf = Entrypoint(lab, "upf", ENTRYPOINT, dirs["upf"], "--timeout", "3", STACK_UP_TIMEOUT="40")
-    gnb = None
-    try:
-        time.sleep(6)
-        assert upf.running(), "the waiting end gave up before its stack's deadline: " + upf.stop()
-        gnb = Entrypoint(lab, "gnb", ENTRYPOINT, dirs["gnb"], "--timeout", "30", STACK_UP_TIMEOUT="40")
-        deadline = time.monotonic() + 40
-        while time.monotonic() < deadline:
-            if "ready:" in upf.output() and "ready:" in gnb.output():
-                break
-            assert upf.running() and gnb.running(), upf.stop() + gnb.stop()
-            time.sleep(0.2)
-        else:
-            pytest.fail("not ready within 40 s of the late start: " + upf.output() + gnb.output())
-    finally:
-        out_upf = upf.stop()
-        out_gnb = gnb.stop() if gnb is not None else ""
+    out_upf, out_gnb = late_peer_start(lab, ENTRYPOINT, dirs)
     assert "ready:" in out_upf and "ready:" in out_gnb, out_upf[-1500:] + out_gnb[-1500:]
 
 

@@ -7,7 +7,6 @@ as the Rosenpass profile is invalid. docs/overlays/wireguard.md "Rosenpass"."""
 from __future__ import annotations
 
 import secrets
-import time
 from pathlib import Path
 
 import pytest
@@ -76,7 +75,7 @@ def test_the_psk_wait_follows_the_stack_timeout_when_the_peer_starts_late(tools:
     starting. Here upf has a 3 s timeout and the stack's 40 s (STACK_UP_TIMEOUT); gnb starts 6 s later:
     both get their Rosenpass keys and come up."""
     from testbed import ROOT, ran, stack
-    from tests.integration.labs import Entrypoint, lab_factory
+    from tests.integration.labs import lab_factory, late_peer_start
     from wireguard import overlay as wireguard
     entrypoint = ROOT / "wireguard" / "entrypoint.sh"
     from wireguard import keys as wg_keys
@@ -85,19 +84,6 @@ def test_the_psk_wait_follows_the_stack_timeout_when_the_peer_starts_late(tools:
     dirs = wireguard.render(profiles.get("wireguard-rosenpass", "n3"), "n3", values, tmp_path / "keys",
                             tmp_path / "render")
     with lab_factory("rplate", tmp_path / "state", tmp_path / "keys") as make:
-        lab = make("n3", "baseline", ["gnb", "upf"])
-        upf = Entrypoint(lab, "upf", entrypoint, dirs["upf"], "--timeout", "3", STACK_UP_TIMEOUT="40")
-        gnb = None
-        try:
-            time.sleep(6)
-            assert upf.running(), "the waiting end gave up before its stack's deadline: " + upf.stop()
-            gnb = Entrypoint(lab, "gnb", entrypoint, dirs["gnb"], "--timeout", "30", STACK_UP_TIMEOUT="40")
-            deadline = time.monotonic() + 40
-            while time.monotonic() < deadline and not ("ready:" in upf.output() and "ready:" in gnb.output()):
-                assert upf.running() and gnb.running(), upf.stop() + gnb.stop()
-                time.sleep(0.2)
-        finally:
-            out_upf = upf.stop()
-            out_gnb = gnb.stop() if gnb is not None else ""
+        out_upf, out_gnb = late_peer_start(make("n3", "baseline", ["gnb", "upf"]), entrypoint, dirs)
     assert "every peer's pre-shared key is set" in out_upf, out_upf[-1500:]
     assert "ready:" in out_upf and "ready:" in out_gnb, out_upf[-1500:] + out_gnb[-1500:]
