@@ -264,13 +264,21 @@ start_rosenpass() {
     log "rosenpass started ($(rosenpass --version 2>/dev/null | head -n 1 || echo rosenpass)), UDP ${RP_PORT}, $(wc -w <<<"$RP_PEERS") peer(s)"
 }
 
+# stack_wait_s: how long to wait for a peer whose holder may not have started yet: the stack's own
+# bring-up deadline for its holders (STACK_UP_TIMEOUT, from scripts/up.sh), WG_READY_TIMEOUT when
+# that is longer or the stack gave none.
+stack_wait_s() {
+    echo $(( ${STACK_UP_TIMEOUT:-0} > WG_READY_TIMEOUT ? ${STACK_UP_TIMEOUT:-0} : WG_READY_TIMEOUT ))
+}
+
 # wait_psks: every peer's pre-shared key set by Rosenpass before any WireGuard handshake is asked
 # for: the first handshake already mixes the post-quantum key in. A key needs the peer's rosenpass
 # up, so the wait is the stack's for its holders (STACK_UP_TIMEOUT, as wait_handshakes gives a peer
 # never heard from; WG_READY_TIMEOUT when longer or without it): in the guest, udm's holder gave up
 # after a fixed 60 s from its own start while its peers' holders were still starting.
 wait_psks() {
-    local wait_s=$(( ${STACK_UP_TIMEOUT:-0} > WG_READY_TIMEOUT ? ${STACK_UP_TIMEOUT:-0} : WG_READY_TIMEOUT ))
+    local wait_s
+    wait_s="$(stack_wait_s)"
     local deadline=$(( $(date +%s) + wait_s )) missing
     while :; do
         missing="$(wg show "$WG_IF" preshared-keys | awk '$2 == "(none)" { print $1 }')"
@@ -345,7 +353,7 @@ wait_handshakes() {
     local start missing peer key now wait_s never heard
     local -A began=() wait_ms=() seen=()
     start=$(date +%s)
-    wait_s=$(( ${STACK_UP_TIMEOUT:-0} > WG_READY_TIMEOUT ? ${STACK_UP_TIMEOUT:-0} : WG_READY_TIMEOUT ))
+    wait_s="$(stack_wait_s)"
     while :; do
         missing="$(missing_handshakes)"
         [[ -z "$missing" ]] && return 0
