@@ -3,8 +3,9 @@
 WireGuard's pre-shared key, set with `wg set <dev> peer <key> preshared-key` by the rosenpass daemon
 itself, and renewed every 2 minutes (rosenpass's REKEY_AFTER_TIME: 120 s responder, 130 s initiator).
 
-- keys: one static key pair per node (`rosenpass gen-keys`, `make keys` where the program exists),
-  under <keys>/rosenpass/<node>.{pk,sk}; the public key is 524,160 B;
+- keys: one static key pair per node (`rosenpass gen-keys` in `make keys`: the program on PATH, else
+  the one in the built tools image through `docker run`), under <keys>/rosenpass/<node>.{pk,sk};
+  the public key is 524,160 B;
 - render: the node's secret key and its partners' public keys into the node's dir (rosenpass/);
 - the capture: its messages by their type byte on RP_PORT (InitHello 0x81, RespHello 0x82,
   InitConf 0x83, EmptyData 0x84): a complete exchange per pair, the first one before that pair's
@@ -59,26 +60,57 @@ def program() -> str | None:
     return shutil.which("rosenpass")
 
 
+def _in_tools_image(keys_dir: Path) -> list[str] | None:
+    """`docker run` of the built tools image's rosenpass (images/tools/Dockerfile compiles it) with
+    keys_dir mounted at /keys, as the caller's user so the keys stay theirs; None without the Docker
+    CLI or without that image here (nothing is pulled or built for keys)."""
+    from testbed import environment, images
+    docker = environment.mapping().get("DOCKER") or "docker"
+    if shutil.which(docker) is None:
+        return None
+    ref = images.resolve()["TOOLS_IMAGE"]
+    if images.docker_inspect(ref, docker) is None:
+        return None
+    return [docker, "run", "--rm", "--network", "none", "--user", f"{os.getuid()}:{os.getgid()}",
+            "-v", f"{keys_dir.resolve()}:/keys", ref, "rosenpass"]
+
+
+def generator(keys_dir: Path) -> tuple[list[str], Path] | None:
+    """How `gen-keys` runs: (argv prefix, the directory as that program sees keys_dir). The program
+    on PATH first; else the tools image's; None with neither."""
+    exe = program()
+    if exe is not None:
+        return [exe], keys_dir
+    in_image = _in_tools_image(keys_dir)
+    return (in_image, Path("/keys")) if in_image is not None else None
+
+
 def key_paths(root: Path, node: str) -> tuple[Path, Path]:
     return Path(root) / "rosenpass" / f"{node}.sk", Path(root) / "rosenpass" / f"{node}.pk"
 
 
 def ensure(root: Path, nodes: list[str]) -> list[str]:
     """Missing key pairs made with `rosenpass gen-keys` (returns the nodes done); without the
-    program nothing is made and the Rosenpass profile stops at render naming it."""
-    exe = program()
-    if exe is None:
+    program (on PATH or in the tools image) nothing is made and the Rosenpass profile stops at
+    render naming it."""
+    todo = [n for n in nodes if not all(p.is_file() for p in key_paths(root, n))]
+    if not todo:
+        return nodes
+    rp_dir = Path(root) / "rosenpass"
+    how = generator(rp_dir)
+    if how is None:
         return []
-    (Path(root) / "rosenpass").mkdir(mode=0o700, parents=True, exist_ok=True)
-    for node in nodes:
+    rp_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    argv, seen_as = how
+    for node in todo:
         sk, pk = key_paths(root, node)
-        if sk.is_file() and pk.is_file():
-            continue
         tmp_sk, tmp_pk = sk.with_suffix(".sk.tmp"), pk.with_suffix(".pk.tmp")
-        res = subprocess.run([exe, "gen-keys", "--force", "--secret-key", str(tmp_sk), "--public-key", str(tmp_pk)],
-                             capture_output=True, text=True, timeout=120, check=False)
+        res = subprocess.run([*argv, "gen-keys", "--force", "--secret-key", str(seen_as / tmp_sk.name),
+                              "--public-key", str(seen_as / tmp_pk.name)],
+                             capture_output=True, text=True, timeout=300, check=False)
         if res.returncode != 0 or not tmp_sk.is_file():
-            raise keys.KeysError(f"rosenpass gen-keys for {node} failed: {res.stderr.strip()[-300:]}")
+            raise keys.KeysError(f"rosenpass gen-keys for {node} failed ({' '.join(argv[:1])}): "
+                                 f"{res.stderr.strip()[-300:]}")
         os.chmod(tmp_sk, 0o600)
         os.replace(tmp_pk, pk)
         os.replace(tmp_sk, sk)
@@ -91,8 +123,9 @@ def render(d: Path, node: str, partners: list[str], keys_dir: Path) -> list[str]
     sk, pk = key_paths(keys_dir, node)
     missing = [p for p in [sk, pk, *(key_paths(keys_dir, x)[1] for x in partners)] if not p.is_file()]
     if missing:
-        raise FileNotFoundError(f"no Rosenpass key {missing[0]}: run `make keys` where `rosenpass` "
-                                f"{ROSENPASS_VERSION} is on PATH (`make rosenpass` builds it)")
+        raise FileNotFoundError(f"no Rosenpass key {missing[0]}: run `make keys` after `make build` "
+                                f"(the tools image has rosenpass {ROSENPASS_VERSION}) or with `rosenpass` "
+                                f"on PATH (`make rosenpass` builds it)")
     rp = d / "rosenpass"
     rp.mkdir(mode=0o700, exist_ok=True)
     shutil.copyfile(sk, rp / "self.sk")
