@@ -131,6 +131,17 @@ load_filter() {
     local rp=""
     [[ "${WG_ROSENPASS:-0}" != 1 ]] || rp="oifname != \"${WG_IF}\" ip daddr { ${peers} } udp dport ${RP_PORT} accept
         oifname != \"${WG_IF}\" ip daddr { ${peers} } udp sport ${RP_PORT} accept"
+    # A peer's InitHello that arrives before this end's rosenpass listens draws an ICMP port
+    # unreachable, and that ICMP is routed into the tunnel: it would start a WireGuard handshake
+    # before the pair's pre-shared key is set, and the session it makes carries no post-quantum
+    # key (seen in tests/integration/test_wireguard_rosenpass_netns.py's SBI mesh). Such errors
+    # (their quoted datagram's destination port is Rosenpass's: 8 B ICMP + 20 B IP + 2 B into
+    # the UDP header = bit 240) are dropped; rosenpass retransmits anyway.
+    local rp_icmp=""
+    [[ "${WG_ROSENPASS:-0}" != 1 ]] || rp_icmp="chain rosenpass_icmp {
+        type filter hook output priority 0; policy accept;
+        oifname \"${WG_IF}\" icmp type destination-unreachable @th,240,16 ${RP_PORT} counter drop
+    }"
     nft -f - <<NFT || die "could not load the nftables filter table inet ${NFT_TABLE}"
 table inet ${NFT_TABLE} {
     chain output {
@@ -138,6 +149,7 @@ table inet ${NFT_TABLE} {
         ${rp}
         oifname != "${WG_IF}" ip daddr { ${peers} } meta mark != ${WG_FWMARK} counter drop
     }
+    ${rp_icmp}
 }
 NFT
     FILTER_LOADED=1

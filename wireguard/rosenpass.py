@@ -8,9 +8,9 @@ itself, and renewed every 2 minutes (rosenpass's REKEY_AFTER_TIME: 120 s respond
   the public key is 524,160 B;
 - render: the node's secret key and its partners' public keys into the node's dir (rosenpass/);
 - the capture: its messages by their type byte on RP_PORT (InitHello 0x81, RespHello 0x82,
-  InitConf 0x83, EmptyData 0x84): a complete exchange per pair, the first one before that pair's
-  first WireGuard handshake initiation (the PSK was in place first); a plain WireGuard capture
-  judged as the Rosenpass profile has none and is invalid.
+  InitConf 0x83, EmptyData 0x84): a complete exchange per pair, the first one's InitConf before
+  that pair's first WireGuard handshake initiation (the PSK was in place first); a plain WireGuard
+  capture judged as the Rosenpass profile has none and is invalid.
 
 The daemon is the crate `rosenpass` from crates.io, pinned (ROSENPASS_VERSION, read from the tools
 image's Dockerfile), built with
@@ -155,6 +155,13 @@ class Exchange:
         return self.messages[0][0]
 
     @property
+    def keyed(self) -> float | None:
+        """The first InitConf: from here the pair's key is in place at the initiator (rosenpass sets it
+        as it sends InitConf) and at the responder once it has read it. Before it, neither end has
+        the key; EmptyData, the responder's acknowledgement, can come much later on a busy end."""
+        return next((t for t, k, _ in self.messages if k == "InitConf"), None)
+
+    @property
     def end(self) -> float:
         """The last message of the exchange (EmptyData acknowledges InitConf; else InitConf)."""
         ends = [t for t, k, _ in self.messages if k in ("EmptyData", "InitConf")]
@@ -185,7 +192,9 @@ def exchanges(pcap: Path, port: int = RP_PORT) -> list[Exchange]:
 
 def capture_problems(pcap: Path, wg_port: int, pairs: int) -> tuple[str, list[str]]:
     """(details, problems): every pair with a WireGuard initiation had a complete Rosenpass exchange
-    before its first initiation; at least one exchange at all."""
+    whose InitConf (Exchange.keyed) came before the pair's first initiation; at least one exchange
+    at all. A WireGuard handshake after InitConf but before the responder has read it cannot make a
+    session without the key: the ends' pre-shared keys differ and it fails."""
     exs = exchanges(pcap)
     done = [e for e in exs if e.complete]
     first_wg: dict[frozenset[str], float] = {}
@@ -196,7 +205,7 @@ def capture_problems(pcap: Path, wg_port: int, pairs: int) -> tuple[str, list[st
     if not done:
         problems.append(f"no complete Rosenpass exchange (InitHello, RespHello, InitConf on UDP {RP_PORT})")
     for pair, first in sorted(first_wg.items(), key=lambda kv: kv[1]):
-        before = [e for e in done if frozenset((e.initiator, e.responder)) == pair and e.end <= first]
+        before = [e for e in done if frozenset((e.initiator, e.responder)) == pair and e.keyed is not None and e.keyed <= first]
         if done and not before:
             problems.append(f"WireGuard handshake between {' and '.join(sorted(pair))} before any complete "
                             "Rosenpass exchange of the pair (the PSK was not in place)")
