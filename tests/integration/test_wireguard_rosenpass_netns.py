@@ -115,3 +115,45 @@ def test_the_sbi_planes_rosenpass_mesh_converges(tools: Path, tmp_path: Path) ->
     assert verdict.valid, verdict.details
     done = {frozenset((x.initiator, x.responder)) for x in rosenpass.exchanges(pcap) if x.complete}
     assert len(done) == n_pairs, (len(done), n_pairs, verdict.details)
+
+
+def test_a_cold_reset_makes_a_new_rosenpass_key_before_traffic_flows_again(tools: Path, tmp_path: Path) -> None:
+    """wireguard/reset-sessions.sh at both ends (run-sbi, before the cold UE): every PSK is replaced
+    by a random one and rosenpass restarted, so no WireGuard session carries traffic until a new
+    Rosenpass exchange has made the key; then it does. Prints how long the tunnel was dark (on real
+    CPUs well under the seconds an SCTP association tolerates; under the guest's emulated CPU it was
+    over 100 s and N2's association was lost, docs/post-quantum.md "In the full-kernel guest")."""
+    import time
+
+    from testbed import ROOT, tshark
+    from wireguard import overlay as wireguard
+    lab = netns.Lab(f"rpc{secrets.token_hex(3)}", "n3", "wireguard-rosenpass", nodes=["gnb", "upf"],
+                    state_dir=tmp_path / "state")
+    pcap = tmp_path / "reset.pcap"
+    try:
+        lab.up(timeout=120)
+        before = lab.exec("gnb", ["wg", "show", "all", "preshared-keys"]).stdout.split()[-1]
+        cap = lab.capture(pcap)
+        began = time.time()
+        for node in ("gnb", "upf"):
+            lab.exec(node, ["bash", str(ROOT / "wireguard" / "reset-sessions.sh")], check=True)
+        dark_s = None
+        while time.time() - began < 60:
+            if lab.exec("gnb", ["ping", "-c", "1", "-W", "1", lab.address("upf")]).returncode == 0:
+                dark_s = time.time() - began
+                break
+        after = lab.exec("gnb", ["wg", "show", "all", "preshared-keys"]).stdout.split()[-1]
+        time.sleep(0.6)
+        cap.stop()
+    finally:
+        lab.down()
+    assert dark_s is not None, "no ping through the tunnel within 60 s of the reset"
+    print(f"tunnel dark for {dark_s:.2f} s after the cold reset")
+    assert after != before, "the pre-shared key did not change"
+    done = [x for x in rosenpass.exchanges(pcap) if x.complete and x.keyed is not None]
+    assert done and done[0].start >= began, done
+    first_wg = tshark.fields(pcap, "wg.type == 1", ["frame.time_epoch"],
+                             extra=["-d", f"udp.port=={wireguard.LISTEN_PORT},wg"])
+    data = tshark.fields(pcap, "wg.type == 4", ["frame.time_epoch"], extra=["-d", f"udp.port=={wireguard.LISTEN_PORT},wg"])
+    # the random PSKs differ: no session, so no transport data, before the new key exists
+    assert first_wg and data and min(float(t[0]) for t in data) > done[0].keyed, (data[:3], done[0].keyed)
