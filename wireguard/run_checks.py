@@ -58,13 +58,20 @@ def _iteration(run_dir: Path, m: Mapping[str, Any], tag: str, files: list[str], 
         problems.append(f"{tag}: no WireGuard handshake after the reset in "
                         f"{', '.join(p.name for p in pcaps)}: the cold UE's attach did not include them")
     exchanges = None
-    if _rosenpass(m):        # the cold start includes Rosenpass's first exchange (reset-sessions.sh)
+    if _rosenpass(m):
+        # the cold attach uses keys made after the reset: reset-sessions.sh makes each pair's key anew
+        # at the initiating end and waits for it, so the exchange lies within the resets (after the
+        # first one began), and every pair that exchanged at all must have one there
         from wireguard import rosenpass
-        exchanges = sum(1 for pcap in pcaps if pcap.is_file() for e in rosenpass.exchanges(pcap)
-                        if e.complete and e.start >= reset_at)
-        if not exchanges:
-            problems.append(f"{tag}: no complete Rosenpass exchange after the reset: the cold UE's attach "
-                            "did not include it")
+        first_began = min(began for _, began, _ in stamps)
+        done = [e for pcap in pcaps if pcap.is_file() for e in rosenpass.exchanges(pcap) if e.complete]
+        after = {frozenset((e.initiator, e.responder)) for e in done if e.start >= first_began}
+        stale = {frozenset((e.initiator, e.responder)) for e in done} - after
+        exchanges = sum(1 for e in done if e.start >= first_began)
+        if not after or stale:
+            problems.append(f"{tag}: no complete Rosenpass exchange after the reset began"
+                            + (f" for {', '.join(' and '.join(sorted(p)) for p in sorted(stale, key=sorted))}" if stale else "")
+                            + ": the cold UE's attach did not use a new key")
     ages: list[int | None] = []
     for f in warms:
         at, _, hs = _stamped(run_dir / f)
