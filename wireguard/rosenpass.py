@@ -155,6 +155,11 @@ class Exchange:
         return self.messages[0][0]
 
     @property
+    def pair(self) -> frozenset[str]:
+        """The two addresses, either way round (as the capture rules compare pairs)."""
+        return frozenset((self.initiator, self.responder))
+
+    @property
     def keyed(self) -> float | None:
         """The first InitConf: from here the pair's key is in place at the initiator (rosenpass sets it
         as it sends InitConf) and at the responder once it has read it. Before it, neither end has
@@ -205,7 +210,7 @@ def capture_problems(pcap: Path, wg_port: int, pairs: int) -> tuple[str, list[st
     if not done:
         problems.append(f"no complete Rosenpass exchange (InitHello, RespHello, InitConf on UDP {RP_PORT})")
     for pair, first in sorted(first_wg.items(), key=lambda kv: kv[1]):
-        before = [e for e in done if frozenset((e.initiator, e.responder)) == pair and e.keyed is not None and e.keyed <= first]
+        before = [e for e in done if e.pair == pair and e.keyed is not None and e.keyed <= first]
         if done and not before:
             problems.append(f"WireGuard handshake between {' and '.join(sorted(pair))} before any complete "
                             "Rosenpass exchange of the pair (the PSK was not in place)")

@@ -65,9 +65,10 @@ def _iteration(run_dir: Path, m: Mapping[str, Any], tag: str, files: list[str], 
         from wireguard import rosenpass
         first_began = min(began for _, began, _ in stamps)
         done = [e for pcap in pcaps if pcap.is_file() for e in rosenpass.exchanges(pcap) if e.complete]
-        after = {frozenset((e.initiator, e.responder)) for e in done if e.start >= first_began}
-        stale = {frozenset((e.initiator, e.responder)) for e in done} - after
-        exchanges = sum(1 for e in done if e.start >= first_began)
+        fresh = [e for e in done if e.start >= first_began]
+        after = {e.pair for e in fresh}
+        stale = {e.pair for e in done} - after
+        exchanges = len(fresh)
         if not after or stale:
             problems.append(f"{tag}: no complete Rosenpass exchange after the reset began"
                             + (f" for {', '.join(' and '.join(sorted(p)) for p in sorted(stale, key=sorted))}" if stale else "")

@@ -113,7 +113,7 @@ def test_the_sbi_planes_rosenpass_mesh_converges(tools: Path, tmp_path: Path) ->
         assert out.strip() and "(none)" not in out, f"{node}: {out}"
     verdict = registry.overlay("wireguard").verify_capture(pcap, prof, "sbi", lab.values)
     assert verdict.valid, verdict.details
-    done = {frozenset((x.initiator, x.responder)) for x in rosenpass.exchanges(pcap) if x.complete}
+    done = {x.pair for x in rosenpass.exchanges(pcap) if x.complete}
     assert len(done) == n_pairs, (len(done), n_pairs, verdict.details)
 
 
