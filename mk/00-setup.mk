@@ -1,5 +1,5 @@
 # Set-up and tests.
-.PHONY: setup host-tools venv lock test profiles
+.PHONY: setup host-tools venv lock test test-kernel profiles
 
 setup: host-tools venv ## install the host tools (Debian/Ubuntu, as root) and the project's Python venv (.venv)
 
@@ -15,6 +15,9 @@ lock: ## regenerate requirements.lock from pyproject.toml's ranges (needs uv: pi
 
 test: host-tools venv ## run the test suite in the venv; as root also the namespace tests (the rest skip naming what is missing)
 	$(PYTHON) -m pytest -ra $(PYTEST_ARGS)
+
+test-kernel: host-tools venv ## the kernel tests only (pytest -m kernel: xfrm ESP, kernel WireGuard, MACsec, SCTP, GTP); they skip naming a missing feature; as root where the kernel has them (the full-kernel guest: docs/vm-check.md)
+	$(PYTHON) -m pytest -ra -m kernel $(PYTEST_ARGS)
 
 profiles: ## print every security profile with its plane, protocol and parameters
 	@$(PYTHON) -m testbed profiles $(if $(PLANE),--plane $(PLANE),) || { rc=$$?; [ $$rc = 141 ] || exit $$rc; }   # 141: the reader stopped early (| head)

@@ -23,7 +23,7 @@ import pytest
 from ipsec import datapath as ipsec_datapath
 from testbed import ROOT, channels, keys, netns, profiles, ran, stack
 from ipsec import overlay as ipsec
-from tests.conftest import require_root, require_tools
+from tests.conftest import ipsec_param, require_root, require_tools
 from tests.integration.labs import lab_factory
 
 pytestmark = pytest.mark.netns
@@ -33,11 +33,9 @@ VALUES = ran.restrict(stack.load(), "ueransim")   # the nodes the default RAN ru
 # catalogue: min_strongswan) run in test_ipsec_pq_netns.py
 START_PROFILES = [p for p in profiles.load().values()
                   if p.protocol == "ipsec" and p.params["mode"] == "start" and not p.params.get("min_strongswan")]
-N3_CASES = [p.id for p in START_PROFILES if "n3" in p.planes]
-SBI_CASES = [p.id for p in START_PROFILES if "sbi" in p.planes]
+N3_CASES = [ipsec_param(p.id, p.id) for p in START_PROFILES if "n3" in p.planes]
+SBI_CASES = [ipsec_param(p.id, p.id) for p in START_PROFILES if "sbi" in p.planes]
 SBI_PAIR = ["ausf", "nrf"]
-NO_KERNEL_ESP = ("kernel xfrm ESP datapath missing (this kernel has no ESP): the trap modes' kernel "
-                 "behaviour (xfrm_larval_drop) cannot be checked here")
 
 
 def _libipsec_sends_acquires() -> str | None:
@@ -269,12 +267,12 @@ def _child_sa_up_and_carrying(lab: netns.Lab) -> None:
     assert again.returncode == 0, again.stdout
 
 
+@pytest.mark.kernel("xfrm-esp")
 @pytest.mark.parametrize("mode,first_lost", [("trap-drop", True), ("trap-queue", False), ("trap", True)])
 def test_trap_modes_on_kernel_esp(mode: str, first_lost: bool, make_lab: Callable[..., netns.Lab]) -> None:
     """First packet triggers IKE. trap-drop/trap: the kernel drops it while IKE runs;
-    trap-queue (xfrm_larval_drop=0): it is queued and delivered."""
-    if not ipsec_datapath.probe_xfrm_esp()[0]:
-        pytest.skip(NO_KERNEL_ESP)
+    trap-queue (xfrm_larval_drop=0): it is queued and delivered. The kernel xfrm ESP datapath
+    only: the trap modes' kernel behaviour (xfrm_larval_drop) cannot be checked on libipsec."""
     suffix = {"trap": "-trap", "trap-drop": "-trap-drop", "trap-queue": "-trap-queue"}[mode]
     lab = make_lab("sbi", f"aes128gcm{suffix}", SBI_PAIR)
     assert _datapath_line(lab, "ausf") == "kernel"

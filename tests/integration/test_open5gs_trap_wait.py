@@ -20,7 +20,6 @@ from pathlib import Path
 
 import pytest
 
-from ipsec import datapath as ipsec_datapath
 from testbed import stack
 from tests.integration.tls_support import NfLab, nf_lab, open5gs_build, require_netns, shared_keys
 
@@ -139,15 +138,13 @@ def test_without_the_variable_there_is_no_wait(build: Path, lab: NfLab) -> None:
 
 # --- with real IPsec in trap mode (kernel xfrm ESP only) -------------------------------------
 
+@pytest.mark.kernel("xfrm-esp")      # kernel-libipsec sends no acquires for trap policies
 def test_with_ipsec_trap_the_first_request_waits_for_the_sa(build: Path, tmp_path: Path) -> None:
     """The paper's setting: strongSwan trap policies between the AUSF and the NRF namespaces,
     xfrm_larval_drop=1. The AUSF's first probe SYN triggers IKE and is dropped; a later probe
     is answered once the CHILD_SA is installed, well before TCP's 1 s retransmission."""
     if shutil.which("swanctl") is None:
         pytest.skip("missing swanctl (strongSwan): run `make setup`")
-    if not ipsec_datapath.probe_xfrm_esp()[0]:
-        pytest.skip("kernel xfrm ESP datapath missing (this kernel has no ESP): strongSwan "
-                    "kernel-libipsec sends no acquires for trap policies, so trap mode cannot run here")
     gen = nf_lab(["nrf", "ausf"], tmp_path, profile="aes128gcm-trap", keys_dir=shared_keys())
     lab = next(gen)
     try:

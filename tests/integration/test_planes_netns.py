@@ -27,7 +27,7 @@ from ipsec import datapath as ipsec_datapath
 from testbed import channels, keys, netns, planes, profiles, ran, stack, validity
 from ipsec import overlay as ipsec
 from wireguard import overlay as wireguard
-from tests.conftest import require_root, require_tools
+from tests.conftest import ipsec_param, require_root, require_tools
 from tests.integration.labs import lab_factory
 
 pytestmark = pytest.mark.netns
@@ -116,7 +116,7 @@ IPSEC_CASES = ([("n2", e + ("" if i < 3 else "-psk")) for i, e in enumerate(ESPS
                + [("n4", e + ("-psk" if i < 3 else "")) for i, e in enumerate(ESPS)])
 
 
-@pytest.mark.parametrize("plane,profile_id", IPSEC_CASES)
+@pytest.mark.parametrize("plane,profile_id", [ipsec_param((pl, p), p, pl) for pl, p in IPSEC_CASES])
 def test_ipsec_on_n2_and_n4(plane: str, profile_id: str, make_lab: Callable[..., netns.Lab],
                             tmp_path: Path) -> None:
     prof = profiles.get(profile_id, plane)
@@ -173,14 +173,12 @@ def test_all_protected_gnb_amf_smf_upf(profile_id: str, make_lab: Callable[..., 
         assert "WG_ROUTE_SRC='10.100.3.50=10.100.3.7 10.100.4.4=10.100.4.7'" in env, env
 
 
+@pytest.mark.kernel("xfrm-esp")
 @pytest.mark.parametrize("profile_id", ["aes128gcm-trap-drop", "aes128gcm-trap-queue"])
 def test_n4_trap_first_pfcp_message(profile_id: str, make_lab: Callable[..., netns.Lab], tmp_path: Path) -> None:
     """The unpatched trap modes on N4 (docs/overlays/ipsec.md): the SMF's first PFCP message
     triggers IKE; trap-drop loses it (Open5GS would retransmit after T1 = 2.5 s), trap-queue
     delivers it once the SA exists. Kernel xfrm only (kernel-libipsec sends no acquires)."""
-    if not ipsec_datapath.probe_xfrm_esp()[0]:
-        pytest.skip("kernel xfrm ESP datapath missing (this kernel has no ESP): trap modes need it "
-                    "(kernel-libipsec sends no acquires); the full-kernel guest runs this")
     lab = make_lab("n4", profile_id)
     assert "ESTABLISHED" not in lab.exec("smf", ["swanctl", "--list-sas"], check=True).stdout
     upf = lab.address("upf", "n4")

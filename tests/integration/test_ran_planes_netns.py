@@ -23,13 +23,15 @@ from testbed import channels, netns, profiles, validity
 from ipsec import overlay as ipsec
 from wireguard import overlay as wireguard
 # the same fixtures (real keys, a lab factory that always takes its labs down) and stand-in exchange
+from tests.conftest import ipsec_param
 from tests.integration.test_planes_netns import captured, keys_dir, make_lab  # noqa: F401
 
 pytestmark = pytest.mark.netns
 RAN_PLANES = "f1c,f1u,e1"
 
 
-@pytest.mark.parametrize("profile_id", ["aes128gcm", "aes256cbc-psk", "nullgmac", "wireguard"])
+@pytest.mark.parametrize("profile_id", [ipsec_param(p, p, RAN_PLANES) for p in ("aes128gcm", "aes256cbc-psk", "nullgmac")]
+                         + ["wireguard"])
 def test_overlays_on_f1c_f1u_e1(profile_id: str, make_lab: Callable[..., netns.Lab], tmp_path: Path) -> None:
     prof = profiles.get(profile_id, RAN_PLANES)
     if prof.protocol == "ipsec":
