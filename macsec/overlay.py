@@ -119,7 +119,7 @@ class _Keys:
 def _sa(profile: Profile, ks: _Keys, node: str, address: str) -> str:
     """`sa <an> pn|xpn <first> on [ssci .. salt ..] key <id> <sak>`: the SA `node` transmits on."""
     if profile.params["xpn"]:
-        pn = f"xpn {FIRST_PN} on ssci {ssci_of(address)} salt {ks.salt(node)}"
+        pn = f"xpn {FIRST_PN} on ssci {ssci_of(address):08x} salt {ks.salt(node)}"   # iproute2 reads ssci as hex
     else:
         pn = f"pn {FIRST_PN} on"
     return f"sa {AN} {pn} key {ks.key_id(address)} {ks.sak(node)}"

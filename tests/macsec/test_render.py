@@ -89,9 +89,10 @@ def test_xpn_sas_carry_ssci_and_salt(tmp_path: Path) -> None:
     gnb, upf = _sa_lines(out["gnb"] / "sa.conf"), _sa_lines(out["upf"] / "sa.conf")
     tx = gnb[0]
     assert tx[:6] == ["tx", "sa", "0", "xpn", "1", "on"]
-    assert tx[tx.index("ssci") + 1] == str(overlay.ssci_of(GNB)) and len(tx[tx.index("salt") + 1]) == 24
+    # iproute2 reads the SSCI as hex (10.100.3.50 -> 0a640332; in decimal, 174326578, it refused the line)
+    assert tx[tx.index("ssci") + 1] == "0a640332" == f"{overlay.ssci_of(GNB):08x}" and len(tx[tx.index("salt") + 1]) == 24
     rx = upf[2]
-    assert rx[rx.index("ssci") + 1] == str(overlay.ssci_of(GNB)) and rx[rx.index("salt") + 1] == tx[tx.index("salt") + 1]
+    assert rx[rx.index("ssci") + 1] == "0a640332" and rx[rx.index("salt") + 1] == tx[tx.index("salt") + 1]
     assert len(tx[-1]) == 64 and rx[-1] == tx[-1]
     assert _env(out["gnb"] / "overlay.env")["MACSEC_CIPHER"] == "gcm-aes-xpn-256"
 
