@@ -55,7 +55,7 @@ def _assert_torn_down(lab: netns.Lab) -> None:
         assert "wg0" not in subprocess.run(["ip", "-n", ns, "-o", "link"], capture_output=True, text=True).stdout
         assert "51820" not in subprocess.run(["ip", "-n", ns, "rule"], capture_output=True, text=True).stdout
         tables = subprocess.run(["ip", "netns", "exec", ns, "nft", "list", "tables"], capture_output=True, text=True)
-        assert "testbed_wireguard" not in tables.stdout
+        assert "table netdev testbed_wireguard_egress" in tables.stdout      # kept: fail closed
         pids = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout
         assert pids.strip() == "", f"processes left in {ns}: {pids}"
 
@@ -200,8 +200,11 @@ def test_entrypoint_gives_up_at_its_deadline_when_the_peer_is_absent(make_lab, t
     assert time.monotonic() - start < 15
     ns = lab.netns("gnb")
     assert "wg0" not in subprocess.run(["ip", "-n", ns, "-o", "link"], capture_output=True, text=True).stdout
-    assert "testbed_wireguard" not in subprocess.run(["ip", "netns", "exec", ns, "nft", "list", "tables"],
-                                                     capture_output=True, text=True).stdout
+    assert "table netdev testbed_wireguard_egress" in subprocess.run(["ip", "netns", "exec", ns, "nft", "list", "tables"],
+                                                                     capture_output=True, text=True).stdout
+    again = subprocess.run(["ip", "netns", "exec", ns, str(ENTRYPOINT), "--private-run", "--timeout", "3",
+                            str(dirs["gnb"])], capture_output=True, text=True, timeout=30)
+    assert again.returncode == 1 and "ran in this namespace before (its fail-closed filter stays)" in again.stderr
 
 
 def test_the_waiting_end_follows_the_stack_timeout_when_its_peer_starts_late(make_lab, tmp_path: Path) -> None:
