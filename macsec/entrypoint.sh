@@ -4,12 +4,13 @@
 #
 # In the current network namespace, from a rendered config dir (macsec/overlay.py): finds the
 # interface that holds the node's address of the plane's network (the lower device), lets only
-# MACsec frames leave it (nftables egress filter, loaded first) and gives the plane's subnet a
-# fallback route through it, creates the macsec link on it with the render's SAs, moves the
-# address onto the macsec link, waits with a deadline until every partner has answered ARP through
-# MACsec, prints and writes the datapath line, and stays in the foreground until SIGTERM, when it
-# deletes the macsec link. The filter and the fallback route stay: nothing of the plane leaves in
-# the clear while the namespace lives on.
+# MACsec frames leave it (nftables egress filter, loaded first), turns that address's own subnet
+# route into the fallback (metric 4242), creates the macsec link on it with the render's SAs, puts
+# the address on the macsec link too (its route, metric 0, wins), waits with a deadline until every
+# partner has answered ARP through MACsec, prints and writes the datapath line, and stays in the
+# foreground until SIGTERM, when it deletes the macsec link. The filter, the address on the lower
+# device and its fallback route stay: nothing of the plane leaves in the clear while the namespace
+# lives on, and a sender bound to the node's address (the gNB's GTP-U) keeps a local address.
 set -euo pipefail
 
 PROG="macsec/entrypoint.sh"
@@ -27,12 +28,13 @@ usage: macsec/entrypoint.sh [--timeout SECONDS] NODE_CONFIG_DIR
 
 Starts MACsec (IEEE 802.1AE, Linux macsec link, static SAKs) in the current network namespace
 from NODE_CONFIG_DIR (rendered by macsec/overlay.py: overlay.env + sa.conf): an nftables egress
-filter on the interface holding the node's address (only MACsec frames leave it), a fallback
-route of the plane's subnet through that interface, the macsec link with its transmit SA and a
-receive channel per partner, the address moved onto the macsec link. Waits until every partner
+filter on the interface holding the node's address (only MACsec frames leave it), that
+address's subnet route demoted to a fallback (metric 4242), the macsec link with its transmit SA
+and a receive channel per partner, the address on the macsec link too (its route wins). Waits until every partner
 answered ARP through MACsec (deadline: --timeout, default MACSEC_READY_TIMEOUT of overlay.env),
 prints `datapath: macsec=kernel`, writes the ready file and stays in the foreground until
-SIGTERM/SIGINT, when it deletes the macsec link (filter and fallback route stay: fail closed).
+SIGTERM/SIGINT, when it deletes the macsec link (filter, address and fallback route stay: fail
+closed, the packets of the plane dropped silently at the interface).
 
 Environment: OVERLAY_READY_FILE (default /run/testbed/overlay-ready), MACSEC_ADDRESS_TIMEOUT
 (seconds to wait for the node's address to appear, default 20).
@@ -74,7 +76,7 @@ load_config() {
     SA_CONF="${dir}/sa.conf"
 }
 
-# A namespace where this overlay ran before keeps its filter and lost its address with the link:
+# A namespace where this overlay ran before keeps its filter (and the address behind the fallback route):
 # refuse it by name instead of waiting for an address that never comes.
 check_namespace() {
     ! ip link show "$MACSEC_IF" >/dev/null 2>&1 \
@@ -119,12 +121,19 @@ NFT
     FILTER_LOADED=1
 }
 
-# Without its macsec link (deleted, or down: its connected route goes) the subnet's packets would
-# follow the default route, maybe out of another interface in the clear: this route keeps them on
-# the lower device, where the filter drops them.
+# The fallback: the node's address stays on the lower device, its subnet route demoted to metric
+# MACSEC_FALLBACK_METRIC (`ip addr change` keeps the address and rewrites only its route's metric).
+# Without the macsec link (deleted, down, or its SAs gone) the partner's address still routes
+# through the lower device, where the filter drops every frame (the neighbour's ARP included):
+# never by the default route out of another interface in the clear. The address stays local too,
+# so a socket bound to it gets no ENETUNREACH (a source address that is no longer local is refused
+# by the kernel's output route lookup; UERANSIM's gNB dies of that error). A separate route would
+# not do: deleting the last IPv4 address of a device flushes every IPv4 route through it.
 add_fallback_route() {
-    ip route replace "$MACSEC_SUBNET" dev "$LOWER" metric "$MACSEC_FALLBACK_METRIC" \
-        || die "could not add the fallback route ${MACSEC_SUBNET} dev ${LOWER} metric ${MACSEC_FALLBACK_METRIC}"
+    ip addr change "${MACSEC_ADDRESS}/${MACSEC_PREFIXLEN}" dev "$LOWER" metric "$MACSEC_FALLBACK_METRIC" \
+        || die "could not demote ${MACSEC_ADDRESS}/${MACSEC_PREFIXLEN} on ${LOWER} to the fallback route (metric ${MACSEC_FALLBACK_METRIC})"
+    ip -4 route show "$MACSEC_SUBNET" dev "$LOWER" | grep -q "metric ${MACSEC_FALLBACK_METRIC}" \
+        || die "no fallback route ${MACSEC_SUBNET} dev ${LOWER} metric ${MACSEC_FALLBACK_METRIC} after the change: $(ip -4 route show "$MACSEC_SUBNET" 2>&1 | tr '\n' ' ')"
 }
 
 create_link() {
@@ -159,18 +168,20 @@ install_sas() {
         || die "installing the ${n} SA lines of ${SA_CONF} failed: $(no_keys <<<"$out" | tr '\n' ' ')"
 }
 
-# move_address: the node's address from the lower device onto the macsec link (every packet to a
-# partner, ARP included, then goes through MACsec). In between the fallback route holds the
-# subnet, so nothing takes another way out.
-move_address() {
-    local mtu
+# add_address: the node's address on the macsec link as well; its subnet route (metric 0) wins over
+# the lower device's fallback (metric 4242), so every packet to a partner, ARP included, goes
+# through MACsec. The lower device keeps the address: there is no moment without a route.
+add_address() {
+    local mtu peer route
     ip link set "$MACSEC_IF" up || die "could not bring ${MACSEC_IF} up"
-    ip addr del "${MACSEC_ADDRESS}/${MACSEC_PREFIXLEN}" dev "$LOWER" \
-        || die "could not remove ${MACSEC_ADDRESS}/${MACSEC_PREFIXLEN} from ${LOWER}"
     ip addr add "${MACSEC_ADDRESS}/${MACSEC_PREFIXLEN}" dev "$MACSEC_IF" \
         || die "could not put ${MACSEC_ADDRESS}/${MACSEC_PREFIXLEN} on ${MACSEC_IF}"
+    for peer in $MACSEC_PEERS; do
+        route="$(ip -4 route get "${peer#*=}" 2>&1)" || true
+        [[ "$route" == *" dev ${MACSEC_IF} "* ]] || die "${peer} does not route through ${MACSEC_IF}: ${route}"
+    done
     mtu="$(cat "/sys/class/net/${MACSEC_IF}/mtu" 2>/dev/null || echo '?')"
-    log "${MACSEC_ADDRESS}/${MACSEC_PREFIXLEN} moved from ${LOWER} to ${MACSEC_IF} (MTU ${mtu}, ${MACSEC_CIPHER})"
+    log "${MACSEC_ADDRESS}/${MACSEC_PREFIXLEN} on ${MACSEC_IF} (MTU ${mtu}, ${MACSEC_CIPHER}); ${LOWER} keeps it behind the fallback route (metric ${MACSEC_FALLBACK_METRIC})"
 }
 
 # missing_peers: "name=addr" of every partner whose address has no link-layer address on the
@@ -262,7 +273,7 @@ main() {
     add_fallback_route
     create_link
     install_sas
-    move_address
+    add_address
     wait_peers
     write_ready
     log "ready: ${MACSEC_IF} on ${LOWER}, ARP through MACsec with $(wc -w <<<"$MACSEC_PEERS") partner(s), datapath kernel"
