@@ -35,6 +35,7 @@ main() {
   stack_create stack-up.log
   capture_start n3 n3.pcap iface=n3 purpose=validation -- \
     dumpcap -q -i "$(bridge_of n3)" -w "${RUN_DIR:-.}/n3.pcap"
+  stack_leak_captures n3
   stack_run_start stack-up.log
 
   ue1_ping_series

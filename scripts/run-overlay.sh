@@ -82,6 +82,26 @@ lab_names() {
 lab = netns.Lab.load(sys.argv[1]); print(lab.netns("gnb")); print(lab.hub); print(lab.bridge)' "$LAB"
 }
 
+# leak_captures: on each endpoint, a capture of every interface out of its namespace
+# (testbed/netns.py exit_interfaces), from before the first packet: what a dying overlay lets out
+# of any of them counts against the run (testbed/validity.py leak_verdict).
+leak_captures() {
+  local node ns argv=()
+  for node in gnb upf; do
+    if [[ "$DRY_RUN" == 1 ]]; then
+      ns="$LAB-$node" argv=(-i n3)
+    else
+      mapfile -t argv < <("$PYTHON" -c 'import sys; from testbed import netns
+lab = netns.Lab.load(sys.argv[1]); ns = lab.netns(sys.argv[2]); print(ns)
+for i in netns.exit_interfaces(ns): print("-i"); print(i)' "$LAB" "$node") \
+        || die "lab $LAB: cannot list the interfaces of $node's namespace" 1
+      ns="${argv[0]}" argv=("${argv[@]:1}")
+    fi
+    capture_start "leak-$node" "$node-ifaces.pcap" iface=n3 purpose=leak node="$node" -- \
+      ip netns exec "$ns" dumpcap -q "${argv[@]}" -w "${RUN_DIR:-.}/$node-ifaces.pcap"
+  done
+}
+
 state_dir() {
   case "$STATE" in
     /*) echo "$STATE" ;;
@@ -192,6 +212,7 @@ main() {
 
   capture_start n3 n3.pcap iface=n3 purpose=validation -- \
     ip netns exec "${names[1]}" dumpcap -q -i "${names[2]}" -w "${RUN_DIR:-.}/n3.pcap"
+  [[ "$PROTOCOL" == none ]] || leak_captures
   rehandshake_in_capture
 
   if [[ "$DRY_RUN" != 1 && "$PROTOCOL" != none ]]; then

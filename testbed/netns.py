@@ -337,6 +337,13 @@ class Lab:
                              self.dir / f"dumpcap-{Path(path).stem}.log",
                              capture_filter=capture_filter, packets=packets, timeout=timeout)
 
+    def capture_namespace(self, node: str, path: Path, timeout: float = 10) -> Capture:
+        """dumpcap on every interface by which a packet can leave the node's namespace
+        (exit_interfaces): what a dead overlay leaks shows there, whichever way it is routed."""
+        ns = self.netns(node)
+        return start_dumpcap(ns, exit_interfaces(ns), Path(path), self.dir / f"dumpcap-{Path(path).stem}.log",
+                             timeout=timeout)
+
     # --- down --------------------------------------------------------------------------------
     def down(self) -> None:
         """Stop the overlay processes and delete the namespaces. Idempotent."""
@@ -358,12 +365,33 @@ class Lab:
         log.info("lab %s down", self.name)
 
 
-def start_dumpcap(ns: str, iface: str, path: Path, errlog: Path, *, capture_filter: str | None = None,
-                  packets: int | None = None, timeout: float = 10) -> Capture:
-    """dumpcap on `iface` in namespace `ns` into `path` (whole packets; the first `packets` when
-    given); returns once it captures, LabError (with dumpcap's words) if it does not start."""
+# Link kinds an overlay makes inside a namespace: their packets are the plaintext side (or the
+# overlay's own device), never a way out of the namespace.
+OVERLAY_LINK_KINDS = frozenset({"macsec", "wireguard", "tun", "xfrm", "vti", "ipip", "gre", "sit"})
+
+
+def exit_interfaces(ns: str) -> list[str]:
+    """The interfaces of namespace `ns` by which a packet can leave it (veth, macvlan, a physical
+    device): every one but loopback and the overlays' own devices (OVERLAY_LINK_KINDS)."""
+    res = _run(["ip", "-n", ns, "-d", "-j", "link", "show"], f"listing the interfaces of {ns}")
+    out = []
+    for link in json.loads(res.stdout or "[]"):
+        kind = (link.get("linkinfo") or {}).get("info_kind")
+        if link.get("link_type") != "loopback" and kind not in OVERLAY_LINK_KINDS:
+            out.append(str(link["ifname"]))
+    if not out:
+        raise LabError(f"namespace {ns} has no interface to the outside")
+    return out
+
+
+def start_dumpcap(ns: str, iface: str | Sequence[str], path: Path, errlog: Path, *,
+                  capture_filter: str | None = None, packets: int | None = None, timeout: float = 10) -> Capture:
+    """dumpcap on `iface` (one, or several into one pcapng) in namespace `ns` into `path` (whole
+    packets; the first `packets` when given); returns once it captures, LabError (with dumpcap's
+    words) if it does not start."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    argv = ["ip", "netns", "exec", ns, "dumpcap", "-q", "-i", iface, "-w", str(path)]
+    ifaces = [iface] if isinstance(iface, str) else list(iface)
+    argv = ["ip", "netns", "exec", ns, "dumpcap", "-q", *(a for i in ifaces for a in ("-i", i)), "-w", str(path)]
     if capture_filter:
         argv += ["-f", capture_filter]
     if packets:
@@ -373,10 +401,10 @@ def start_dumpcap(ns: str, iface: str, path: Path, errlog: Path, *, capture_filt
     deadline = time.monotonic() + timeout
     while not (path.exists() and path.stat().st_size > 0):
         if proc.poll() is not None:
-            raise LabError(f"dumpcap on {ns}:{iface} exited: {errlog.read_text().strip()}")
+            raise LabError(f"dumpcap on {ns}:{','.join(ifaces)} exited: {errlog.read_text().strip()}")
         if time.monotonic() > deadline:
             proc.kill()
-            raise LabError(f"dumpcap on {ns}:{iface} did not start within {timeout}s")
+            raise LabError(f"dumpcap on {ns}:{','.join(ifaces)} did not start within {timeout}s")
         time.sleep(0.05)
     # dumpcap writes the file header a moment before the first frames are delivered (a
     # frame sent at once can be missed, measured here); there is nothing to poll for that

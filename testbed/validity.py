@@ -9,6 +9,8 @@ Then the overlay plug-in and every dimension plug-in add their run-level checks 
 the daemons' negotiated SAs, WireGuard's cold/warm sessions, the NAS algorithms ...).
 The namespace micro-benchmark (experiment "overlay") adds a rule of its own for the overlays:
 its pings between the two endpoints must never appear in the clear on the overlaid network.
+A capture of every interface out of an overlay endpoint's namespace (purpose "leak") must hold
+none of the plane's packets in the clear: a dead overlay may route them out of another interface.
 The UPF security-function experiments (secfn, secfn-lab) add their own checks
 (testbed/secfn/verdict.py): NAT and the inline drop from the n6 capture, the UE's side from the
 ue capture, and the engine's counters and the D-ITG flows from the run directory.
@@ -25,6 +27,8 @@ from testbed.contract import RunCheck
 from testbed.verdict import Verdict
 
 log = logging.getLogger(__name__)
+# written by the drivers' overlay watchers (scripts/lib/watch.sh, scripts/run-overlay.sh)
+OVERLAY_DIED = "overlay-died.txt"
 # the captures of a security-function run on its own sides (testbed/secfn/verdict.py checks them)
 SECFN_IFACES = ("n6", "ue")
 
@@ -77,6 +81,29 @@ def lab_leak_verdict(pcap: Path, values: dict[str, Any]) -> Verdict:
                    + (" -> INVALID: plaintext leaked past the overlay" if leaked else ""))
 
 
+def leak_verdict(pcap: Path, m: dict[str, Any], values: dict[str, Any], plane: str) -> Verdict:
+    """A capture of every interface out of an overlay endpoint's namespace (purpose "leak", from
+    before the first packet to the end, a fault included): none of the plane's packets may be
+    there in the clear, whichever interface a dead overlay let them take."""
+    prof = profiles.get(m["profile"])
+    overlay = registry.overlay(prof.protocol)
+    if not overlay.protects:
+        return Verdict(True, 0, 0, "baseline: the plane in the clear is expected")
+    # either end's address (a packet routed out of another interface takes that one's source)
+    ends: tuple[str, ...]
+    if m["experiment"] == "overlay":
+        ends = _overlay_lab_peers(values)
+    else:
+        net = planes.network(plane)
+        ends = tuple(stack.address(n, net, values) for n in overlay.endpoints(plane, values))
+    flt = (f"({plane_filter(m['experiment'], plane, values)}) && ip.addr in {{{', '.join(ends)}}} "
+           f"&& !({overlay_filter()})")
+    leaked = count(pcap, flt)
+    return Verdict(leaked == 0, 0, leaked,
+                   f"every interface of the namespace: {leaked} packets of {plane} in the clear ({flt})"
+                   + (" -> INVALID: plaintext left the overlay's namespace" if leaked else ""))
+
+
 def combine(verdicts: list[Verdict]) -> Verdict:
     if not verdicts:
         return Verdict(False, 0, 0, "no validation capture recorded -> INVALID")
@@ -97,7 +124,7 @@ def validates(f: dict[str, Any], experiment: str) -> bool:
     if f["kind"] != "pcap":
         return False
     # a node's own plaintext view (attribute view) shows the traffic before encryption, never the wire
-    return f.get("purpose") == "validation" or (
+    return f.get("purpose") in ("validation", "leak") or (
         f.get("purpose") == "timing" and "view" not in f
         and f.get("iface") in TIMING_CAPTURES_VALIDATE.get(experiment, ()))
 
@@ -167,10 +194,12 @@ def check_run(run_dir: Path, record: bool = True) -> Verdict:
             iface = str(f.get("iface") or "")
             secfn_capture = m["experiment"] in manifest.SECFN_EXPERIMENTS and iface in SECFN_IFACES
             plane = iface if iface in covered else covered[0]
-            if not secfn_capture:
+            if not secfn_capture and f.get("purpose") != "leak":      # a leak capture proves no plane
                 checked.add(plane)
             try:
-                if secfn_capture:       # the function's own sides (N6, the UE): not a plane
+                if f.get("purpose") == "leak":
+                    v = leak_verdict(run_dir / f["path"], m, values, plane)
+                elif secfn_capture:       # the function's own sides (N6, the UE): not a plane
                     from testbed.secfn import verdict as secfn_verdict
                     v = secfn_verdict.capture_verdict(run_dir / f["path"], iface, m, values)
                 else:
@@ -195,6 +224,12 @@ def check_run(run_dir: Path, record: bool = True) -> Verdict:
     attach = attach_verdict(m)
     if attach is not None:
         verdicts.append(attach)
+    died = run_dir / OVERLAY_DIED
+    if died.is_file() and died.read_text().strip():
+        # a watcher saw an overlay daemon or holder go during the measurement (docs/experiments.md):
+        # what was measured from then on was not the overlay, whatever the captures show
+        verdicts.append(Verdict(False, 0, 0, f"the overlay died during the measurement ({OVERLAY_DIED}: "
+                                f"{died.read_text().strip().splitlines()[0]}) -> INVALID"))
     verdict = combine(verdicts)
     if record:
         manifest.set_validity(run_dir, verdict.valid, verdict.protected_packets,

@@ -67,3 +67,27 @@ capture_stop_all() {
     capture_stop "$name"
   done
 }
+
+# stack_leak_captures PLANE: per overlay endpoint of PLANE, a capture of every network its
+# namespace is on (the Docker bridges: each of the holder's interfaces is a veth on one of them),
+# started before the stack, as leak-<node>.pcap (purpose leak): a packet of the plane that a dead
+# overlay lets out of any interface, in the clear, shows there and makes the run invalid
+# (testbed/validity.py leak_verdict). Nothing for the baseline.
+stack_leak_captures() {
+  local plane="$1" node net nets=() args=()
+  protects "$plane" || return 0
+  while IFS= read -r node; do
+    [[ -n "$node" ]] || continue
+    if [[ "$DRY_RUN" == 1 ]]; then
+      nets=("$plane")
+    else
+      mapfile -t nets < <("$PYTHON" -c 'import sys; from testbed import stack
+print(*stack.load()["nodes"][sys.argv[1]]["networks"], sep="\n")' "$node") \
+        || die "no networks of $node in nf-configs/stack.yaml" 1
+    fi
+    args=()
+    for net in "${nets[@]}"; do args+=(-i "$(bridge_of "$net")"); done
+    capture_start "leak-$node" "leak-$node.pcap" "iface=$plane" purpose=leak "node=$node" -- \
+      dumpcap -q "${args[@]}" -w "${RUN_DIR:-.}/leak-$node.pcap"
+  done < <(overlay_endpoints)
+}

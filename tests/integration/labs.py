@@ -6,6 +6,7 @@ import os
 import secrets
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -138,3 +139,27 @@ def late_peer_start(lab: netns.Lab, entrypoint: Path, dirs: dict[str, Path], lat
         out_gnb = gnb.stop() if gnb is not None else ""
     return out_upf, out_gnb
 
+
+def second_network_with_default_route(lab: netns.Lab, node: str) -> str:
+    """A container's other network and its default route (Docker's N2 interface `eth0`) in the
+    node's namespace; returns the namespace holding the far end (the caller deletes it)."""
+    ns, other = lab.netns(node), f"{lab.netns(node)}-x"
+    subprocess.run(["ip", "netns", "add", other], check=True)
+    subprocess.run(["ip", "-n", ns, "link", "add", "eth0", "type", "veth", "peer", "name", "eth0", "netns", other],
+                   check=True)
+    for n, addr in ((ns, "10.100.2.50/24"), (other, "10.100.2.1/24")):
+        subprocess.run(["ip", "-n", n, "addr", "add", addr, "dev", "eth0"], check=True)
+        subprocess.run(["ip", "-n", n, "link", "set", "eth0", "up"], check=True)
+    subprocess.run(["ip", "-n", ns, "route", "add", "default", "via", "10.100.2.1"], check=True)
+    return other
+
+
+def udp_send(lab: netns.Lab, node: str, dst: str, bind: str | None = None, port: int = 2152) -> str:
+    """What a UDP sender (as the gNB's GTP-U, bound to its N3 address where `bind` is given)
+    sees: sendto's return value or its error's name."""
+    code = ("import socket, errno\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+            + (f"s.bind(({bind!r}, {port}))\n" if bind else "")
+            + f"try:\n    print(s.sendto(b'gtpu', ({dst!r}, {port})))\n"
+            "except OSError as e:\n    print(errno.errorcode[e.errno])\n")
+    return subprocess.run(["ip", "netns", "exec", lab.netns(node), sys.executable, "-c", code],
+                          capture_output=True, text=True, check=True, timeout=30).stdout.strip()

@@ -91,9 +91,16 @@ def _check_complete_valid(run_dir: Path, profile: str, protocol: str) -> dict:
         assert replies, f"{f['path']}: no timestamped replies (LC_ALL=C ping -D -n)"
         if not f["warmup"]:
             assert f"{10} packets transmitted" in text
-    pcaps = [f for f in m["files"] if f["kind"] == "pcap"]
-    assert pcaps == [{"path": "n3.pcap", "kind": "pcap", "iface": "n3", "purpose": "validation",
-                      "bytes": (run_dir / "n3.pcap").stat().st_size}]
+    pcaps = sorted((f for f in m["files"] if f["kind"] == "pcap"), key=lambda f: f["path"])
+    want = [{"path": "n3.pcap", "kind": "pcap", "iface": "n3", "purpose": "validation",
+             "bytes": (run_dir / "n3.pcap").stat().st_size}]
+    if protocol != "none":      # every interface out of each endpoint's namespace, judged for leaks
+        want = [{"path": f"{node}-ifaces.pcap", "kind": "pcap", "iface": "n3", "purpose": "leak", "node": node,
+                 "bytes": (run_dir / f"{node}-ifaces.pcap").stat().st_size} for node in ("gnb",)] + want \
+            + [{"path": "upf-ifaces.pcap", "kind": "pcap", "iface": "n3", "purpose": "leak", "node": "upf",
+                "bytes": (run_dir / "upf-ifaces.pcap").stat().st_size}]
+        assert m["validity"]["details"].count("every interface of the namespace: 0 packets of n3 in the clear") == 2
+    assert pcaps == want
     assert any("ping -D -n" in c for c in m["commands"])
     listed = {f["path"] for f in m["files"]} | {"manifest.json"}
     assert {p.name for p in run_dir.iterdir()} <= listed, "every file of the run is in the manifest"
@@ -332,6 +339,21 @@ def test_ping_sends_exactly_count_requests_under_loss(overlay_env: None) -> None
         subprocess.run(["ip", "netns", "delete", ns], check=False)
 
 
+def _processes_in(ns: str, comm: str, *args: str) -> list[int]:
+    """PIDs of `comm` processes in namespace `ns` whose command line holds `args` (this run's own:
+    a host-wide pgrep also finds another run's ping on a machine running tests at once)."""
+    out = []
+    for pid in subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout.split():
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+            name = Path(f"/proc/{pid}/comm").read_text().strip()
+        except OSError:
+            continue
+        if name == comm and all(a in argv for a in args):
+            out.append(int(pid))
+    return out
+
+
 def test_a_set_cut_short_by_a_signal_to_ping_is_partial(overlay_env: None, tmp_path: Path) -> None:
     """SIGINT to ping alone (not the driver) ends a set early: the run is not complete and says
     which set is partial (before: complete and valid with 206 of 600 requests)."""
@@ -341,10 +363,11 @@ def test_a_set_cut_short_by_a_signal_to_ping_is_partial(overlay_env: None, tmp_p
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
-            found = subprocess.run(["pgrep", "-f", "ping -D -n -c 600"], capture_output=True, text=True)
-            if found.stdout.strip():
+            found = _processes_in(f"{env['LAB_NAME']}-gnb", "ping", "-D", "-c", "600")
+            if found:
                 time.sleep(1.5)
-                subprocess.run(["pkill", "-INT", "-f", "^ping -D -n -c 600"], check=False)
+                for pid in found:
+                    os.kill(pid, signal.SIGINT)
                 break
             time.sleep(0.1)
         out, err = proc.communicate(timeout=120)
@@ -372,15 +395,12 @@ def test_an_overlay_that_dies_mid_set_stops_the_run_within_seconds(overlay_env: 
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and killed_at is None:
-            if subprocess.run(["pgrep", "-f", "ping -D -n -c 600"], capture_output=True).stdout.strip():
+            ns = f"{env['LAB_NAME']}-gnb"
+            if _processes_in(ns, "ping", "-D", "-c", "600"):
                 time.sleep(1.5)
-                ns = f"{env['LAB_NAME']}-gnb"
-                pids = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout.split()
-                for pid in pids:
-                    comm = Path(f"/proc/{pid}/comm").read_text().strip() if Path(f"/proc/{pid}/comm").exists() else ""
-                    if comm == "wireguard-go":
-                        subprocess.run(["kill", "-KILL", pid], check=False)
-                        killed_at = time.time()
+                for pid in _processes_in(ns, "wireguard-go"):
+                    os.kill(pid, signal.SIGKILL)
+                    killed_at = time.time()
             time.sleep(0.1)
         out, err = proc.communicate(timeout=120)
     finally:
@@ -402,3 +422,6 @@ def test_an_overlay_that_dies_mid_set_stops_the_run_within_seconds(overlay_env: 
     m = json.loads((run / "manifest.json").read_text())
     assert m["state"] != "complete" and m["valid"] is False
     assert "overlay daemon gone" in (run / "overlay-died.txt").read_text()
+    # every interface out of both namespaces was captured from before the kill: nothing in the clear
+    assert m["validity"]["details"].count("every interface of the namespace: 0 packets of n3 in the clear") == 2, \
+        m["validity"]["details"]

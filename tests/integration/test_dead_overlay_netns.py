@@ -1,0 +1,139 @@
+"""What a dead overlay leaks, judged on every interface out of the node's namespace (issue 28).
+
+The gNB's overlay on N3 ends under it (its daemon killed, its link deleted, its SAs removed, its
+entrypoint stopped or killed) in a namespace that has, like a container, a second network with the
+default route: the way a packet for N3 would leave in the clear if the overlay's fail-closed
+guard did not hold. A capture of every interface out of the namespace (testbed/netns.py
+exit_interfaces), started before the end, must show nothing of N3 in the clear, and the sender
+must see no error: UDP `sendto` from a socket bound to the gNB's N3 address (nr-gnb's GTP-U, which
+dies of ENETUNREACH or EPERM) and from an unbound one returns its byte count; ping gets no EPERM.
+Real strongSwan, wireguard-go or kernel WireGuard, kernel MACsec, nftables, dumpcap, tshark.
+
+Each overlay runs on each datapath it has: the kernel's where the kernel has the feature (marked
+kernel(...): the full-kernel guest runs them), the userspace one (libipsec, wireguard-go) where
+its program is installed.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from testbed import keys, netns, profiles, ran, stack, tshark, validity
+from tests.conftest import kernel_param, require_root, require_tools
+from tests.integration.labs import lab_factory, second_network_with_default_route, udp_send
+
+pytestmark = pytest.mark.netns
+
+VALUES = ran.restrict(stack.load(), "ueransim")
+GNB, UPF = stack.address("gnb", "n3", VALUES), stack.address("upf", "n3", VALUES)
+
+# (profile, datapath, how the overlay ends); the kernel datapaths marked with their feature
+CASES = [
+    ("aes128gcm", "libipsec", "daemon-killed"),
+    ("aes128gcm", "libipsec", "entrypoint-sigterm"),
+    kernel_param(("aes128gcm", "kernel", "daemon-killed"), "xfrm-esp"),
+    kernel_param(("aes128gcm", "kernel", "entrypoint-sigterm"), "xfrm-esp"),
+    ("wireguard", "wireguard-go", "daemon-killed"),
+    ("wireguard", "wireguard-go", "entrypoint-sigterm"),
+    kernel_param(("wireguard", "kernel", "link-deleted"), "wireguard"),
+    kernel_param(("wireguard", "kernel", "entrypoint-sigterm"), "wireguard"),
+    *(kernel_param(("macsec-gcm-aes-128", "kernel", how), "macsec")
+      for how in ("link-deleted", "sas-removed", "entrypoint-sigterm", "entrypoint-sigkill")),
+]
+DATAPATH_ENV = {"ipsec": "IPSEC_DATAPATH", "wireguard": "WIREGUARD_DATAPATH"}
+OVERLAY_LINK = {"wireguard": "wg0", "macsec": "macsec0"}
+
+
+@pytest.fixture(scope="module")
+def keys_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    require_root()
+    require_tools("openssl", "wg", "ip", "nft", "unshare", "nsenter", "ping", "dumpcap", "tshark")
+    return keys.ensure(tmp_path_factory.mktemp("dead-overlay-keys"), VALUES)
+
+
+@pytest.fixture
+def make_lab(keys_dir: Path, tmp_path: Path) -> Iterator[Callable[..., netns.Lab]]:
+    with lab_factory("dead", tmp_path / "state", keys_dir) as make:
+        yield make
+
+
+def _userspace_or_skip(protocol: str, datapath: str) -> None:
+    if datapath == "libipsec":
+        from ipsec import datapath as ipsec_datapath
+        require_tools("swanctl")
+        if ipsec_datapath.libipsec_plugin() is None:
+            pytest.skip("strongSwan's kernel-libipsec plugin is not installed: run `make setup`")
+    elif datapath == "wireguard-go":
+        require_tools("wireguard-go")
+    elif protocol == "ipsec":
+        require_tools("swanctl")
+
+
+def _daemon_pid(lab: netns.Lab, node: str, protocol: str) -> int:
+    if protocol == "ipsec":
+        return int(lab.exec(node, ["cat", "/run/charon.pid"], check=True).stdout.strip())
+    for pid in subprocess.run(["ip", "netns", "pids", lab.netns(node)], capture_output=True, text=True,
+                              check=True).stdout.split():
+        comm = Path(f"/proc/{pid}/comm")
+        if comm.exists() and comm.read_text().strip() == "wireguard-go":
+            return int(pid)
+    raise AssertionError(f"no wireguard-go in {node}'s namespace")
+
+
+def end_overlay(lab: netns.Lab, node: str, protocol: str, how: str) -> None:
+    """End the node's overlay the way `how` says and, where its entrypoint ends with it, reap it."""
+    if how == "daemon-killed":
+        os.kill(_daemon_pid(lab, node, protocol), signal.SIGKILL)
+    elif how == "link-deleted":
+        lab.exec(node, ["ip", "link", "del", OVERLAY_LINK[protocol]], check=True)
+    elif how == "sas-removed":
+        rx = next(line.split()[2] for line in (lab.dir / "render" / node / "sa.conf").read_text().splitlines()
+                  if line.startswith("rx sci ") and line.endswith(" on"))
+        for args in (["tx", "sa", "0"], ["rx", "sci", rx, "sa", "0"]):
+            lab.exec(node, ["ip", "macsec", "del", "macsec0", *args], check=True)
+    if how.startswith("entrypoint-") or how == "daemon-killed":
+        pid = lab.pids.pop(node)            # a child of this process: reaped here, not by lab.down
+        if how.startswith("entrypoint-"):
+            os.kill(pid, signal.SIGTERM if how == "entrypoint-sigterm" else signal.SIGKILL)
+        deadline = time.monotonic() + 20     # a dead daemon ends its entrypoint (exit 1)
+        while not os.waitpid(pid, os.WNOHANG)[0]:
+            assert time.monotonic() < deadline, f"{node}'s entrypoint still running 20 s after {how}"
+            time.sleep(0.05)
+
+
+@pytest.mark.parametrize("profile_id,datapath,how", CASES)
+def test_a_dead_overlay_leaves_nothing_in_the_clear_and_no_error_to_the_sender(
+        profile_id: str, datapath: str, how: str, make_lab: Callable[..., netns.Lab], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    protocol = profiles.get(profile_id).protocol
+    _userspace_or_skip(protocol, datapath)
+    if protocol in DATAPATH_ENV:
+        monkeypatch.setenv(DATAPATH_ENV[protocol], datapath)
+    lab = make_lab("n3", profile_id)
+    other = second_network_with_default_route(lab, "gnb")
+    try:
+        assert sorted(netns.exit_interfaces(lab.netns("gnb"))) == ["eth0", "n3"]
+        assert lab.ready("gnb").splitlines()[0] == f"datapath: {protocol}={datapath}"
+        cap = lab.capture_namespace("gnb", tmp_path / "gnb-ifaces.pcap")
+        assert udp_send(lab, "gnb", UPF, bind=GNB) == "4"                        # through the overlay, before
+        end_overlay(lab, "gnb", protocol, how)
+        assert [udp_send(lab, "gnb", UPF, bind=GNB) for _ in range(3)] == ["4", "4", "4"]
+        assert [udp_send(lab, "gnb", UPF) for _ in range(3)] == ["4", "4", "4"]
+        ping = lab.exec("gnb", ["ping", "-c", "2", "-i", "0.2", "-W", "1", UPF])
+        assert "Operation not permitted" not in ping.stdout + ping.stderr, ping.stdout + ping.stderr
+        # whether the ping is answered depends on what outlives the end (a killed entrypoint's kernel
+        # MACsec link goes on encrypting): the check is that nothing crosses in the clear
+        pcap = cap.stop()
+        clear = f"(ip.addr == {GNB} || ip.addr == {UPF} || arp.dst.proto_ipv4 == {UPF}) && !({validity.overlay_filter()})"
+        assert tshark.count(pcap, clear) == 0, "N3 in the clear on an interface out of gnb's namespace"
+        assert tshark.count(pcap, validity.overlay_filter()) >= 1         # the capture saw the overlay before
+        v = validity.leak_verdict(pcap, {"profile": profile_id, "experiment": "n3"}, VALUES, "n3")
+        assert v.valid and v.plaintext_packets == 0, v.details
+    finally:
+        subprocess.run(["ip", "netns", "del", other], check=False)
