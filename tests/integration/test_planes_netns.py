@@ -195,3 +195,33 @@ def test_n4_trap_first_pfcp_message(profile_id: str, make_lab: Callable[..., net
     finally:
         echo.terminate()
         echo.wait(timeout=5)
+
+
+@pytest.mark.kernel("sctp")
+@pytest.mark.parametrize("profile_id", ["baseline", "aes128gcm", "wireguard"])
+def test_n2_over_real_sctp(profile_id: str, make_lab: Callable[..., netns.Lab], tmp_path: Path) -> None:
+    """N2 as the stack carries it, NGAP's transport SCTP (not the TCP stand-in), between the gnb and
+    amf namespaces: through IPsec and WireGuard the bridge shows no SCTP and the overlay's check
+    passes; without an overlay the same association is SCTP in the clear and the plane's plaintext
+    filter counts it (so a leaked NGAP would be seen)."""
+    lab = make_lab("n2", profile_id, ["gnb", "amf"])
+    amf, port = lab.address("amf", "n2"), planes.get("n2").port(lab.values)
+    cap = lab.capture(tmp_path / "n2-sctp.pcap", network="n2")
+    echo = _bg(lab, "amf", ["socat", f"SCTP4-LISTEN:{port},bind={amf},reuseaddr,fork", "PIPE"])
+    try:
+        res = lab.exec("gnb", ["sh", "-c", f"echo ngap-over-sctp | socat -T 3 - SCTP4-CONNECT:{amf}:{port}"])
+        assert res.stdout.strip() == "ngap-over-sctp", res.stdout + res.stderr
+    finally:
+        echo.terminate()
+        echo.wait(timeout=5)
+        pcap = cap.stop()
+    prof = profiles.get(profile_id, "n2")
+    sctp = validity.count(pcap, f"sctp.port == {port}")
+    if prof.protocol == "none":
+        assert sctp >= 4, "the association's INIT, INIT ACK, COOKIE and DATA in the clear"
+        assert validity.count(pcap, planes.get("n2").plaintext_filter(lab.values)) == sctp
+        return
+    module = ipsec if prof.protocol == "ipsec" else wireguard
+    v = module.verify_capture(pcap, prof, "n2", VALUES)
+    assert v.valid and v.plaintext_packets == 0 and v.protected_packets >= 4, v.details
+    assert sctp == 0
