@@ -95,7 +95,8 @@ def end_overlay(lab: netns.Lab, node: str, protocol: str, how: str) -> None:
     elif how == "sas-removed":
         rx = next(line.split()[2] for line in (lab.dir / "render" / node / "sa.conf").read_text().splitlines()
                   if line.startswith("rx sci ") and line.endswith(" on"))
-        for args in (["tx", "sa", "0"], ["rx", "sci", rx, "sa", "0"]):
+        for args in (["tx", "sa", "0"], ["rx", "sci", rx, "sa", "0"]):       # the kernel keeps an active SA (EBUSY)
+            lab.exec(node, ["ip", "macsec", "set", "macsec0", *args, "off"], check=True)
             lab.exec(node, ["ip", "macsec", "del", "macsec0", *args], check=True)
     if how.startswith("entrypoint-") or how == "daemon-killed":
         pid = lab.pids.pop(node)            # a child of this process: reaped here, not by lab.down
