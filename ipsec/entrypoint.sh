@@ -103,7 +103,9 @@ find_charon() {
         if [ -n "$c" ] && [ -x "${IPSEC_ROOT:-}$c" ]; then echo "$c"; return 0; fi
     done
     [ -z "${IPSEC_ROOT:-}" ] || die "no charon in IPSEC_ROOT=$IPSEC_ROOT (usr/lib/ipsec/charon)"
-    command -v charon-systemd || die "no charon binary found (strongSwan): install strongswan-charon/charon-systemd"
+    # not charon-systemd: it takes no options (`charon-systemd --version` starts a daemon and never
+    # returns: the entrypoint hung there in the Debian 13 guest, where it had replaced charon)
+    die "no charon found (strongSwan's /usr/lib/ipsec/charon): install strongswan-charon (on Debian 13 it and charon-systemd exclude each other: the entrypoint needs strongswan-charon)"
 }
 
 # IPSEC_ROOT=<dir>: charon and swanctl run from another Debian root (scripts/suite-root.sh
