@@ -369,18 +369,21 @@ def test_an_overlay_that_dies_mid_set_stops_the_run_within_seconds(overlay_env: 
     proc = subprocess.Popen(["bash", str(DRIVER)], env=env, cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     killed_at = None
+    ns = f"{env['LAB_NAME']}-gnb"
+
+    def in_lab(name: str) -> list[str]:
+        """This lab's processes of that name (another run's ping, elsewhere on the host, is not ours)."""
+        pids = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout.split()
+        return [p for p in pids if Path(f"/proc/{p}/comm").exists() and Path(f"/proc/{p}/comm").read_text().strip() == name]
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and killed_at is None:
-            if subprocess.run(["pgrep", "-f", "ping -D -n -c 600"], capture_output=True).stdout.strip():
+            if any("-c\x00600\x00" in Path(f"/proc/{p}/cmdline").read_text(errors="replace")
+                   for p in in_lab("ping") if Path(f"/proc/{p}/cmdline").exists()):
                 time.sleep(1.5)
-                ns = f"{env['LAB_NAME']}-gnb"
-                pids = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout.split()
-                for pid in pids:
-                    comm = Path(f"/proc/{pid}/comm").read_text().strip() if Path(f"/proc/{pid}/comm").exists() else ""
-                    if comm == "wireguard-go":
-                        subprocess.run(["kill", "-KILL", pid], check=False)
-                        killed_at = time.time()
+                for pid in in_lab("wireguard-go"):
+                    subprocess.run(["kill", "-KILL", pid], check=False)
+                    killed_at = time.time()
             time.sleep(0.1)
         out, err = proc.communicate(timeout=120)
     finally:
@@ -396,7 +399,9 @@ def test_an_overlay_that_dies_mid_set_stops_the_run_within_seconds(overlay_env: 
     hh, mm, ss = (int(x) for x in said.split()[0].split(":"))
     stopped = day.replace(hour=hh, minute=mm, second=ss, microsecond=0).timestamp()
     stopped += 86400 if stopped < killed_at - 3600 else 0
-    assert proc.returncode != 0 and stopped - killed_at < 10, (proc.returncode, stopped - killed_at, err[-1500:])
+    # within 5 s of the loss (issue 30 item 6; the log's time has whole seconds: + 1 s). It took
+    # 4.0-4.3 s here before the settle counted from the watcher's last line, 1.9-2.7 s after
+    assert proc.returncode != 0 and stopped - killed_at < 6, (proc.returncode, stopped - killed_at, err[-1500:])
     assert "the overlay died during set 1" in err and "wireguard-go" in err, err[-1500:]
     run = next((tmp_path / "adhoc" / "overlay" / "wireguard").iterdir())
     m = json.loads((run / "manifest.json").read_text())
