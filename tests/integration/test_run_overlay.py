@@ -332,6 +332,22 @@ def test_ping_sends_exactly_count_requests_under_loss(overlay_env: None) -> None
         subprocess.run(["ip", "netns", "delete", ns], check=False)
 
 
+def _in_lab(env: dict[str, str], name: str, arg: str = "") -> list[str]:
+    """The pids of the run's own gNB namespace named `name` whose command line holds `arg` (a
+    pgrep over the host found another run's ping: a parallel test worker's, another checkout's)."""
+    pids = subprocess.run(["ip", "netns", "pids", f"{env['LAB_NAME']}-gnb"], capture_output=True, text=True).stdout.split()
+    found = []
+    for pid in pids:
+        try:
+            comm = Path(f"/proc/{pid}/comm").read_text().strip()
+            cmdline = Path(f"/proc/{pid}/cmdline").read_text(errors="replace")
+        except OSError:
+            continue                  # gone meanwhile
+        if comm == name and arg in cmdline:
+            found.append(pid)
+    return found
+
+
 def test_a_set_cut_short_by_a_signal_to_ping_is_partial(overlay_env: None, tmp_path: Path) -> None:
     """SIGINT to ping alone (not the driver) ends a set early: the run is not complete and says
     which set is partial (before: complete and valid with 206 of 600 requests)."""
@@ -341,10 +357,10 @@ def test_a_set_cut_short_by_a_signal_to_ping_is_partial(overlay_env: None, tmp_p
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
-            found = subprocess.run(["pgrep", "-f", "ping -D -n -c 600"], capture_output=True, text=True)
-            if found.stdout.strip():
+            if _in_lab(env, "ping", "-c\x00600\x00"):
                 time.sleep(1.5)
-                subprocess.run(["pkill", "-INT", "-f", "^ping -D -n -c 600"], check=False)
+                for pid in _in_lab(env, "ping", "-c\x00600\x00"):
+                    subprocess.run(["kill", "-INT", pid], check=False)
                 break
             time.sleep(0.1)
         out, err = proc.communicate(timeout=120)
@@ -369,19 +385,12 @@ def test_an_overlay_that_dies_mid_set_stops_the_run_within_seconds(overlay_env: 
     proc = subprocess.Popen(["bash", str(DRIVER)], env=env, cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     killed_at = None
-    ns = f"{env['LAB_NAME']}-gnb"
-
-    def in_lab(name: str) -> list[str]:
-        """This lab's processes of that name (another run's ping, elsewhere on the host, is not ours)."""
-        pids = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout.split()
-        return [p for p in pids if Path(f"/proc/{p}/comm").exists() and Path(f"/proc/{p}/comm").read_text().strip() == name]
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and killed_at is None:
-            if any("-c\x00600\x00" in Path(f"/proc/{p}/cmdline").read_text(errors="replace")
-                   for p in in_lab("ping") if Path(f"/proc/{p}/cmdline").exists()):
+            if _in_lab(env, "ping", "-c\x00600\x00"):
                 time.sleep(1.5)
-                for pid in in_lab("wireguard-go"):
+                for pid in _in_lab(env, "wireguard-go"):
                     subprocess.run(["kill", "-KILL", pid], check=False)
                     killed_at = time.time()
             time.sleep(0.1)
@@ -407,3 +416,6 @@ def test_an_overlay_that_dies_mid_set_stops_the_run_within_seconds(overlay_env: 
     m = json.loads((run / "manifest.json").read_text())
     assert m["state"] != "complete" and m["valid"] is False
     assert "overlay daemon gone" in (run / "overlay-died.txt").read_text()
+    # the set the loss cut short is kept and marked partial (recorded after the report)
+    cut = [f for f in m["files"] if f["path"] == "ping-s64-set01.txt"]
+    assert cut and cut[0].get("partial") is True, m["files"]
