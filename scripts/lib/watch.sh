@@ -138,8 +138,8 @@ overlay_died_reason() {
 
 # _reason_add_stack_failure LINE: the stack's `first failure: SERVICE (NAME) ... at TIME; its last
 # log line: ...` into the run's reason, unless it says nothing new. When the overlay watcher's reason
-# (scripts/lib/watch.sh) names that container already, with the same exit and time, only its last
-# log line is added: one death, one time.
+# (overlay_died_reason) names that container already, its exit and time (the engine's same record,
+# FinishedAt), only its last log line is added: one death, one time.
 _reason_add_stack_failure() {
   local first="$1" name=""
   [[ -n "$first" && "$RUN_REASON" != *"${first#first failure: }"* ]] || return 0
