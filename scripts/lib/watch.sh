@@ -84,15 +84,15 @@ _clock() {
 # `die` after it has cleaned up, seconds later on a loaded host, and one death has one time.
 _overlay_died_entries() {
   [[ -s "${OVERLAY_DIED:-}" ]] || return 0
-  local nanos what name fin code names=()
+  local nanos what name fin code dead=()
   local -A exited=()
-  mapfile -t names < <(awk '$1 ~ /^[0-9]+$/ && $NF == "die" { sub(/:$/, "", $3); print $3 }' "$OVERLAY_DIED" | sort -u)
-  if ((${#names[@]})); then
+  mapfile -t dead < <(awk '$1 ~ /^[0-9]+$/ && $NF == "die" { sub(/:$/, "", $3); print $3 }' "$OVERLAY_DIED" | sort -u)
+  if ((${#dead[@]})); then
     while read -r name fin code; do
       [[ "$code" =~ ^[0-9]+$ && "$fin" != 0001-* ]] || continue
       fin="$(date -u -d "$fin" +%s%N 2>/dev/null)" || continue
       exited["${name#/}"]="$fin exited (code $code)"
-    done < <(docker inspect --format '{{.Name}} {{.State.FinishedAt}} {{.State.ExitCode}}' "${names[@]}" 2>/dev/null || true)
+    done < <(docker inspect --format '{{.Name}} {{.State.FinishedAt}} {{.State.ExitCode}}' "${dead[@]}" 2>/dev/null || true)
   fi
   while read -r nanos what; do
     [[ "$nanos" =~ ^[0-9]+$ ]] || continue
