@@ -131,9 +131,9 @@ def render(d: Path, node: str, partners: list[str], keys_dir: Path) -> list[str]
     sk, pk = key_paths(keys_dir, node)
     missing = [p for p in [sk, pk, *(key_paths(keys_dir, x)[1] for x in partners)] if not p.is_file()]
     if missing:
-        raise FileNotFoundError(f"no Rosenpass key {missing[0]}: run `make keys` after `make build` "
-                                f"(the tools image has rosenpass {ROSENPASS_VERSION}) or with `rosenpass` "
-                                f"on PATH (`make rosenpass` builds it)")
+        raise FileNotFoundError(f"no Rosenpass key {missing[0]}: the render makes them with `rosenpass` on "
+                                f"PATH (`make rosenpass` builds it) or the built tools image (`make build`: "
+                                f"it has rosenpass {ROSENPASS_VERSION}); neither is here")
     rp = d / "rosenpass"
     rp.mkdir(mode=0o700, exist_ok=True)
     shutil.copyfile(sk, rp / "self.sk")

@@ -144,3 +144,17 @@ def test_rendering_a_rosenpass_profile_makes_the_key_pairs_of_its_nodes(
     overlay.render(profiles.get("wireguard-rosenpass", "n3"), "n3", values, root, tmp_path / "again",
                    nodes=["gnb", "upf"])
     assert len(log.read_text().splitlines()) == 2          # kept, never made twice
+
+
+def test_without_a_program_the_render_names_how_to_get_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.conftest import require_tools
+    from testbed import profiles, ran, stack
+    from wireguard import keys as wg_keys
+    from wireguard import overlay
+    require_tools("wg")
+    root = tmp_path / "keys"
+    wg_keys.ensure(root, ["gnb", "upf"])
+    monkeypatch.setenv("PATH", _path_without_rosenpass(tmp_path))      # no rosenpass, no docker
+    with pytest.raises(overlay.WireGuardError, match="the render makes them with `rosenpass` on PATH"):
+        overlay.render(profiles.get("wireguard-rosenpass", "n3"), "n3", ran.restrict(stack.load(), "ueransim"),
+                       root, tmp_path / "r", nodes=["gnb", "upf"])
