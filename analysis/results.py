@@ -68,7 +68,8 @@ class Run:
 
     @property
     def datapath(self) -> str:
-        """``kernel``, ``userspace`` or ``none`` (no overlay); the label runs are grouped by."""
+        """``kernel``, ``userspace`` or ``none`` (no overlay, or one without a datapath: TLS); the
+        label runs are grouped by."""
         dp = self.manifest.get("datapath") or {}
         if not isinstance(dp, dict):        # make bench-crypto's runs say "cpu": no overlay datapath
             return str(dp)
@@ -76,6 +77,10 @@ class Run:
             return "none"
         if dp.get("userspace") is True:
             return "userspace"
+        if dp and self.protocol not in dp:
+            # an overlay without a kernel/userspace choice (TLS) records `userspace` alone
+            # (testbed/manifest.py datapath_for): it has no datapath, as the baseline has none
+            return "none"
         if dp.get("userspace") is False:
             return "kernel"
         return "unknown"

@@ -17,7 +17,11 @@ ESP = {
 }
 ESP_HEADER, ESP_TRAILER = 8, 2          # SPI + sequence; pad length + next header
 IKE_EXCHANGES = {"34": "IKE_SA_INIT", "35": "IKE_AUTH"}
-IKE_IDS = ["isakmp.ispi", "isakmp.rspi", "isakmp.messageid", "isakmp.flag_r", "ip.src", "ipv6.src"]
+# what makes an IKE message a repeat of an earlier one: the initiator's SPI, the message id, the
+# responder flag and the sender. Not the responder's SPI: a responder that answers a retransmitted
+# IKE_SA_INIT request anew (strongSwan on a loaded host did) sends a second response with another
+# responder SPI, and that response is a retransmission as much as the request it answers.
+IKE_IDS = ["isakmp.ispi", "isakmp.messageid", "isakmp.flag_r", "ip.src", "ipv6.src"]
 # what handshakes, protected_lengths and udp_encapsulated read from a capture's shared export
 FIELDS = wire.Fields(("isakmp.exchangetype", *IKE_IDS))
 
@@ -71,7 +75,8 @@ def analytic_rows(profiles: list[Profile], sizes: tuple[int, ...]) -> list[dict[
 
 
 def handshakes(pcap: Path | wire.Export) -> wire.Handshakes:
-    """IKE_SA_INIT + IKE_AUTH messages (a retransmission repeats the SPIs and message id)."""
+    """IKE_SA_INIT + IKE_AUTH messages (a retransmission, request or response, repeats the
+    initiator's SPI, the message id, the direction and the exchange: IKE_IDS)."""
     found = [r for r in wire.exported(pcap, FIELDS).rows if wire.occurs(r, "isakmp.exchangetype", IKE_EXCHANGES)]
     return wire.count_messages("ipsec", found,
                                lambda r: IKE_EXCHANGES[wire.first_of(r, "isakmp.exchangetype", IKE_EXCHANGES)], IKE_IDS)

@@ -27,6 +27,7 @@ import os
 import secrets
 import shutil
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -183,10 +184,12 @@ def _ensure_node_cert(root: Path, node: str, keytype: str, values: dict[str, Any
 
 
 def ensure_type(root: Path, keytype: str, nodes: list[str], values: dict[str, Any]) -> None:
-    """The CA and every node's certificate of one more key type (an overlay plug-in's ensure_keys)."""
+    """The CA and every node's certificate of one key type (`make keys`; an overlay plug-in's
+    ensure_keys for one more). The nodes' keys side by side: each its own files, and a key
+    generation (RSA above all) is seconds of one CPU on an emulated one."""
     _ensure_ca(root, keytype)
-    for node in nodes:
-        _ensure_node_cert(root, node, keytype, values)
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        list(pool.map(lambda node: _ensure_node_cert(root, node, keytype, values), nodes))
 
 
 # --- subscribers ------------------------------------------------------------------------
@@ -236,9 +239,7 @@ def ensure(state_dir: Path | None = None, values: dict[str, Any] | None = None) 
     _mkdir(root)
     nodes = endpoint_nodes(v)
     for keytype in KEY_TYPES:
-        _ensure_ca(root, keytype)
-        for node in nodes:
-            _ensure_node_cert(root, node, keytype, v)
+        ensure_type(root, keytype, nodes, v)
     for overlay in registry.overlays():         # each overlay's own material (PSKs, WireGuard keys)
         overlay.ensure_keys(root, nodes, v)
     _ensure_subscribers(root, v)

@@ -39,11 +39,10 @@ def wg_keys(root: Path, node: str) -> tuple[str, str]:
 
 
 def ensure(root: Path, nodes: list[str]) -> None:
-    """The nodes' WireGuard keys, and their Rosenpass key pairs where the program is
-    (wireguard/rosenpass.py: without it the Rosenpass profile stops at render naming it)."""
-    from wireguard import rosenpass
+    """The nodes' WireGuard keys. Not their Rosenpass key pairs: those are made when a Rosenpass
+    profile is rendered, for the nodes it renders (wireguard/overlay.py render, wireguard/rosenpass.py ensure), since a
+    McEliece key pair per endpoint through the tools image took minutes of every `make keys`."""
     if shutil.which("wg") is None:
         raise keys.KeysError("`wg` not found (needed for the WireGuard keys of `make keys`): run `make setup`")
     for node in nodes:
         wg_keys(root, node)
-    rosenpass.ensure(root, nodes)

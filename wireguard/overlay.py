@@ -157,6 +157,10 @@ def render(profile: Any, plane: str, values: dict[str, Any], keys_dir: Path,
         raise WireGuardError(f"no host pairs on the {plane} plane among "
                              f"{', '.join(only) if only is not None else 'the nodes of stack.yaml'} "
                              f"in the channel map ({channels.CHANNEL_FILE}): nothing to render")
+    if profile.params.get("rosenpass"):
+        # the key pairs of the nodes rendered (a partner of one is rendered too), made here and not
+        # in every `make keys`; with no program to make them, the render names the missing key
+        rosenpass.ensure(keys_dir, chosen)
     out: dict[str, Path] = {}
     for node in chosen:
         d = Path(out_dir) / node

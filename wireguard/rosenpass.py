@@ -3,8 +3,9 @@
 WireGuard's pre-shared key, set with `wg set <dev> peer <key> preshared-key` by the rosenpass daemon
 itself, and renewed every 2 minutes (rosenpass's REKEY_AFTER_TIME: 120 s responder, 130 s initiator).
 
-- keys: one static key pair per node (`rosenpass gen-keys` in `make keys`: the program on PATH, else
-  the one in the built tools image through `docker run`), under <keys>/rosenpass/<node>.{pk,sk};
+- keys: one static key pair per node (`rosenpass gen-keys` when a Rosenpass profile is rendered,
+  for the nodes it renders, not in every `make keys`: the program on PATH, else the one in the
+  built tools image through `docker run`), under <keys>/rosenpass/<node>.{pk,sk};
   the public key is 524,160 B;
 - render: the node's secret key and its partners' public keys into the node's dir (rosenpass/);
 - the capture: its messages by their type byte on RP_PORT (InitHello 0x81, RespHello 0x82,
@@ -23,6 +24,7 @@ import dataclasses
 import os
 import shutil
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -102,9 +104,11 @@ def ensure(root: Path, nodes: list[str]) -> list[str]:
         return []
     rp_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     argv, seen_as = how
-    for node in todo:
+
+    def gen(node: str) -> None:
         sk, pk = key_paths(root, node)
-        tmp_sk, tmp_pk = sk.with_suffix(".sk.tmp"), pk.with_suffix(".pk.tmp")
+        # names of this process alone: renders in parallel test workers may share a keys dir
+        tmp_sk, tmp_pk = sk.with_suffix(f".sk.{os.getpid()}.tmp"), pk.with_suffix(f".pk.{os.getpid()}.tmp")
         res = subprocess.run([*argv, "gen-keys", "--force", "--secret-key", str(seen_as / tmp_sk.name),
                               "--public-key", str(seen_as / tmp_pk.name)],
                              capture_output=True, text=True, timeout=300, check=False)
@@ -114,6 +118,10 @@ def ensure(root: Path, nodes: list[str]) -> list[str]:
         os.chmod(tmp_sk, 0o600)
         os.replace(tmp_pk, pk)
         os.replace(tmp_sk, sk)
+
+    # one gen-keys per node, side by side (each its own files; list() re-raises the first failure)
+    with ThreadPoolExecutor(max_workers=min(len(todo), os.cpu_count() or 1)) as pool:
+        list(pool.map(gen, todo))
     return nodes
 
 
@@ -123,9 +131,9 @@ def render(d: Path, node: str, partners: list[str], keys_dir: Path) -> list[str]
     sk, pk = key_paths(keys_dir, node)
     missing = [p for p in [sk, pk, *(key_paths(keys_dir, x)[1] for x in partners)] if not p.is_file()]
     if missing:
-        raise FileNotFoundError(f"no Rosenpass key {missing[0]}: run `make keys` after `make build` "
-                                f"(the tools image has rosenpass {ROSENPASS_VERSION}) or with `rosenpass` "
-                                f"on PATH (`make rosenpass` builds it)")
+        raise FileNotFoundError(f"no Rosenpass key {missing[0]}: the render makes them with `rosenpass` on "
+                                f"PATH (`make rosenpass` builds it) or the built tools image (`make build`: "
+                                f"it has rosenpass {ROSENPASS_VERSION}); neither is here")
     rp = d / "rosenpass"
     rp.mkdir(mode=0o700, exist_ok=True)
     shutil.copyfile(sk, rp / "self.sk")

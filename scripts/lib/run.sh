@@ -166,8 +166,9 @@ _split_command() {
 }
 
 # measure REL KIND [ATTR=VALUE ...] -- CMD...: run CMD (interruptible) with stdout into RUN_DIR/REL
-# and stderr appended to RUN_DIR/driver-stderr.log, then record REL. If the run stops midway, the
-# exit trap records what was written with partial=true (kept, never thrown away).
+# and stderr appended to RUN_DIR/driver-stderr.log, then record REL. If the run stops midway (or the
+# overlay watcher saw the overlay die), the exit trap records what was written with partial=true
+# (kept, never thrown away).
 _PENDING=()
 measure() {
   local rel="$1" kind="$2" attrs=() cmd=() rc=0
@@ -180,6 +181,9 @@ measure() {
   fi
   _PENDING=("$rel" "$kind" "${attrs[@]}")
   run_bg_wait "$@" >"$RUN_DIR/$rel" 2>>"$RUN_DIR/driver-stderr.log" || rc=$?
+  # a set the overlay watcher cut short (scripts/lib/watch.sh): its caller reports the loss first and
+  # the exit trap records the file as partial, which it is (a Python run here delayed the report)
+  [[ ! -s "${OVERLAY_DIED:-}" ]] || return "$rc"
   _PENDING=()
   record_file "$rel" "$kind" "${attrs[@]}"
   return "$rc"

@@ -365,7 +365,7 @@ _stack_evidence_at_exit() {
     log "$line"
     [[ -n "$first" || "$line" != "first failure: "* ]] || first="$line"
   done < <(stack_failure_lines "$RUN_DIR/$dir")
-  [[ -z "$first" || "$RUN_REASON" == *"${first#first failure: }"* ]] || RUN_REASON="${RUN_REASON:+$RUN_REASON; in the stack, }$first"
+  _reason_add_stack_failure "$first"
 }
 
 # ue1_ping_series: ping_series from UE 1 under the overlay watcher (an overlay that dies stops it).

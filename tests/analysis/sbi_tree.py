@@ -15,6 +15,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from testbed.manifest import datapath_for
+
 CAPTURE = "open5gs-docs-pcaps/5g-roaming-lbo.pcapng"
 IMSI = "001010000021309"          # the capture's UE (SOURCE.md)
 RUNS = (("baseline", "none", "sbi"), ("wireguard", "wireguard", "n3"), ("tls13-aes128gcm", "tls", "sbi"))
@@ -42,8 +44,7 @@ def build(root: Path, shared: Path) -> Path:
             "schema_version": 1, "experiment": "sbi", "profile": profile, "plane": plane, "protocol": protocol,
             "campaign": "fixture", "run": run, "state": "complete", "valid": True,
             "validity": {"protected_packets": 1, "plaintext_packets": 0, "details": "fixture"},
-            "datapath": {"ipsec": None, "wireguard": "kernel" if protocol == "wireguard" else None,
-                         "userspace": None if protocol == "none" else False},
+            "datapath": datapath_for(protocol, {"wireguard": "kernel"}),
             "parameters": {"iterations": 2, "mode": "cold", "keys": 0}, "profile_params": {},
             "host": {"kernel": "6.1.0-fixture", "cpu_model": "fixture CPU", "aes_ni": True,
                      "hostname": "fixture-host", "nproc": 2},

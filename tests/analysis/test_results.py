@@ -116,3 +116,23 @@ def test_wire_bytes_leave_out_the_endpoints_plaintext_view(tmp_path):
     frame = wire_bytes.results_table(root)
     assert sorted(frame["capture"]) == ["it01-n2.pcap", "it01-n4.pcap"]
     assert (frame["handshake_packets"] > 0).all()
+
+
+@pytest.mark.parametrize("protocol,facts,label", [
+    ("tls", {}, "none"), ("none", {}, "none"), ("ipsec", {"ipsec": "kernel"}, "kernel"),
+    ("wireguard", {"wireguard": "wireguard-go"}, "userspace"), ("ipsec", {}, "kernel"),
+])
+def test_a_tls_run_has_no_datapath_not_a_kernel_one(tmp_path, protocol, facts, label):
+    """sbi-ops over a TLS run's directory labelled its rows `kernel` (issue 30 item 6): the manifest
+    of an overlay without a kernel/userspace choice records `userspace: false` alone. The label
+    comes from the datapath object the driver writes (testbed/manifest.py datapath_for)."""
+    from testbed.manifest import datapath_for
+    d = tmp_path / "c" / "sbi" / protocol / "r1"
+    d.mkdir(parents=True)
+    (d / "manifest.json").write_text(json.dumps({
+        "experiment": "sbi", "profile": "baseline" if protocol == "none" else f"a-{protocol}-profile",
+        "protocol": protocol, "state": "complete", "valid": True, "files": [],
+        "datapath": datapath_for(protocol, facts)}))
+    run = load_run(d)
+    assert run.datapath == label and run.provenance()["datapath"] == label
+    assert "datapath not recorded" not in run.notes

@@ -567,3 +567,23 @@ def test_tools_image_builds_the_passthrough_from_the_repository_source() -> None
     assert (ROOT / "testbed" / "secfn" / "engines" / "passthrough" / "nfq_accept.c").is_file()
     run = " ".join(df.stages["runtime"].runs())
     assert "-t bookworm-backports suricata" in run and 'check suricata "${SURICATA_MIN}"' in run
+
+
+def test_the_strongswan_configure_line_gives_only_options_the_pinned_release_knows() -> None:
+    """The tools image passed `--disable-scepclient` to strongSwan 6.0.6's configure, which has had
+    no scepclient since 5.9.8 (`unrecognized options`, issue 30 item 6). Every --enable/--disable
+    and --with/--without of the configure line must be one the pinned release's configure.ac
+    declares (tests/images/strongswan-<version>-configure.txt, read from that tag)."""
+    pins = dict(line.split("=", 1) for line in (IMAGES / "tools" / "sources.env").read_text().splitlines()
+                if line and not line.startswith("#"))
+    known_file = ROOT / "tests" / "images" / f"strongswan-{pins['STRONGSWAN_VERSION']}-configure.txt"
+    assert known_file.exists(), f"the pin moved: list the new release's configure options in {known_file}"
+    known = {tuple(line.split()) for line in known_file.read_text().splitlines() if line and not line.startswith("#")}
+    text = DOCKERFILES["tools"].read_text().replace("\\\n", " ")
+    lines = re.findall(r"\./configure ([^;&|]*)", text)
+    assert len(lines) == 1, lines
+    options = re.findall(r"--(enable|disable|with|without)-([a-z0-9_-]+)", lines[0])
+    assert len(options) >= 5, options               # the line was found whole
+    unknown = [f"--{kind}-{name}" for kind, name in options
+               if ("with" if kind in ("with", "without") else "enable", name) not in known]
+    assert unknown == [], f"not options of strongSwan {pins['STRONGSWAN_VERSION']}'s configure: {unknown}"

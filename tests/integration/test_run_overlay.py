@@ -416,7 +416,9 @@ def test_an_overlay_that_dies_mid_set_stops_the_run_within_seconds(overlay_env: 
     hh, mm, ss = (int(x) for x in said.split()[0].split(":"))
     stopped = day.replace(hour=hh, minute=mm, second=ss, microsecond=0).timestamp()
     stopped += 86400 if stopped < killed_at - 3600 else 0
-    assert proc.returncode != 0 and stopped - killed_at < 10, (proc.returncode, stopped - killed_at, err[-1500:])
+    # within 5 s of the loss (issue 30 item 6; the log's time has whole seconds: + 1 s). It took
+    # 4.0-4.3 s here before the settle counted from the watcher's last line, 1.9-2.7 s after
+    assert proc.returncode != 0 and stopped - killed_at < 6, (proc.returncode, stopped - killed_at, err[-1500:])
     assert "the overlay died during set 1" in err and "wireguard-go" in err, err[-1500:]
     run = next((tmp_path / "adhoc" / "overlay" / "wireguard").iterdir())
     m = json.loads((run / "manifest.json").read_text())
@@ -425,3 +427,6 @@ def test_an_overlay_that_dies_mid_set_stops_the_run_within_seconds(overlay_env: 
     # every interface out of both namespaces was captured from before the kill: nothing in the clear
     assert m["validity"]["details"].count("every interface of the namespace: 0 packets of n3 in the clear") == 2, \
         m["validity"]["details"]
+    # the set the loss cut short is kept and marked partial (recorded after the report)
+    cut = [f for f in m["files"] if f["path"] == "ping-s64-set01.txt"]
+    assert cut and cut[0].get("partial") is True, m["files"]

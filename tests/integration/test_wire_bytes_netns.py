@@ -73,7 +73,8 @@ def test_esp_overhead_and_ike_bytes(profile_id: str, make_lab: Callable[..., net
     assert measured == expected, (keyword, encap, measured, expected)
     hs = ipsec_overhead.handshakes(boot)
     # one IKE_SA_INIT and one IKE_AUTH exchange: a request and a response each (one initiator);
-    # a request sent before the responder listened is retransmitted and counted as such
+    # a request sent before the responder listened is retransmitted and counted as such, and so
+    # is a second response when the responder answered both (a loaded host: issue 30 item 5)
     first = {k: hs.packets[k] - hs.retransmitted.get(k, 0) for k in hs.packets}
     assert first == {"IKE_SA_INIT": 2, "IKE_AUTH": 2}, hs
     # ECDSA P-256 certificates travel in IKE_AUTH: it is larger than IKE_SA_INIT

@@ -1,9 +1,15 @@
-"""ESP's analytic per-packet overhead (ipsec/overhead.py), worked by hand from the RFCs."""
+"""ESP's analytic per-packet overhead (ipsec/overhead.py), worked by hand from the RFCs, and the
+IKE messages counted in a capture built frame by frame (tests/frames.py)."""
 from __future__ import annotations
+
+import struct
+from pathlib import Path
 
 import pytest
 
 from ipsec import overhead
+from tests import frames
+from tests.conftest import require_tools
 
 
 @pytest.mark.parametrize("keyword,inner,expected", [
@@ -41,3 +47,36 @@ def test_a_post_quantum_profile_has_the_esp_packets_of_its_classical_proposal() 
     # one row per ESP proposal: the post-quantum profiles add none
     rows = overhead.analytic_rows([pq, classical], (64,))
     assert [r["profile"] for r in rows] == ["aes128gcm"]
+
+
+INITIATOR, RESPONDER = "10.100.3.1", "10.100.3.2"
+
+
+def _ike(src: str, dst: str, exchange: int, ispi: int, rspi: int, msgid: int, response: bool) -> bytes:
+    """An Ethernet frame with an IKEv2 header alone (RFC 7296 3.1: SPIs, no next payload,
+    version 2.0, exchange type, flags: initiator 0x08 or response 0x20, message id, length)."""
+    ike = struct.pack("!QQBBBBII", ispi, rspi, 0, 0x20, exchange, 0x20 if response else 0x08, msgid, 28)
+    return frames.ethernet("02:00:00:00:00:02" if response else "02:00:00:00:00:01",
+                           "02:00:00:00:00:01" if response else "02:00:00:00:00:02", frames.ETH_IPV4,
+                           frames.ipv4(src, dst, 17, frames.udp(500, 500, ike)))
+
+
+def test_a_response_answering_a_retransmitted_request_again_is_a_retransmission(tmp_path: Path) -> None:
+    # what a loaded host showed (issue 30 item 5): the IKE_SA_INIT request went twice and the
+    # responder answered both, the second time with another responder SPI
+    require_tools("tshark")
+    pcap = frames.write_pcap(tmp_path / "ike.pcap", [
+        _ike(INITIATOR, RESPONDER, 34, 0xA1, 0, 0, response=False),
+        _ike(INITIATOR, RESPONDER, 34, 0xA1, 0, 0, response=False),
+        _ike(RESPONDER, INITIATOR, 34, 0xA1, 0xB1, 0, response=True),
+        _ike(RESPONDER, INITIATOR, 34, 0xA1, 0xB2, 0, response=True),
+        _ike(INITIATOR, RESPONDER, 35, 0xA1, 0xB1, 1, response=False),
+        _ike(RESPONDER, INITIATOR, 35, 0xA1, 0xB1, 1, response=True),
+        # a second IKE_SA (another initiator SPI) is no repeat of the first
+        _ike(INITIATOR, RESPONDER, 34, 0xA2, 0, 0, response=False),
+        _ike(RESPONDER, INITIATOR, 34, 0xA2, 0xB3, 0, response=True),
+    ])
+    hs = overhead.handshakes(pcap)
+    assert hs.packets == {"IKE_SA_INIT": 6, "IKE_AUTH": 2}
+    assert hs.retransmitted == {"IKE_SA_INIT": 2}
+    assert hs.frame_bytes["IKE_SA_INIT"] == 6 * (14 + 20 + 8 + 28)

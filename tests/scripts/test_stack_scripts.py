@@ -126,13 +126,16 @@ def test_make_help_is_plain_text_when_piped_and_lookalike_variables_warn() -> No
     assert "PING is not a variable of this Makefile: did you mean PINGS?" in res.stderr
 
 
-def _stand_in_docker(tmp_path, events: str) -> Path:
+def _stand_in_docker(tmp_path, events: str, inspect: str = "", ps: str = "") -> Path:
     """A stand-in `docker` in tmp_path that appends every call to tmp_path/calls (returned);
     `docker events` runs the shell lines `events`, then holds its output open (`exec sleep 30`)
-    as the engine's stream does."""
+    as the engine's stream does; `docker inspect` prints `inspect`, `docker compose ... ps -q`
+    prints `ps`; anything else succeeds silently."""
     calls = tmp_path / "calls"
     (tmp_path / "docker").write_text(
         "#!/usr/bin/env bash\necho \"$*\" >> " + str(calls) + "\n"
+        f"[[ \"$1\" != inspect ]] || {{ printf '%s' '{inspect}'; exit 0; }}\n"
+        f"[[ \"$1 $*\" != compose*' ps -q '* ]] || {{ printf '%s' '{ps}'; exit 0; }}\n"
         "[[ \"$1\" == events ]] || exit 0\n" + events + "exec sleep 30\n")
     (tmp_path / "docker").chmod(0o755)
     return calls
@@ -267,3 +270,58 @@ def test_the_overlay_watcher_names_the_first_failure_in_time_and_its_consequence
                       "then (consequences): g5tb-gnb-1: die (+0.4 s)"), reason
     stops = [line for line in calls.read_text().splitlines() if "pkill -INT -x ping" in line]
     assert len(stops) == 1, "the pings are stopped once, at the first failure"
+
+
+def test_the_overlay_watcher_reports_at_once_and_times_a_death_by_its_exit(tmp_path) -> None:
+    """In the guest a killed charon's holder exited at 07:30:47.128, the engine's `die` came 2.3 s
+    later and the driver's reason 9 s after that, naming both times (issue 30 item 6). The watcher
+    now says so the moment the event arrives, stops the pings with a plain `docker exec` on the
+    container found before the set (no Compose project load), settles counting from the last
+    event (not 2 s more after the pings ended), runs no Python before the reason (the manifest
+    events are written at watch_stop), and times a death once: by its exit, as the stack's
+    evidence does, which then adds only the container's last log line."""
+    calls = _stand_in_docker(
+        tmp_path, "echo '1767261602300000000|g5tb-upf-net-1|die'; sleep 0.4\n"
+                  "echo '1767261602700000000|g5tb-gnb-1|die'\n",
+        inspect="/g5tb-upf-net-1 2026-01-01T10:00:00.000000000Z 1\n/g5tb-gnb-1 2026-01-01T10:00:02.650000000Z 137\n",
+        ps="c0ffee\n")
+    py = tmp_path / "python-calls"
+    fake_python = tmp_path / "fake-python"
+    fake_python.write_text(f"#!/usr/bin/env bash\necho \"$*\" >> {py}\n")
+    fake_python.chmod(0o755)
+    then = ('sleep 2.5; t0=$EPOCHREALTIME; r="$(overlay_died_reason)"; '
+            'echo "TOOK: $(( (${EPOCHREALTIME/./} - ${t0/./}) / 1000 ))"; echo "REASON: $r"; '
+            f'[[ ! -e {py} ]] || echo "PYTHON BEFORE THE REPORT"; '
+            'RUN_REASON="the overlay died during set 1 (size 64): $r; the run is invalid"; '
+            '_reason_add_stack_failure "first failure: upf-net (g5tb-upf-net-1) exited (code 1) at 10:00:00.000Z; '
+            'its last log line: charon died"; echo "FINAL: $RUN_REASON"; watch_stop')
+    res, took = _watch(tmp_path, f"PYTHON={fake_python}; ", then)
+    assert res.returncode == 0 and took < 15, res.stderr[-800:]
+    assert "overlay watcher: container g5tb-upf-net-1: die (the engine's event at 10:00:02.300Z): " \
+           "stopping the pings" in res.stderr, res.stderr[-800:]
+    assert "exec c0ffee pkill -INT -x ping" in calls.read_text().splitlines()
+    out = dict(line.split(": ", 1) for line in res.stdout.splitlines() if ": " in line)
+    assert int(out["TOOK"]) < 1000, out          # the 2 s of quiet had passed: no new wait
+    assert "PYTHON BEFORE THE REPORT" not in res.stdout
+    assert out["REASON"] == ("first failure: container g5tb-upf-net-1 exited (code 1) at 10:00:00.000Z; "
+                             "then (consequences): g5tb-gnb-1 exited (code 137) (+2.6 s)"), out
+    assert out["FINAL"] == ("the overlay died during set 1 (size 64): " + out["REASON"]
+                            + "; the run is invalid; g5tb-upf-net-1's last log line: charon died"), out
+    events = [line for line in py.read_text().splitlines() if " event " in line]
+    assert len(events) == 2 and "g5tb-upf-net-1 exited (code 1)" in events[0], events
+
+
+def test_a_stack_failure_the_watcher_did_not_name_is_added_whole() -> None:
+    """scripts/lib/watch.sh _reason_add_stack_failure: another container's failure, or one with no
+    watcher reason, goes into the reason whole; one already in it is not repeated."""
+    line = "first failure: amf-net (g5tb-amf-net-1) exited (code 1) at 10:00:00.000Z; its last log line: x"
+    script = (f'source "{ROOT}/scripts/lib/common.sh"; '
+              'RUN_REASON=""; _reason_add_stack_failure "$1"; echo "A: $RUN_REASON"; '
+              'RUN_REASON="ping failed"; _reason_add_stack_failure "$1"; echo "B: $RUN_REASON"; '
+              '_reason_add_stack_failure "$1"; echo "C: $RUN_REASON"; '
+              'RUN_REASON="first failure: container g5tb-upf-net-1 exited (code 1) at 09:00:00.000Z"; '
+              '_reason_add_stack_failure "$1"; echo "D: $RUN_REASON"')
+    res = subprocess.run(["bash", "-c", script, "bash", line], capture_output=True, text=True, timeout=60)
+    out = dict(ln.split(": ", 1) for ln in res.stdout.splitlines())
+    assert out["A"] == line and out["B"] == f"ping failed; in the stack, {line}" and out["C"] == out["B"]
+    assert out["D"].endswith(f"in the stack, {line}"), res.stdout + res.stderr
