@@ -398,6 +398,13 @@ class OverlayPlugin(Plugin):
         datapath, or None."""
         return None
 
+    def lab_environment(self, profiles: list[Profile]) -> dict[str, str]:
+        """Called by the namespace lab before its entrypoints start, and when a lab run's manifest
+        is made (before `versions`): the variables that select which programs run `profiles` (the
+        lab's and its per-node overrides) on this host, e.g. a Debian root of a newer suite
+        (IPSEC_ROOT). A variable already set wins; {}: the host's own programs."""
+        return {}
+
     def versions(self) -> dict[str, str | None]:
         """Called when a manifest is written on a host run: {manifest key: version} of its programs."""
         return {}
