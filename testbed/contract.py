@@ -732,7 +732,8 @@ class EnginePlugin(Plugin):
         """Called by the namespace lab: (executable, LD_LIBRARY_PATH) of the engine on this host
         (built into work_dir if it must be); FileNotFoundError naming how to get it."""
         if shutil.which(self.program) is None:
-            raise FileNotFoundError(f"{self.program} not found: make setup installs it (docs/secfn.md)")
+            from testbed import host_tools
+            raise FileNotFoundError(f"{self.program} not found: {host_tools.install_hint(self.program)} (docs/secfn.md)")
         return self.program, ""
 
 

@@ -7,7 +7,7 @@ import binascii
 import shutil
 from pathlib import Path
 
-from testbed import keys
+from testbed import host_tools, keys
 
 
 def wg_paths(root: Path, node: str) -> tuple[Path, Path]:
@@ -43,7 +43,7 @@ def ensure(root: Path, nodes: list[str]) -> None:
     (wireguard/rosenpass.py: without it the Rosenpass profile stops at render naming it)."""
     from wireguard import rosenpass
     if shutil.which("wg") is None:
-        raise keys.KeysError("`wg` not found (needed for the WireGuard keys of `make keys`): run `make setup`")
+        raise keys.KeysError(f"`wg` not found (needed for the WireGuard keys of `make keys`): {host_tools.install_hint('wg')}")
     for node in nodes:
         wg_keys(root, node)
     rosenpass.ensure(root, nodes)
