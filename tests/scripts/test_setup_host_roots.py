@@ -1,6 +1,6 @@
 """scripts/setup-host.sh against the real apt of a fresh Debian 12 and a fresh Debian 13: in a
-debootstrapped minbase root of each (scripts/suite-root.sh tests/scripts/setup_roots/<suite>.env,
-cached like the post-quantum roots), with the release's own archives (main, -updates, -security)
+debootstrapped minbase root of each (`make setup-roots`: scripts/suite-root.sh
+tests/scripts/setup_roots/<suite>.env, cached like the post-quantum roots), with the release's own archives (main, -updates, -security)
 and apt's simulation (SETUP_SIMULATE=1: every install is `apt-get -s`). Issue 30 §2: on Debian 13
 `strongswan-charon` and `charon-systemd` conflict, and `make host-tools` failed there outright.
 Needs root (chroot), the root made, and the Debian mirror (apt-get update in the root); skips
@@ -32,8 +32,8 @@ def _root(suite: str) -> Path:
                          capture_output=True, text=True, timeout=30, check=False)
     root = Path(res.stdout.strip())
     if res.returncode != 0 or not (root / ".g5tb-root").is_file():
-        pytest.skip(f"no Debian {suite} root: `sudo bash scripts/suite-root.sh {spec.relative_to(ROOT)}` makes it "
-                    "(debootstrap, Debian mirror)")
+        pytest.skip(f"no Debian {suite} root: `sudo make setup-roots` makes it (scripts/suite-root.sh "
+                    f"{spec.relative_to(ROOT)}: debootstrap, Debian mirror)")
     main, security = MIRRORS[suite]
     (root / "etc" / "apt" / "sources.list").write_text(
         f"deb {main} {suite} main\ndeb {main} {suite}-updates main\ndeb {security} {suite}-security main\n")
