@@ -36,7 +36,7 @@ readonly SETUP_UPGRADE="${SETUP_UPGRADE:-1}"
 readonly SETUP_SIMULATE="${SETUP_SIMULATE:-0}"
 HELD=()            # left out: "what (why): the command that installs it"
 UPDATED=0
-VID="" CODENAME=""
+VID="" CODENAME="" OWN=""
 TARGET=()          # -t SUITE while installing what is taken from another archive (backports)
 
 installed() {
@@ -72,7 +72,9 @@ judge() {
     return 0
   fi
   local verdict
-  verdict="$(apt_plan <<<"$out" | apt_judge "$VID" "$SETUP_UPGRADE" "$extra")"
+  # a release without a version (testing, sid) is known by its archives' names
+  [[ -n "$VID" || -n "$OWN" ]] || OWN="$(apt-cache policy | suite_archives "$CODENAME")"
+  verdict="$(apt_plan <<<"$out" | apt_judge "$VID" "$SETUP_UPGRADE" "$extra" "$OWN")"
   VERDICT="${verdict%%$'\n'*}"
   REASONS="$(sed 1d <<<"$verdict")"
 }
@@ -177,11 +179,11 @@ curl_note() {
   local curl
   curl="$(dpkg-query -W -f='${Version}' libcurl3-gnutls 2>/dev/null || true)"
   [[ -n "$curl" ]] && dpkg --compare-versions "$curl" lt 8 || return 0
-  local how="a release with libcurl 8"
+  local how="this release has no libcurl 8"
   [[ "$CODENAME" != bookworm ]] \
-    || how="\`sudo apt-get install --no-install-recommends -t bookworm-backports libcurl3-gnutls\` (bookworm-backports as \`sudo make host-tools\` adds it; it upgrades curl too)"
+    || how="\`sudo apt-get install --no-install-recommends -t bookworm-backports libcurl3-gnutls\` upgrades it (and curl) from bookworm-backports, which \`sudo make host-tools\` adds"
   echo "setup-host: keeping libcurl3-gnutls $curl (the Open5GS image runs 8; the host-built NF tests with" \
-    "the SCP skip naming it): $how upgrades it"
+    "the SCP skip naming it): $how"
 }
 
 # apt_retry ARGS...: apt-get, once more after `apt-get update` when it fails (a stale or cleaned

@@ -57,7 +57,8 @@ suite_archives() {
   echo "$1 ${a% }"
 }
 
-# apt_judge VERSION_ID UPGRADE ["EXTRA_ARCHIVES"]: apt_plan lines on stdin -> the verdict, first line
+# apt_judge VERSION_ID UPGRADE ["EXTRA_ARCHIVES"] ["OWN_ARCHIVES"]: apt_plan lines on stdin -> the
+# verdict, first line
 #   ok                      nothing installed changes: install
 #   upgrades                dependency upgrades within the host's release, allowed (UPGRADE=1)
 #   held                    such upgrades, refused (UPGRADE=0)
@@ -65,21 +66,22 @@ suite_archives() {
 #                           release than the host's (a newer suite, a third-party archive)
 # then one line per reason: "NAME OLD -> NEW" for an upgrade, or what is refused and why. New
 # packages may also come from EXTRA_ARCHIVES (the backports of a package taken from there);
-# upgrades never do.
+# upgrades never do. OWN_ARCHIVES: the host's release by archive name where it has no version
+# (Debian testing, sid: "sid unstable", from suite_archives).
 apt_judge() {
-  local vid="$1" upgrade="$2" extra="${3:-}" kind name a b rel
+  local vid="$1" upgrade="$2" extra="${3:-}" own="${4:-}" kind name a b rel
   local ups=() bad=()
   while IFS='|' read -r kind name a b rel; do
     case "$kind" in
       remove) bad+=("$name would be removed") ;;
       new)
         # new|NAME|NEW|RELEASES: the releases are the 4th field here
-        own_release "$vid" "$b" || from_suite "$extra" "$b" \
+        own_release "$vid" "$b" || from_suite "$own" "$b" || from_suite "$extra" "$b" \
           || bad+=("$name $a would come from ${b:-no archive} (not this host's release, $vid)") ;;
       upgrade)
         if dpkg --compare-versions "$b" lt "$a"; then
           bad+=("$name $a would be downgraded to $b")
-        elif own_release "$vid" "$rel"; then
+        elif own_release "$vid" "$rel" || from_suite "$own" "$rel"; then
           ups+=("$name $a -> $b")
         else
           bad+=("$name $a -> $b would come from ${rel:-no archive} (not this host's release, $vid)")

@@ -127,3 +127,12 @@ def test_the_archives_of_a_suite_from_apt_cache_policy() -> None:
               " 500 http://deb.debian.org/debian bookworm/main amd64 Packages\n"
               "     release v=12.15,o=Debian,a=oldstable,n=bookworm,l=Debian,c=main,b=amd64\n")
     assert _bash("suite_archives bookworm-backports", policy).strip() == BACKPORTS
+
+
+def test_a_release_without_a_version_is_known_by_its_archives() -> None:
+    """Debian sid or testing has no VERSION_ID: its own archives are named (suite_archives)."""
+    sid = ("Inst libc6 [2.41-12] (2.42-1 Debian:unstable [amd64])\n"
+           "Inst jq (1.8.1-3 Debian:unstable [amd64])\n")
+    assert _bash('apt_plan | apt_judge "" 1 "" "sid unstable"', sid).splitlines() == [
+        "upgrades", "libc6 2.41-12 -> 2.42-1"]
+    assert _bash('apt_plan | apt_judge "" 1 "" "forky testing"', sid).splitlines()[0] == "refused"
