@@ -19,6 +19,7 @@ import numpy as np
 
 from analysis.parse.ngap_attach import STATUS_COMPLETE, attach_times
 from analysis.parse.ping import parse_ping_text
+from testbed import host_tools
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +36,7 @@ REPLAY_PREFS = {"sctp.tsn_analysis": "FALSE"}
 def _need(tool: str) -> str:
     path = shutil.which(tool)
     if path is None:
-        raise FileNotFoundError(f"{tool} not found (comes with tshark / wireshark-common): run `make setup`")
+        raise FileNotFoundError(f"{tool} not found (comes with tshark / wireshark-common): {host_tools.install_hint(tool)}")
     return path
 
 

@@ -188,7 +188,7 @@ main() {
         echo "${PROG}: --nf-transport / DTLS_NF_TRANSPORT must be sctp or tcp (got '${NF_TRANSPORT}')" >&2; exit 2 ;;
     esac
     [[ -z "$TIMEOUT" || "$TIMEOUT" =~ ^[0-9]+$ ]] || { echo "${PROG}: --timeout takes whole seconds" >&2; exit 2; }
-    command -v socat >/dev/null || { echo "${PROG}: socat not found (tools image / make setup)" >&2; exit 1; }
+    command -v socat >/dev/null || { echo "${PROG}: socat not found (tools image / sudo make host-tools)" >&2; exit 1; }
     [[ -d "$CONFIG_DIR" ]] || die "config dir ${CONFIG_DIR} does not exist: run \`make render\` with a DTLS profile"
     CONFIG_DIR="$(cd "$CONFIG_DIR" && pwd)"
     load_config "$CONFIG_DIR"

@@ -151,7 +151,10 @@ check_version() {
     [ -n "${MIN_STRONGSWAN:-}" ] || return 0
     [ -n "$have" ] || die "cannot read the version of $charon"
     if ! version_ge "$have" "$MIN_STRONGSWAN"; then
-        die "profile $PROFILE needs strongSwan >= $MIN_STRONGSWAN (IKEv2 key exchanges over IKE_INTERMEDIATE with ML-KEM); this charon is $have: run with IPSEC_ROOT=\$(scripts/suite-root.sh ipsec/pq-root.env) or the tools image"
+        if [ -n "${IPSEC_ROOT:-}" ]; then
+            die "profile $PROFILE needs strongSwan >= $MIN_STRONGSWAN (IKEv2 key exchanges over IKE_INTERMEDIATE with ML-KEM); the charon in IPSEC_ROOT=$IPSEC_ROOT is $have: \`sudo make pq-roots\` makes a root with a newer one (ipsec/pq-root.env), which the namespace lab uses by itself without IPSEC_ROOT"
+        fi
+        die "profile $PROFILE needs strongSwan >= $MIN_STRONGSWAN (IKEv2 key exchanges over IKE_INTERMEDIATE with ML-KEM); this charon is $have and no Debian root with a newer one is made: \`sudo make pq-roots\` makes it (ipsec/pq-root.env), the namespace lab then uses it by itself (the Docker stack: the tools image's strongSwan)"
     fi
     log "strongSwan $have (profile needs >= $MIN_STRONGSWAN)"
 }

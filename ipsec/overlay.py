@@ -604,10 +604,15 @@ def _ipsec_root() -> Path | None:
 
 
 def charon_version() -> str | None:
-    """The strongSwan (charon) version the namespace lab runs: IPSEC_ROOT's (its package record,
-    scripts/suite-root.sh, else its charon asked in the root: a compiled strongSwan copied in, as
-    the tools image has) when set, else the host's; None without it."""
-    root = _ipsec_root()
+    """The strongSwan (charon) version the namespace lab runs: IPSEC_ROOT's when set, else the
+    host's; None without it."""
+    return _charon_version_in(_ipsec_root())
+
+
+def _charon_version_in(root: Path | None) -> str | None:
+    """The charon version in `root` (its package record, scripts/suite-root.sh, else its charon
+    asked in the root: a compiled strongSwan copied in, as the tools image has), or the host's
+    (None)."""
     if root is not None:
         rec = root / ".g5tb-root"
         lines = rec.read_text(encoding="utf-8").splitlines() if rec.is_file() else []
@@ -619,6 +624,42 @@ def charon_version() -> str | None:
         return programs.program_version(["chroot", str(root), "/usr/lib/ipsec/charon", "--version"],
                                         r"strongSwan ([\d.]+)")
     return programs.program_version(["/usr/lib/ipsec/charon", "--version"], r"strongSwan ([\d.]+)")
+
+
+# The Debian root `make pq-roots` makes for the profiles whose strongSwan floor this host's
+# charon misses (scripts/suite-root.sh; docs/post-quantum.md)
+PQ_ROOT_SPEC = Path(__file__).resolve().parent / "pq-root.env"
+
+
+def _host_charon() -> str | None:
+    """This host's own charon version (None: none installed)."""
+    return _charon_version_in(None)
+
+
+def _release(version: str) -> tuple[int, ...]:
+    """"6.0.2" -> (6, 0, 2): strongSwan's release numbers, compared as numbers."""
+    return tuple(int(x) for x in re.findall(r"\d+", version)[:3])
+
+
+def lab_environment(profiles: Iterable[Profile]) -> dict[str, str]:
+    """IPSEC_ROOT for the namespace lab: the root `make pq-roots` made (ipsec/pq-root.env) when one
+    of `profiles` needs a newer strongSwan (min_strongswan) than this host's charon and that root's
+    is new enough. Nothing when IPSEC_ROOT is set (it wins), when the host's charon will do, or
+    when no such root is made (ipsec/entrypoint.sh then refuses the old charon naming `make
+    pq-roots`)."""
+    floors = [str(p.params.get("min_strongswan")) for p in profiles if p.params.get("min_strongswan")]
+    if not floors or _ipsec_root() is not None:
+        return {}
+    floor = max(floors, key=_release)
+    host = _host_charon()
+    if host and _release(host) >= _release(floor):
+        return {}
+    from testbed import suite_root
+    root = suite_root.built(PQ_ROOT_SPEC)
+    have = _charon_version_in(root) if root is not None else None
+    if root is None or not have or _release(have) < _release(floor):
+        return {}
+    return {"IPSEC_ROOT": str(root)}
 
 
 def charon_plugins() -> str | None:

@@ -41,6 +41,9 @@ class Ipsec(FolderOverlay):
             return None if ok else why
         return None
 
+    def lab_environment(self, profiles: list[Profile]) -> dict[str, str]:
+        return overlay.lab_environment(profiles)
+
     def versions(self) -> dict[str, str | None]:
         return {"strongswan": overlay.charon_version(), "strongswan_plugins": overlay.charon_plugins()}
 

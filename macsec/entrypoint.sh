@@ -107,7 +107,7 @@ find_lower() {
 # would hand it EPERM (UERANSIM's nr-gnb dies of that).
 load_filter() {
     local out
-    command -v nft >/dev/null || die "nft (nftables) not found: needed for the fail-closed filter (tools image / make setup)"
+    command -v nft >/dev/null || die "nft (nftables) not found: needed for the fail-closed filter (tools image / sudo make host-tools)"
     out="$(nft -f - 2>&1 <<NFT
 table netdev ${NFT_TABLE} {
     chain egress {

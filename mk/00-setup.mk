@@ -1,11 +1,14 @@
 # Set-up and tests.
-.PHONY: setup host-tools venv lock test test-kernel profiles
+.PHONY: setup host-tools setup-roots venv lock test test-kernel profiles
 
 setup: host-tools venv ## install the host tools (Debian/Ubuntu, as root) and the project's Python venv (.venv)
 
 host-tools: ## the host programs (strongSwan, wireguard-go, tshark, Suricata, ...) from apt; as root, idempotent
 	@if [ "$$(id -u)" = 0 ]; then bash scripts/setup-host.sh; \
 	 else echo "setup: not root, host packages left as they are (sudo make host-tools installs them; tests that need a missing one skip naming it)"; fi
+
+setup-roots: ## Debian 12 and 13 roots (minbase) in which the tests run host-tools with apt's simulation (root, debootstrap; cached in G5TB_CACHE)
+	G5TB_ROOTS="$(G5TB_CACHE)/roots" bash scripts/suite-root.sh tests/scripts/setup_roots/bookworm.env tests/scripts/setup_roots/trixie.env
 
 venv: $(VENV_STAMP) ## the project's virtual environment from requirements.lock (no network when up to date)
 

@@ -64,7 +64,7 @@ make_root() {
     return 1
   fi
   [[ "$(id -u)" == 0 ]] || die "making $dir needs root (debootstrap)"
-  command -v debootstrap >/dev/null || die "debootstrap not found: apt-get install debootstrap (make setup)"
+  command -v debootstrap >/dev/null || die "debootstrap not found: sudo apt-get install --no-install-recommends debootstrap"
   mkdir -p "$CACHE"
   tmp="$(mktemp -d "$CACHE/.$name.XXXXXX")"
   # shellcheck disable=SC2064  # the path is fixed now

@@ -398,6 +398,13 @@ class OverlayPlugin(Plugin):
         datapath, or None."""
         return None
 
+    def lab_environment(self, profiles: list[Profile]) -> dict[str, str]:
+        """Called by the namespace lab before its entrypoints start, and when a lab run's manifest
+        is made (before `versions`): the variables that select which programs run `profiles` (the
+        lab's and its per-node overrides) on this host, e.g. a Debian root of a newer suite
+        (IPSEC_ROOT). A variable already set wins; {}: the host's own programs."""
+        return {}
+
     def versions(self) -> dict[str, str | None]:
         """Called when a manifest is written on a host run: {manifest key: version} of its programs."""
         return {}
@@ -725,7 +732,8 @@ class EnginePlugin(Plugin):
         """Called by the namespace lab: (executable, LD_LIBRARY_PATH) of the engine on this host
         (built into work_dir if it must be); FileNotFoundError naming how to get it."""
         if shutil.which(self.program) is None:
-            raise FileNotFoundError(f"{self.program} not found: make setup installs it (docs/secfn.md)")
+            from testbed import host_tools
+            raise FileNotFoundError(f"{self.program} not found: {host_tools.install_hint(self.program)} (docs/secfn.md)")
         return self.program, ""
 
 

@@ -34,7 +34,7 @@ from typing import Any
 import yaml
 
 from testbed import environment
-from testbed import ROOT, planes, registry, stack
+from testbed import ROOT, host_tools, planes, registry, stack
 
 log = logging.getLogger(__name__)
 
@@ -137,7 +137,7 @@ def run_tool(cmd: list[str], what: str, stdin: str | None = None) -> str:
     try:
         res = subprocess.run(cmd, input=stdin, capture_output=True, text=True, check=False)
     except FileNotFoundError:
-        raise KeysError(f"{what}: {cmd[0]} not found; run `make setup`") from None
+        raise KeysError(f"{what}: {cmd[0]} not found: {host_tools.install_hint(cmd[0])}") from None
     if res.returncode != 0:
         raise KeysError(f"{what} failed ({' '.join(cmd)}): {res.stderr.strip() or res.stdout.strip()}")
     return res.stdout
@@ -234,7 +234,7 @@ def ensure(state_dir: Path | None = None, values: dict[str, Any] | None = None) 
     """Create every missing key, certificate, PSK and secret under state_dir/keys; return that root."""
     v = values or stack.load()
     if shutil.which("openssl") is None:
-        raise KeysError("`openssl` not found (needed for `make keys`): run `make setup`")
+        raise KeysError(f"`openssl` not found (needed for `make keys`): {host_tools.install_hint('openssl')}")
     root = keys_root(state_dir if state_dir is not None else default_state_dir())
     _mkdir(root)
     nodes = endpoint_nodes(v)

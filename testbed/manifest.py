@@ -329,6 +329,19 @@ def _new_run_dir(parent: Path) -> Path:
     raise ManifestError(f"{parent}: could not find an unused run id")
 
 
+def _select_lab_programs(prof: profiles.Profile) -> None:
+    """A namespace-lab run: the programs its overlay plug-in selects for the profile on this host
+    (e.g. IPSEC_ROOT, the Debian root of `make pq-roots`) are set for this process and its children
+    before the versions are read, so the manifest names what the lab (testbed/netns.py, which asks
+    the same) runs."""
+    from testbed import registry
+    chosen = registry.overlay(prof.protocol).lab_environment([prof])
+    for name, value in chosen.items():
+        environment.export(name, value)
+    if chosen:
+        tool_versions.cache_clear()
+
+
 def create(results: Path, experiment: str, profile_id: str, raw_params: dict[str, str],
            images: list[str] | None = None, datapath_facts: dict[str, Any] | None = None,
            driver_pid: int | None = None, spec: dict[str, Any] | None = None,
@@ -348,6 +361,8 @@ def create(results: Path, experiment: str, profile_id: str, raw_params: dict[str
     slot_dir, extra = _secfn_record(experiment, runparams.result_name(experiment, prof.id, plane), params)
     run_dir = _new_run_dir(Path(results) / campaign / experiment / slot_dir)
     run = run_dir.name
+    if experiment in NO_STACK:
+        _select_lab_programs(prof)
     manifest: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "experiment": experiment,

@@ -31,7 +31,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from testbed import channels, keys, planes, profiles, ran, registry, stack
+from testbed import channels, environment, keys, planes, profiles, ran, registry, stack
 
 log = logging.getLogger(__name__)
 
@@ -129,6 +129,7 @@ class Lab:
         self.profile_overrides = {n: profiles.get(p, self.plane) for n, p in (profile_overrides or {}).items()}
         self.pids: dict[str, int] = {}
         self.boot_capture: Capture | None = None
+        self._entry_env: dict[str, str] | None = None
 
     # --- names ----------------------------------------------------------------------------
     @property
@@ -245,6 +246,19 @@ class Lab:
                                         nodes=self.nodes)[node]
         return dirs
 
+    def _entrypoint_environment(self) -> dict[str, str]:
+        """This process's environment with what the overlay plug-in selects for the lab's profiles
+        on this host (e.g. IPSEC_ROOT: the Debian root of `make pq-roots` for a strongSwan newer
+        than the host's; a variable already set wins), asked once."""
+        if self._entry_env is None:
+            overlay = registry.overlay(self.profile.protocol)
+            chosen = overlay.lab_environment([self.profile, *self.profile_overrides.values()])
+            for name, value in chosen.items():
+                log.info("lab %s: %s=%s for profile %s (the overlay plug-in's choice on this host)",
+                         self.name, name, value, self.profile.id)
+            self._entry_env = {**environment.mapping(), **chosen}
+        return self._entry_env
+
     def _start(self, node: str, config_dir: Path) -> None:
         overlay = registry.overlay(self.profile.protocol)
         entry = overlay.folder / overlay.entrypoint if overlay.entrypoint else None
@@ -255,7 +269,7 @@ class Lab:
         logf = open(self.log_path(node), "ab")
         try:
             proc = subprocess.Popen(argv, stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    start_new_session=True)
+                                    start_new_session=True, env=self._entrypoint_environment())
         finally:
             logf.close()
         self.pids[node] = proc.pid

@@ -12,6 +12,8 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from testbed import host_tools
+
 log = logging.getLogger(__name__)
 
 
@@ -29,7 +31,7 @@ def run(pcap: Path | str, args: Sequence[str], *, timeout: float | None = 600) -
     try:
         res = subprocess.run(cmd, capture_output=True, timeout=timeout, check=False)
     except FileNotFoundError:
-        raise TsharkError(f"tshark not found (needed to read {path}): run `make setup`") from None
+        raise TsharkError(f"tshark not found (needed to read {path}): {host_tools.install_hint('tshark')}") from None
     except subprocess.TimeoutExpired:
         raise TsharkError(f"tshark did not finish reading {path} within {timeout} s") from None
     if res.returncode != 0:

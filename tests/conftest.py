@@ -37,7 +37,7 @@ def require_root() -> None:
 def require_tools(*tools: str) -> None:
     missing = [t for t in tools if shutil.which(t) is None]
     if missing:
-        pytest.skip(f"missing {', '.join(missing)}: run `make setup`")
+        pytest.skip(f"missing {', '.join(missing)}: `sudo make host-tools` installs them")
 
 
 @pytest.fixture

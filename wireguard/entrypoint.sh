@@ -126,7 +126,7 @@ check_rp_filter() {
 # the moment between the rule's removal and the NF's stop, cannot put plaintext on the wire.
 load_filter() {
     local peers="" peer
-    command -v nft >/dev/null || die "nft (nftables) not found: needed for the fail-closed filter (tools image / make setup)"
+    command -v nft >/dev/null || die "nft (nftables) not found: needed for the fail-closed filter (tools image / sudo make host-tools)"
     for peer in $WG_PEERS; do peers+="${peers:+, }${peer#*=}"; done
     # Rosenpass's own UDP exchange (its port, both directions) goes outside the tunnel too
     local rp=""
@@ -198,7 +198,7 @@ create_link() {
     elif [[ "$DATAPATH_CHOICE" == "kernel" ]]; then
         die "WIREGUARD_DATAPATH=kernel but \`ip link add ${WG_IF} type wireguard\` failed: load the wireguard module on the host (modprobe wireguard) or use auto"
     else
-        command -v wireguard-go >/dev/null || die "no kernel WireGuard and no wireguard-go: install wireguard-go (tools image / make setup)"
+        command -v wireguard-go >/dev/null || die "no kernel WireGuard and no wireguard-go: install wireguard-go (tools image / sudo make host-tools)"
         [[ -c /dev/net/tun ]] || die "wireguard-go needs /dev/net/tun: add it to the container's devices"
         WG_PROCESS_FOREGROUND=1 wireguard-go -f "$WG_IF" &
         WG_GO_PID=$!

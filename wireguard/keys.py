@@ -7,7 +7,7 @@ import binascii
 import shutil
 from pathlib import Path
 
-from testbed import keys
+from testbed import host_tools, keys
 
 
 def wg_paths(root: Path, node: str) -> tuple[Path, Path]:
@@ -43,6 +43,6 @@ def ensure(root: Path, nodes: list[str]) -> None:
     profile is rendered, for the nodes it renders (wireguard/overlay.py render, wireguard/rosenpass.py ensure), since a
     McEliece key pair per endpoint through the tools image took minutes of every `make keys`."""
     if shutil.which("wg") is None:
-        raise keys.KeysError("`wg` not found (needed for the WireGuard keys of `make keys`): run `make setup`")
+        raise keys.KeysError(f"`wg` not found (needed for the WireGuard keys of `make keys`): {host_tools.install_hint('wg')}")
     for node in nodes:
         wg_keys(root, node)

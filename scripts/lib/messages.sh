@@ -89,7 +89,7 @@ require_tools() {
     done
     command -v "$t" >/dev/null 2>&1 || missing+=("$t")
   done
-  ((${#missing[@]} == 0)) || die "missing programs: ${missing[*]}; run \`make setup\` (or \`make doctor\`)" 1
+  ((${#missing[@]} == 0)) || die "missing programs: ${missing[*]}: \`sudo make host-tools\` installs them (\`make doctor\` says what each is for)" 1
 }
 
 # wait_for DEADLINE_S WHAT CMD...: poll CMD (quietly) until it succeeds; fail naming WHAT.

@@ -14,6 +14,8 @@ import re
 import subprocess
 from pathlib import Path
 
+from testbed import host_tools
+
 PAYLOAD = 512
 FIELDS = {
     "total_time_s": r"Total time\s*=\s*([\d.]+) s",
@@ -91,7 +93,7 @@ def decode(log: Path) -> dict[str, float | str]:
     try:
         res = subprocess.run(["ITGDec", str(log)], capture_output=True, text=True, timeout=120, check=False)
     except FileNotFoundError:
-        raise DitgError("ITGDec not found: apt-get install d-itg (make setup)") from None
+        raise DitgError(f"ITGDec not found: {host_tools.install_hint('ITGDec')}") from None
     Path(f"{log}.txt").write_text(res.stdout, encoding="utf-8")
     if TOTAL not in res.stdout:
         raise DitgError(f"ITGDec {log.name} (exit {res.returncode}): no '{TOTAL}': "

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from testbed import environment
-from testbed import netns, stack
+from testbed import host_tools, netns, stack
 from testbed.secfn import Secfn, SecfnError, engines
 
 HERE = Path(__file__).resolve().parent
@@ -53,7 +53,7 @@ def iptables() -> str:
     for name in ("iptables-legacy", "iptables"):
         if shutil.which(name):
             return name
-    raise LabError("iptables not found: `apt-get install iptables` (make setup installs it)")
+    raise LabError(f"iptables not found: {host_tools.install_hint('iptables')}")
 
 
 def _wait_file(path: Path, proc: subprocess.Popen, what: str, log: Path, timeout: float) -> None:

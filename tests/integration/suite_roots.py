@@ -4,11 +4,11 @@ needs one that is not made skips naming the command."""
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
 
+from testbed import suite_root
 from tests.conftest import ROOT
 
 SPECS = {"ipsec": ROOT / "ipsec" / "pq-root.env", "tls": ROOT / "tls" / "pq-root.env"}
@@ -20,9 +20,7 @@ def root_path(which: str) -> Path | None:
     given = os.environ.get(ENV[which])
     if given:
         return Path(given)
-    res = subprocess.run(["bash", str(ROOT / "scripts" / "suite-root.sh"), "--path", str(SPECS[which])],
-                         capture_output=True, text=True, check=False)
-    return Path(res.stdout.strip()) if res.returncode == 0 else None
+    return suite_root.built(SPECS[which])
 
 
 def require_root_fs(which: str) -> Path:

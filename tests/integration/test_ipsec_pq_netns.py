@@ -103,17 +103,35 @@ def test_child_sa_rekey_uses_the_hybrid_for_pfs(sid_root: Path, tmp_path: Path) 
     assert {36, 44} <= exchanges, exchanges
 
 
-def test_host_strongswan_is_refused_naming_the_version(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Without IPSEC_ROOT a charon older than the profile's floor stops the entrypoint before it starts."""
+def _host_too_old(monkeypatch: pytest.MonkeyPatch) -> None:
     require_root()
-    require_tools("ip", "dumpcap", "swanctl")
-    monkeypatch.delenv("IPSEC_ROOT", raising=False)
+    require_tools("ip", "dumpcap", "swanctl", "tshark", "nft")
+    monkeypatch.setenv("IPSEC_ROOT", "")
     have = ipsec.charon_version()
     if have is None or tuple(map(int, have.split(".")[:3])) >= (6, 0, 2):
-        pytest.skip(f"the host's strongSwan is {have}: nothing to refuse")
+        pytest.skip(f"the host's strongSwan is {have}: nothing to refuse, no root to take")
+
+
+def test_host_strongswan_is_refused_naming_the_version(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without IPSEC_ROOT and without a root made, a charon older than the profile's floor stops the
+    entrypoint before it starts, naming `make pq-roots`."""
+    _host_too_old(monkeypatch)
+    monkeypatch.setenv("G5TB_ROOTS", str(tmp_path / "no-roots"))
     lab = _lab("aes128gcm-x25519-mlkem768", tmp_path / "state")
-    with pytest.raises(netns.LabError, match=r"needs strongSwan >= 6\.0\.2.*IPSEC_ROOT"):
+    with pytest.raises(netns.LabError, match=r"needs strongSwan >= 6\.0\.2.*this charon is 5\..*`sudo make pq-roots`"):
         lab.up(timeout=30)
+
+
+def test_the_made_root_is_taken_without_ipsec_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 30 §3: after `make pq-roots`, the post-quantum profile runs with no IPSEC_ROOT given: the
+    lab takes the made root's strongSwan for it (ipsec/overlay.py lab_environment)."""
+    _host_too_old(monkeypatch)
+    root = require_root_fs("ipsec")
+    monkeypatch.setenv("IPSEC_ROOT", "")      # require_root_fs read it; the lab must find the root itself
+    prof = profiles.get("aes128gcm-x25519-mlkem768", "n3")
+    lab, pcap, sas = _run(prof.id, tmp_path)
+    assert ipsec.expected_ike(prof) in sas, sas
+    assert f"strongSwan from IPSEC_ROOT={root}" in lab.log_path("gnb").read_text(errors="replace")
 
 
 def test_suite_root_script_is_shellcheck_clean() -> None:

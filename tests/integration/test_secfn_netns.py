@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from testbed import manifest, secfn, tshark
+from testbed import host_tools, manifest, secfn, tshark
 from testbed.secfn import lab as secfn_lab
 from testbed.secfn import rules
 from tests.conftest import ROOT, require_root, require_snort, require_tools
@@ -28,9 +28,9 @@ def _needs(ids: str = "") -> None:
     require_root()
     require_tools("ip", "socat", "ITGSend", "ITGRecv", "ITGDec", "ping", "dumpcap", "tshark")
     if shutil.which("iptables-legacy") is None and shutil.which("iptables") is None:
-        pytest.skip("iptables not found: make setup installs it")
+        pytest.skip(f"iptables not found: {host_tools.install_hint('iptables')}")
     if ids == "suricata" and shutil.which("suricata") is None:
-        pytest.skip("suricata not found: make setup installs it (bookworm-backports)")
+        pytest.skip(f"suricata not found: {host_tools.install_hint('suricata')}")
     if ids == "passthrough" and shutil.which("gcc") is None:
         pytest.skip("gcc not found (the passthrough engine is compiled from testbed/secfn/engines/passthrough/nfq_accept.c)")
 

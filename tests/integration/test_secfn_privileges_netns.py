@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from testbed import privileges, secfn
+from testbed import host_tools, privileges, secfn
 from testbed.secfn import ditg, engines
 from testbed.secfn import lab as secfn_lab
 from tests.conftest import require_root, require_snort, require_tools
@@ -52,7 +52,7 @@ def base(tmp_path: Path) -> Iterator[Path]:
     require_root()
     require_tools("setpriv", "unshare", "ip", "socat", "ping", "ITGSend", "ITGRecv", "ITGDec")
     if shutil.which("iptables-legacy") is None and shutil.which("iptables") is None:
-        pytest.skip("iptables not found: make setup installs it")
+        pytest.skip(f"iptables not found: {host_tools.install_hint('iptables')}")
     d = Path(tempfile.mkdtemp(prefix="secfn-priv-", dir="/var/tmp"))
     yield d
     shutil.rmtree(d, ignore_errors=True)
@@ -95,7 +95,7 @@ def _ping(lb: secfn_lab.SecfnLab) -> bool:
 
 def _needs_engine(engine: str) -> None:
     if engine == "suricata" and shutil.which("suricata") is None:
-        pytest.skip("suricata not found: make setup installs it (bookworm-backports)")
+        pytest.skip(f"suricata not found: {host_tools.install_hint('suricata')}")
     if engine == "passthrough" and shutil.which("gcc") is None:
         pytest.skip("gcc not found (the passthrough engine is compiled from testbed/secfn/engines/passthrough/nfq_accept.c)")
     if engine == "snort":

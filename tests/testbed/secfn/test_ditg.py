@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from testbed import host_tools
 from testbed.secfn import ditg
 from tests.conftest import ROOT
 
@@ -40,7 +41,7 @@ def test_cut_output_is_an_error() -> None:
 
 def test_decode_runs_the_real_itgdec_and_keeps_its_text(tmp_path: Path) -> None:
     if shutil.which("ITGDec") is None:
-        pytest.skip("ITGDec not found: apt-get install d-itg (make setup)")
+        pytest.skip(f"ITGDec not found: {host_tools.install_hint('ITGDec')}")
     log = tmp_path / "recv.log"
     shutil.copy(DATA / "recv-udp-300-0.log", log)
     got = ditg.decode(log)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from testbed import secfn
+from testbed import host_tools, secfn
 from testbed.secfn import engines, rules
 from testbed.secfn.engines.passthrough import engine as passthrough
 from testbed.secfn.engines.snort import engine as snort
@@ -71,7 +71,7 @@ def test_suricata_config_inline(tmp_path: Path) -> None:
 def test_suricata_accepts_the_rendered_config_and_rules(tmp_path: Path) -> None:
     """suricata -T: the engine itself parses the yaml and loads every rule (the seed's included)."""
     if shutil.which("suricata") is None:
-        pytest.skip("suricata not found: make setup installs it (bookworm-backports)")
+        pytest.skip(f"suricata not found: {host_tools.install_hint('suricata')}")
     sf = secfn.resolve("ips-nat", "suricata")
     suricata.render(sf, tmp_path, config_at=tmp_path, log_at=tmp_path, iface="lo", home_net="10.100.6.0/24")
     res = subprocess.run(["suricata", "-T", "-c", str(tmp_path / "suricata.yaml"), "-l", str(tmp_path)],

@@ -8,6 +8,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from testbed import host_tools
 from testbed.secfn import Secfn, SecfnError
 from testbed.secfn.engines import Counters, Launch
 
@@ -45,7 +46,7 @@ def build(out_dir: Path) -> Path:
         return binary
     binary.parent.mkdir(parents=True, exist_ok=True)
     if shutil.which("gcc") is None:
-        raise SecfnError(f"gcc not found: IDS=passthrough is compiled from {SOURCE.name} (make setup)")
+        raise SecfnError(f"gcc not found: IDS=passthrough is compiled from {SOURCE.name}; {host_tools.install_hint('gcc')}")
     res = subprocess.run(["gcc", "-O2", "-Wall", "-o", str(binary), str(SOURCE), "-lnetfilter_queue"],
                          capture_output=True, text=True, check=False, timeout=120)
     if res.returncode != 0:
