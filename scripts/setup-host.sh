@@ -16,10 +16,11 @@ set -euo pipefail
 # shellcheck source=scripts/lib/apt-plan.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/apt-plan.sh"
 
-# "a|b": one of them, the first this release can install (Debian 13's strongswan-charon and
-# charon-systemd conflict; ipsec/entrypoint.sh runs either)
+# "a|b": one of them, the first this release can install (Debian 13 names libcurl3t64-gnutls).
+# strongswan-charon, never charon-systemd (Debian 13: the two conflict): ipsec/entrypoint.sh runs
+# /usr/lib/ipsec/charon; charon-systemd takes no options and cannot be run that way.
 readonly APT_PACKAGES=(
-  "strongswan-charon|charon-systemd" strongswan-swanctl libstrongswan-standard-plugins
+  strongswan-charon strongswan-swanctl libstrongswan-standard-plugins
   libstrongswan-extra-plugins libcharon-extra-plugins
   wireguard-tools wireguard-go tshark iperf3 iputils-ping iproute2 nftables openssl
   procps util-linux kmod jq shellcheck git python3-venv

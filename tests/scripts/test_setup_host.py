@@ -137,24 +137,35 @@ def test_a_removal_is_never_made(tmp_path: Path) -> None:
 
 
 def test_of_two_alternatives_the_one_the_release_can_install(tmp_path: Path) -> None:
-    # Debian 13: strongswan-charon and charon-systemd conflict; here strongswan-charon cannot be
-    # installed, so charon-systemd is, and never both
-    res, lines = _setup(tmp_path, _everything(but=("strongswan-charon", "d-itg")), {"strongswan-charon": ["FAIL"]})
+    # Debian 13 names the package libcurl3t64-gnutls: libcurl3-gnutls cannot be installed there, so
+    # the other is, and never both
+    res, lines = _setup(tmp_path, _everything(but=("libcurl3-gnutls", "d-itg")), {"libcurl3-gnutls": ["FAIL"]})
     assert res.returncode == 0, res.stderr
     installs = _installs(lines)
-    assert installs and installs[0][-2:] == ["charon-systemd", "d-itg"], lines
-    assert not any("strongswan-charon" in c for c in installs) and "left out" not in res.stderr
+    assert installs and sorted(installs[0][-2:]) == ["d-itg", "libcurl3t64-gnutls"], lines
+    assert not any("libcurl3-gnutls" in c for c in installs) and "left out" not in res.stderr
     # the first of them where it can be installed
-    res, lines = _setup(tmp_path / "first", _everything(but=("strongswan-charon",)), {})
-    assert _installs(lines)[0][-1] == "strongswan-charon" and not any("charon-systemd" in c for c in lines), lines
+    res, lines = _setup(tmp_path / "first", _everything(but=("libcurl3-gnutls",)), {})
+    assert _installs(lines)[0][-1] == "libcurl3-gnutls" and not any("libcurl3t64" in c for c in lines), lines
 
 
 def test_one_alternative_installed_is_enough(tmp_path: Path) -> None:
+    have = _everything(but=("libcurl3-gnutls",))
+    have["libcurl3t64-gnutls"] = "8.14.1-2"
+    res, lines = _setup(tmp_path, have, {})
+    assert res.returncode == 0, res.stderr
+    assert lines == []
+
+
+def test_strongswan_charon_never_charon_systemd(tmp_path: Path) -> None:
+    """The IPsec entrypoint runs /usr/lib/ipsec/charon: on Debian 13, where charon-systemd excludes
+    it, strongswan-charon is still the package asked for (the guest had charon-systemd, and every
+    IPsec lab hung on `charon-systemd --version`)."""
     have = _everything(but=("strongswan-charon",))
     have["charon-systemd"] = "6.0.1-6+deb13u7"
     res, lines = _setup(tmp_path, have, {})
     assert res.returncode == 0, res.stderr
-    assert lines == []
+    assert _installs(lines) and _installs(lines)[0][-1] == "strongswan-charon", lines
 
 
 def test_an_old_libcurl_is_kept_naming_the_command_that_upgrades_it(tmp_path: Path) -> None:
