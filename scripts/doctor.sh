@@ -21,6 +21,9 @@ CPUINFO="${CPUINFO:-/proc/cpuinfo}"
 DISK_FAIL_GIB="${DISK_FAIL_GIB:-3}"
 DISK_WARN_GIB="${DISK_WARN_GIB:-12}"
 
+# ENGINE= as the user gave it (the runtime, docs/kubernetes.md), read before ENGINE below (the
+# Docker engine answered) takes the name
+RUNTIME="${ENGINE:-}"
 FAILS=0
 WARNS=0
 ENGINE=0
@@ -29,7 +32,7 @@ readonly EVERY_EXPERIMENT="every experiment (make up, run-n3, run-sbi-cold/warm,
 
 usage() {
   cat <<EOF
-usage: scripts/doctor.sh [--strict]
+usage: scripts/doctor.sh [--strict]      (ENGINE=k8s: the cluster's checks instead, docs/kubernetes.md)
 
 Checks: Docker CLI and engine, Compose v2, buildx, kernel SCTP, TUN, xfrm ESP, WireGuard,
 NFQUEUE (inline IPS), AVX (MongoDB 5+), free disk, the testbed images. Each problem line says what it breaks
@@ -291,6 +294,13 @@ main() {
   done
   trap 'exit 130' INT TERM
   cd "$TESTBED_ROOT"
+  if [[ -n "$RUNTIME" ]]; then
+    # another runtime than the Docker host's checks its own place (its plug-in's doctor script)
+    local own
+    own="$(PYTHONPATH="$TESTBED_ROOT${PYTHONPATH:+:$PYTHONPATH}" "$PYTHON" -m testbed plugins --doctor "$RUNTIME")" \
+      || die "ENGINE=$RUNTIME: not a runtime (python -m testbed plugins lists them)" 2
+    [[ -z "$own" ]] || exec bash "$own"
+  fi
   echo "testbed doctor: what this host offers the 5G security-latency testbed (docs/images.md)"
   check_docker
   check_kernel
