@@ -12,6 +12,16 @@ set -euo pipefail
 # shellcheck source=scripts/lib/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
+# ENGINE= as the user gave it (the runtime, docs/kubernetes.md): another runtime than the Docker
+# host's checks its own place (its plug-in's doctor script), before anything here is worked out.
+# ENGINE below is this script's own flag (the Docker engine answered).
+RUNTIME="${ENGINE:-}"
+if [[ -n "$RUNTIME" ]]; then
+  own="$(cd "$TESTBED_ROOT" && "$PYTHON" -m testbed plugins --doctor "$RUNTIME")" \
+    || die "ENGINE=$RUNTIME: not a runtime (python -m testbed plugins lists them)" 2
+  [[ -z "$own" ]] || exec bash "$own"
+fi
+
 DOCKER="${DOCKER:-docker}"
 # shellcheck source=scripts/lib/images.sh
 source "$TESTBED_ROOT/scripts/lib/images.sh"
@@ -21,9 +31,6 @@ CPUINFO="${CPUINFO:-/proc/cpuinfo}"
 DISK_FAIL_GIB="${DISK_FAIL_GIB:-3}"
 DISK_WARN_GIB="${DISK_WARN_GIB:-12}"
 
-# ENGINE= as the user gave it (the runtime, docs/kubernetes.md), read before ENGINE below (the
-# Docker engine answered) takes the name
-RUNTIME="${ENGINE:-}"
 FAILS=0
 WARNS=0
 ENGINE=0
@@ -294,13 +301,6 @@ main() {
   done
   trap 'exit 130' INT TERM
   cd "$TESTBED_ROOT"
-  if [[ -n "$RUNTIME" ]]; then
-    # another runtime than the Docker host's checks its own place (its plug-in's doctor script)
-    local own
-    own="$(PYTHONPATH="$TESTBED_ROOT${PYTHONPATH:+:$PYTHONPATH}" "$PYTHON" -m testbed plugins --doctor "$RUNTIME")" \
-      || die "ENGINE=$RUNTIME: not a runtime (python -m testbed plugins lists them)" 2
-    [[ -z "$own" ]] || exec bash "$own"
-  fi
   echo "testbed doctor: what this host offers the 5G security-latency testbed (docs/images.md)"
   check_docker
   check_kernel

@@ -2,7 +2,7 @@
 
     PLACEMENT="upf:edge gnb:ran"            NF:NODE pairs (spaces or commas between them)
     PLACEMENT="upf:site=edge"               NODE as a node label: label=value
-    PLACEMENT=placement.yaml                a YAML file: {upf: edge, gnb: "site=ran"}
+    PLACEMENT=placement.yaml                a YAML file: {upf: edge, gnb: "site=ran"}, or the pairs
 
 An NF is a pod of the render (its overlay holder and the UPF's security function are containers of
 the same pod, so they go where it goes). Parsing checks the syntax and collects every problem at
@@ -85,8 +85,8 @@ def _from_file(path: Path) -> list[tuple[str, str]]:
         return []
     if isinstance(data, Mapping) and all(isinstance(v, (str, int)) for v in data.values()):
         return [(str(k), str(v)) for k, v in data.items()]
-    if isinstance(data, list) and all(isinstance(x, str) for x in data):
-        pairs = _pairs(" ".join(data))
+    if isinstance(data, str) or isinstance(data, list) and all(isinstance(x, str) for x in data):
+        pairs = _pairs(data if isinstance(data, str) else " ".join(data))
         if isinstance(pairs, list):
             return pairs
     raise PlacementError(f"PLACEMENT={path}: must map each NF to a node ({{upf: edge, gnb: 'site=ran'}}) "

@@ -52,9 +52,10 @@ class Kubectl:
         if shutil.which(self.program) is None:
             raise ClusterError(no_kubectl())
 
-    def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    def run(self, *args: str, check: bool = True, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
         try:
-            res = subprocess.run([self.program, *args], capture_output=True, text=True, timeout=self.timeout)
+            res = subprocess.run([self.program, *args], capture_output=True, text=True, timeout=self.timeout,
+                                 input=stdin)
         except subprocess.TimeoutExpired:
             raise ClusterError(f"`kubectl {' '.join(args)}` did not answer in {self.timeout:.0f} s: is the "
                                "cluster up and KUBECONFIG right? (`kubectl cluster-info`)") from None

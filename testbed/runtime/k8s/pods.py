@@ -49,6 +49,29 @@ HOLDER_SUFFIX = "-net"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 OUTPUT_ANNOTATION = "testbed/outputs"         # container:path -> where Compose writes it on the host
 ROLES_ANNOTATION = "testbed/roles"            # container -> its testbed.role
+LABELS_ANNOTATION = "testbed/labels"          # the Compose labels as they are (a label value cannot hold ",")
+
+
+def label_value(text: str) -> str:
+    """A Compose label value as a Kubernetes label value (63 characters of [-A-Za-z0-9_.], alphanumeric
+    at both ends): the plane list "n3,sbi" becomes "n3-sbi"; the exact value is in LABELS_ANNOTATION."""
+    return re.sub(r"[^-A-Za-z0-9_.]", "-", text)[:63].strip("-_.")
+
+
+# Every Compose key a service of the render may carry, and where it goes; a key not listed stops
+# the render naming it, so a field added to a Compose fragment is never dropped unseen.
+COMPOSE_KEYS = {
+    "image": "the container's image", "command": "its args", "entrypoint": "its command",
+    "environment": "its env", "env_file": "its env", "cap_add": "securityContext", "cap_drop": "securityContext",
+    "security_opt": "securityContext (no-new-privileges only)", "read_only": "securityContext", "tmpfs": "emptyDir",
+    "devices": "hostPath CharDevice", "volumes": "ConfigMap, Secret or emptyDir", "networks": "Multus annotation",
+    "network_mode": "the pod", "labels": "the pod's labels", "healthcheck": "startup and readiness probes",
+    "depends_on": "waves.txt", "restart": "restartPolicy Never", "stop_grace_period": "terminationGracePeriodSeconds",
+    "sysctls": "the pod's sysctls", "profiles": "on-demand/<profile>.yaml",
+    # Docker's init as PID 1 forwards SIGTERM to a program that ignores it as PID 1 (the secfn D-ITG
+    # server's sleep); the kubelet kills it after its grace period instead
+    "init": "nothing: killed after the grace period",
+}
 
 
 class PodError(RuntimeOptionError):
@@ -210,6 +233,13 @@ class Volumes:
 
 
 def container(name: str, svc: Mapping[str, Any], vols: Volumes) -> dict[str, Any]:
+    unknown = sorted(set(svc) - set(COMPOSE_KEYS))
+    if unknown:
+        raise PodError(f"services.{name}: {', '.join(unknown)} has no Kubernetes form in "
+                       "testbed/runtime/k8s/pods.py (COMPOSE_KEYS)")
+    opts = [o for o in svc.get("security_opt") or () if o != NO_NEW_PRIVILEGES]
+    if opts:
+        raise PodError(f"services.{name}: security_opt {opts} has no Kubernetes form here")
     c: dict[str, Any] = {"name": name, "image": str(svc["image"]), "imagePullPolicy": "IfNotPresent"}
     if svc.get("entrypoint") is not None:
         ep = svc["entrypoint"]
@@ -260,6 +290,20 @@ class Settings:
     prefix: str                              # of the network attachments (the stack's bridge prefix)
 
 
+def pod_sysctls(model: cm.ComposeModel, pod: Pod) -> dict[str, str]:
+    """The sysctls of the pod's services (one network namespace: one set)."""
+    sysctls: dict[str, str] = {}
+    for s in pod.services:
+        given = model.services[s].get("sysctls") or {}
+        if isinstance(given, list):                 # Compose's list form: ["net.ipv4.ip_forward=1"]
+            given = {str(x).partition("=")[0]: str(x).partition("=")[2] for x in given}
+        for k, v in given.items():
+            if sysctls.get(k, str(v)) != str(v):
+                raise PodError(f"pod {pod.name}: services disagree on sysctl {k}")
+            sysctls[str(k)] = str(v)
+    return sysctls
+
+
 def pod_object(model: cm.ComposeModel, pod: Pod, settings: Settings, placement: Placement,
                store: data.Store, compose_dir: Path) -> dict[str, Any]:
     svcs = model.services
@@ -269,11 +313,13 @@ def pod_object(model: cm.ComposeModel, pod: Pod, settings: Settings, placement: 
     built = [container(s, svcs[s], vols) for s in pod.services]
     if holder:
         built[0]["restartPolicy"] = "Always"     # native sidecar: up before, and beside, the NF
-    labels = {k: str(v) for k, v in (svcs[pod.services[-1] if holder else owner].get("labels") or {}).items()
-              if k.startswith("testbed.")}
+    compose_labels = {k: str(v) for k, v in (svcs[pod.services[-1] if holder else owner].get("labels") or {}).items()
+                      if k.startswith("testbed.")}
+    labels = {k: label_value(v) for k, v in compose_labels.items()}
     labels["testbed.pod"] = pod.name
     roles = {s: str((svcs[s].get("labels") or {}).get(ROLE_LABEL, "")) for s in pod.services}
-    annotations: dict[str, str] = {ROLES_ANNOTATION: json.dumps(roles, sort_keys=True)}
+    annotations: dict[str, str] = {ROLES_ANNOTATION: json.dumps(roles, sort_keys=True),
+                                   LABELS_ANNOTATION: json.dumps(compose_labels, sort_keys=True)}
     nets = cm.service_networks(svcs[owner])
     if settings.multus and nets:
         annotations[networks.ANNOTATION] = json.dumps(networks.attachments(nets, model.networks, settings.prefix))
@@ -287,12 +333,7 @@ def pod_object(model: cm.ComposeModel, pod: Pod, settings: Settings, placement: 
         spec["containers"] = built[1:]
     else:
         spec["containers"] = built
-    sysctls: dict[str, str] = {}
-    for s in pod.services:
-        for k, v in (svcs[s].get("sysctls") or {}).items():
-            if sysctls.get(k, str(v)) != str(v):
-                raise PodError(f"pod {pod.name}: services disagree on sysctl {k}")
-            sysctls[str(k)] = str(v)
+    sysctls = pod_sysctls(model, pod)
     if sysctls:
         spec["securityContext"] = {"sysctls": [{"name": k, "value": v} for k, v in sorted(sysctls.items())]}
     aliases = host_aliases(model, owner) if settings.multus else []

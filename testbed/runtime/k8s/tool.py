@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -21,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from testbed import images, manifest
+from testbed import environment, images, manifest
 from testbed.runtime.k8s import cluster, render
 
 RECORD = f"{render.DIR}/placement-record.json"
@@ -37,7 +36,7 @@ def _line(level: str, what: str, detail: str, todo: str = "") -> None:
 
 
 def _connect() -> cluster.Kubectl:
-    k = cluster.Kubectl(os.environ.get("KUBECTL", "kubectl"))
+    k = cluster.Kubectl(environment.get("KUBECTL", "kubectl"))
     try:
         k.run("get", "--raw=/readyz", "--request-timeout=10s")
     except cluster.ClusterError as exc:
@@ -72,10 +71,8 @@ def node_info_pod(node: str, image: str, name: str) -> dict[str, Any]:
 def _node_modules(k: cluster.Kubectl, node: str, image: str) -> dict[str, bool] | str:
     name = f"g5tb-doctor-{node}"[:63].rstrip("-.")
     k.run("delete", "pod", "-n", PROBE_NAMESPACE, name, "--ignore-not-found", "--wait=true", check=False)
-    path = Path(os.environ.get("TMPDIR", "/tmp")) / f"{name}.json"
-    path.write_text(json.dumps(node_info_pod(node, image, name)), encoding="utf-8")
     try:
-        k.run("apply", "-f", str(path))
+        k.run("apply", "-f", "-", stdin=json.dumps(node_info_pod(node, image, name)))
         for _ in range(NUMBER_OF_TRIES):
             phase = k.run("get", "pod", "-n", PROBE_NAMESPACE, name, "-o", "jsonpath={.status.phase}").stdout
             if phase in ("Succeeded", "Failed"):
@@ -86,7 +83,6 @@ def _node_modules(k: cluster.Kubectl, node: str, image: str) -> dict[str, bool] 
         return cluster.modules(k.run("logs", "-n", PROBE_NAMESPACE, name).stdout)
     finally:
         k.run("delete", "pod", "-n", PROBE_NAMESPACE, name, "--ignore-not-found", "--wait=false", check=False)
-        path.unlink(missing_ok=True)
 
 
 def doctor() -> int:
@@ -115,7 +111,7 @@ def doctor() -> int:
     _line("ok" if multus else "warn", "Multus", "NetworkAttachmentDefinition CRD present" if multus
           else "no NetworkAttachmentDefinition CRD: one network per interface needs Multus",
           "" if multus else "install Multus (docs/kubernetes.md), or MULTUS=0 (the pod network)")
-    image = os.environ.get("TOOLS_IMAGE") or images.resolve().get("TOOLS_IMAGE", "")
+    image = environment.get("TOOLS_IMAGE") or images.resolve().get("TOOLS_IMAGE", "")
     for n in found:
         raw = k.run("get", "--raw", f"/api/v1/nodes/{n.name}/proxy/configz", check=False)
         allowed = cluster.unsafe_sysctls_allowed(json.loads(raw.stdout)) if raw.returncode == 0 else set()
@@ -139,8 +135,8 @@ def doctor() -> int:
 
 
 def preflight(render_dir: Path) -> int:
-    objs = render.load_objects(render_dir)
     k = _connect()
+    objs = render.load_objects(render_dir)
     problems = []
     v = _version(k)
     if v is None or v < cluster.MIN_VERSION:
@@ -197,6 +193,9 @@ def main(argv: list[str] | None = None) -> int:
         return record(args.render_dir, args.run_dir)
     except cluster.ClusterError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"error: {exc.filename}: {exc.strerror}: render first (make render ENGINE=k8s)", file=sys.stderr)
         return 1
 
 

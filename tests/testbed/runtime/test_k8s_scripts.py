@@ -1,0 +1,70 @@
+"""The Kubernetes runtime's scripts without a cluster: make doctor ENGINE=k8s and k8s-up/down say
+what is missing (kubectl, the cluster, the render) and start nothing."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, require_tools
+from tests.testbed.runtime.helpers import render_k8s
+
+K8S_SH = ROOT / "testbed" / "runtime" / "k8s" / "k8s.sh"
+
+
+def _run(cmd: list[str], **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=120,
+                          env={**os.environ, "PYTHON": sys.executable, **env})
+
+
+def test_doctor_without_kubectl_names_it_and_checks_nothing_else() -> None:
+    res = _run(["bash", "scripts/doctor.sh"], ENGINE="k8s", KUBECTL="kubectl-absent-here")
+    assert res.returncode == 1
+    assert "[FAIL] kubectl (kubectl-absent-here): not found on PATH" in res.stdout
+    assert "nothing was checked or started" in res.stdout and "Docker" not in res.stdout
+
+
+def test_doctor_refuses_an_unknown_engine() -> None:
+    res = _run(["bash", "scripts/doctor.sh"], ENGINE="nomad")
+    assert res.returncode == 2 and "ENGINE=nomad: not a runtime" in res.stderr
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return render_k8s("baseline", "n3", tmp_path_factory.mktemp("k8s") / "r").dir
+
+
+def test_up_without_kubectl_starts_nothing(rendered: Path) -> None:
+    res = _run(["bash", str(K8S_SH), "up", str(rendered)], KUBECTL="kubectl-absent-here")
+    assert res.returncode == 1
+    assert "kubectl (kubectl-absent-here) not found on PATH" in res.stderr and "nothing was started" in res.stderr
+    res = _run(["bash", str(K8S_SH), "down", "g5tb"], KUBECTL="kubectl-absent-here")
+    assert res.returncode == 1 and "not found on PATH" in res.stderr
+
+
+def test_up_applies_nothing_when_the_cluster_does_not_answer(rendered: Path, tmp_path: Path) -> None:
+    """A kubectl that records its calls and finds no cluster: the preflight stops k8s-up before
+    any apply."""
+    calls = tmp_path / "calls"
+    fake = tmp_path / "kubectl"
+    fake.write_text(f'#!/usr/bin/env bash\necho "$*" >>"{calls}"\necho "connection refused" >&2\nexit 1\n')
+    fake.chmod(0o755)
+    res = _run(["bash", str(K8S_SH), "up", str(rendered)], KUBECTL=str(fake))
+    assert res.returncode == 1 and "no cluster answers" in res.stderr
+    assert calls.read_text().splitlines() == ["get --raw=/readyz --request-timeout=10s"]
+
+
+def test_up_wants_a_render_and_usage_is_a_usage_error(tmp_path: Path) -> None:
+    res = _run(["bash", str(K8S_SH), "up", str(tmp_path)])
+    assert res.returncode == 1 and "render first" in res.stderr
+    assert _run(["bash", str(K8S_SH), "bogus"]).returncode == 2
+
+
+def test_the_scripts_are_shellcheck_clean() -> None:
+    require_tools("shellcheck")
+    res = subprocess.run(["shellcheck", "-x", str(K8S_SH), str(K8S_SH.parent / "doctor.sh")],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stdout
