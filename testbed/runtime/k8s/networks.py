@@ -2,7 +2,7 @@
 the convention of the 5G charts), each pod attached with the fixed addresses of the catalogue.
 
 The attachment is a CNI conflist: `bridge` (a Linux bridge per interface on each node: one node,
-as Compose's bridges) or `macvlan` on a node interface (K8S_MASTER: the link between nodes, so N3
+as Compose's bridges, holding the subnet's first address as Docker's do) or `macvlan` on a node interface (K8S_MASTER: the link between nodes, so N3
 crosses a real wire when the UPF and the gNB are placed apart), with `static` IPAM taking each
 pod's address from its annotation (`ips`, the capability Multus passes as runtimeConfig). The
 interface inside the pod is named after the network (n3, sbi): captures name it as Compose's do.
@@ -55,7 +55,14 @@ def config(net: str, spec: Mapping[str, Any], prefix: str, cni: str, master: str
     name = attachment_name(prefix, net)
     plugin: dict[str, Any] = {"type": cni, "capabilities": {"ips": True}, "ipam": {"type": "static"}}
     if cni == "bridge":
-        plugin["bridge"] = name[:15]        # IFNAMSIZ
+        # the node's bridge takes the subnet's first address, as Docker's bridge does (the UE pings
+        # the host on n6 there): the bridge plugin's isGateway, which assigns exactly that address
+        plugin.update({"bridge": name[:15], "isGateway": True, "ipMasq": False})   # IFNAMSIZ
+        gateway = ((spec.get("ipam") or {}).get("config") or [{}])[0].get("gateway")
+        first = str(next(_subnet(net, spec).hosts()))
+        if gateway and str(gateway) != first:
+            raise RuntimeOptionError(f"networks.{net}: gateway {gateway} is not the subnet's first address "
+                                     f"{first}, the one the bridge CNI gives the node's bridge")
     else:
         if not master:
             raise RuntimeOptionError("K8S_CNI=macvlan needs K8S_MASTER=<the node interface of the link>")

@@ -192,6 +192,10 @@ def test_each_interface_is_a_network_attachment_with_the_catalogue_address(ipsec
     conf = json.loads(nads["g5tb-n3"]["spec"]["config"])
     plugin, = conf["plugins"]
     assert plugin["type"] == "bridge" and plugin["ipam"] == {"type": "static"} and plugin["capabilities"] == {"ips": True}
+    # the node's bridge holds the gateway address Compose's bridge has (the UE's ping target on n6)
+    n6 = json.loads(nads["g5tb-n6"]["spec"]["config"])["plugins"][0]
+    assert n6["isGateway"] is True and ipsec_render.env["PING_TARGET"] == ipsec_render.env["NET_N6_GATEWAY"] \
+        == str(next(ipaddress.ip_network(ipsec_render.env["NET_N6_SUBNET"]).hosts()))
     # the gNB resolves the UPF's name at its N3 address, as Compose's DNS answers on n3
     gnb_hosts = {h: a["ip"] for a in pods_["gnb"]["spec"]["hostAliases"] for h in a["hostnames"]}
     assert gnb_hosts["upf"] == env["UPF_N3_IP"]
