@@ -238,9 +238,11 @@ def test_an_unknown_nf_or_a_holder_is_refused_naming_the_nfs(tmp_path: Path) -> 
 
 def test_compose_refuses_a_placement(tmp_path: Path) -> None:
     from testbed import orchestrate, registry
+    from testbed.placement import parse
     with pytest.raises(RuntimeOptionError, match="ENGINE=k8s"):
-        orchestrate.select("baseline", "n3", runtime=registry.runtime("compose"), placement={"upf": pods.Pod("x", [])}  # type: ignore[dict-item]
-                           )
+        orchestrate.select("baseline", "n3", runtime=registry.runtime("compose"), placement=parse("upf:edge"))
+    with pytest.raises(RuntimeOptionError, match="ENGINE=k8s"):          # no ENGINE: the default, compose
+        orchestrate.select("baseline", "n3", placement=parse("upf:edge"))
 
 
 def test_the_start_order_follows_compose_depends_on(tmp_path: Path) -> None:
