@@ -296,3 +296,15 @@ def test_a_compose_key_without_a_kubernetes_form_stops_the_render(tmp_path: Path
         pods.container("x", {"image": "i", "ulimits": {"nofile": 1024}}, vols)
     with pytest.raises(RuntimeOptionError, match=r"security_opt \['seccomp:unconfined'\]"):
         pods.container("x", {"image": "i", "security_opt": ["seccomp:unconfined"]}, vols)
+
+
+def test_the_upf_security_function_is_a_container_of_the_upf_pod(tmp_path: Path) -> None:
+    r = render_k8s("baseline", "n3", tmp_path / "r", place="upf:edge",
+                   dim_options={"SECFN": "ips-nat", "IDS": "suricata"})
+    upf = by_kind(objects(r), "Pod")["upf"]
+    assert upf["spec"]["initContainers"][0]["name"] == "upf-net"
+    assert {"upf", "secfn"} <= {c["name"] for c in upf["spec"]["containers"]}
+    assert upf["spec"]["nodeSelector"] == {"kubernetes.io/hostname": "edge"}      # it goes where the UPF goes
+    with pytest.raises(PlacementError, match="secfn is a container of the upf pod: place upf"):
+        render_k8s("baseline", "n3", tmp_path / "s", place="secfn:edge",
+                   dim_options={"SECFN": "ips-nat", "IDS": "suricata"})
