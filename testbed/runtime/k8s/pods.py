@@ -94,8 +94,9 @@ def pods(model: cm.ComposeModel) -> dict[str, Pod]:
     for owner, members in by_owner.items():
         nf = owner[: -len(HOLDER_SUFFIX)] if owner.endswith(HOLDER_SUFFIX) and owner[: -len(HOLDER_SUFFIX)] in members else owner
         ordered = [owner] + [m for m in members if m != owner]
-        profiles = {p for m in ordered for p in (model.services[m].get("profiles") or ())}
-        out[nf] = Pod(nf, ordered, sorted(profiles)[0] if profiles else None)
+        # started on demand when its namespace's owner is (a container joining it follows it)
+        profiles = sorted(model.services[owner].get("profiles") or ())
+        out[nf] = Pod(nf, ordered, profiles[0] if profiles else None)
     return out
 
 
