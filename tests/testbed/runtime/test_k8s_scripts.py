@@ -2,6 +2,7 @@
 what is missing (kubectl, the cluster, the render) and start nothing."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -68,3 +69,60 @@ def test_the_scripts_are_shellcheck_clean() -> None:
     res = subprocess.run(["shellcheck", "-x", str(K8S_SH), str(K8S_SH.parent / "doctor.sh")],
                          cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stdout
+
+
+FAKE_CLUSTER = '''#!{python}
+"""kubectl as a one-node cluster with Multus would answer k8s-up: every call logged, applied
+objects logged as kind/name, every wait met at once."""
+import json, sys
+import yaml
+args = sys.argv[1:]
+log = open({calls!r}, "a")
+log.write("kubectl " + " ".join(args) + "\\n")
+if args[:1] == ["apply"]:
+    for o in yaml.safe_load_all(sys.stdin.read()):
+        if o:
+            log.write(f"applied {{o['kind']}}/{{o['metadata']['name']}}\\n")
+elif args[:1] == ["version"]:
+    print(json.dumps({{"serverVersion": {{"major": "1", "minor": "34"}}}}))
+elif args[:2] == ["get", "nodes"]:
+    print(json.dumps({{"items": [{{"metadata": {{"name": "kind", "labels": {{}}}},
+                                 "status": {{"conditions": [{{"type": "Ready", "status": "True"}}],
+                                            "nodeInfo": {{"kernelVersion": "6.12.57"}}}}}}]}}))
+elif args[:2] == ["get", "namespace"]:
+    sys.exit(1)                                       # no stack up yet
+elif args[:1] == ["get"] and "pods" in args:
+    print(json.dumps({{"items": [{{"metadata": {{"name": "upf", "annotations": {{}}}},
+                                 "spec": {{"nodeName": "kind", "containers": [{{"name": "upf"}}]}},
+                                 "status": {{"phase": "Running", "podIP": "10.244.0.9"}}}}]}}))
+elif args[:1] == ["exec"]:
+    print("model name\\t: Test CPU")
+'''
+
+
+def test_up_applies_the_data_first_then_the_pods_wave_by_wave_and_records(tmp_path: Path) -> None:
+    r = render_k8s("baseline", "n3", tmp_path / "r")
+    calls = tmp_path / "calls"
+    fake = tmp_path / "kubectl"
+    fake.write_text(FAKE_CLUSTER.format(python=sys.executable, calls=str(calls)))
+    fake.chmod(0o755)
+    res = _run(["bash", str(K8S_SH), "up", str(r.dir)], KUBECTL=str(fake))
+    assert res.returncode == 0, res.stderr
+    lines = calls.read_text().splitlines()
+    applied = [line.split()[1] for line in lines if line.startswith("applied ")]
+    pods_at = [i for i, a in enumerate(applied) if a.startswith("Pod/")]
+    assert applied[0] == "Namespace/g5tb" and min(pods_at) > max(i for i, a in enumerate(applied)
+                                                                 if not a.startswith("Pod/"))
+    order = [a.split("/")[1] for a in applied if a.startswith("Pod/")]
+    waves = [[e.split("=")[0] for e in w.split()] for w in (r.dir / "k8s" / "waves.txt").read_text().splitlines()]
+    assert order == [p for w in waves for p in w]
+    # each pod applied after the waits for every pod of the wave before
+    def at(prefix: str) -> int:
+        return next(i for i, line in enumerate(lines) if line.startswith(prefix) or prefix in line)
+    for before, wave in zip(waves, waves[1:]):
+        last_wait = max(at(f" pod/{p} --timeout") for p in before)
+        assert min(at(f"applied Pod/{p}") for p in wave) > last_wait, (before, wave)
+    assert any("--for=condition=Ready pod/nrf " in line for line in lines)
+    assert any("--for=jsonpath={.status.phase}=Succeeded pod/provision " in line for line in lines)
+    record = json.loads((r.dir / "k8s" / "placement-record.json").read_text())
+    assert record["nodes"]["kind"]["cpu_model"] == "Test CPU" and record["pods"]["upf"]["node"] == "kind"
