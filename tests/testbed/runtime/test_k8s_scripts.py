@@ -126,3 +126,11 @@ def test_up_applies_the_data_first_then_the_pods_wave_by_wave_and_records(tmp_pa
     assert any("--for=jsonpath={.status.phase}=Succeeded pod/provision " in line for line in lines)
     record = json.loads((r.dir / "k8s" / "placement-record.json").read_text())
     assert record["nodes"]["kind"]["cpu_model"] == "Test CPU" and record["pods"]["upf"]["node"] == "kind"
+
+
+def test_the_compose_bring_up_refuses_another_engine(tmp_path: Path) -> None:
+    """make up and every driver start the stack through scripts/up.sh: with ENGINE=k8s they stop
+    (a run must not land on Docker while its user asked for a cluster)."""
+    res = _run(["bash", "scripts/up.sh", "--profile", "baseline"], ENGINE="k8s", STATE=str(tmp_path))
+    assert res.returncode == 2 and "ENGINE=k8s: this starts the Docker Compose stack" in res.stderr
+    assert "make k8s-up" in res.stderr and not (tmp_path / "stack.current").exists()
