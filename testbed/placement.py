@@ -3,6 +3,7 @@
     PLACEMENT="upf:edge gnb:ran"            NF:NODE pairs (spaces or commas between them)
     PLACEMENT="upf:site=edge"               NODE as a node label: label=value
     PLACEMENT=placement.yaml                a YAML file: {upf: edge, gnb: "site=ran"}, or the pairs
+    PLACEMENT="*:pool=a upf:edge"           `*`: every NF not named (a sharded campaign's node group)
 
 An NF is a pod of the render (its overlay holder and the UPF's security function are containers of
 the same pod, so they go where it goes). Parsing checks the syntax and collects every problem at
@@ -27,6 +28,7 @@ _LABEL_NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
 _LABEL_KEY = re.compile(rf"({_NODE.pattern}/)?{_LABEL_NAME}")
 _LABEL_VALUE = re.compile(rf"({_LABEL_NAME})?")
 _NF = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+EVERY = "*"                          # every NF not named otherwise
 EXAMPLE = 'PLACEMENT="upf:edge gnb:ran" (NF:NODE, NODE a node name or label=value) or a YAML file of the same'
 
 
@@ -49,7 +51,7 @@ Placement = Mapping[str, Target]
 
 
 def _target(nf: str, node: str, problems: list[str]) -> Target | None:
-    if not _NF.fullmatch(nf):
+    if nf != EVERY and not _NF.fullmatch(nf):
         problems.append(f"{nf!r}: not an NF name (lowercase letters, digits, '-')")
         return None
     if "=" in node:
@@ -129,13 +131,18 @@ def check_known(placement: Placement, known: Iterable[str], holders: Mapping[str
     names = sorted(set(known))
     problems = []
     for nf in placement:
-        if nf in names:
+        if nf in names or nf == EVERY:
             continue
         pod = (holders or {}).get(nf)
         problems.append(f"{nf} is a container of the {pod} pod: place {pod} (it goes with its NF)" if pod
                         else f"{nf} is not an NF of this render")
     if problems:
         raise PlacementError("PLACEMENT: " + "; ".join(problems) + f" (NFs: {', '.join(names)})")
+
+
+def target_of(placement: Placement, nf: str) -> Target | None:
+    """Where `nf` goes: its own entry, else the `*` entry, else None (the engine's choice)."""
+    return placement.get(nf) or placement.get(EVERY)
 
 
 def as_record(placement: Placement) -> dict[str, str]:

@@ -38,6 +38,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from testbed import placement as placement_mod
 from testbed.check import compose_model as cm
 from testbed.contract import RuntimeOptionError
 from testbed.placement import Placement
@@ -340,8 +341,9 @@ def pod_object(model: cm.ComposeModel, pod: Pod, settings: Settings, placement: 
     aliases = host_aliases(model, owner) if settings.multus else []
     if aliases:
         spec["hostAliases"] = aliases
-    if pod.name in placement:
-        spec["nodeSelector"] = node_selector(placement[pod.name])
+    target = placement_mod.target_of(placement, pod.name)
+    if target is not None:
+        spec["nodeSelector"] = node_selector(target)
     spec["volumes"] = vols.volumes
     if not spec["volumes"]:
         del spec["volumes"]
