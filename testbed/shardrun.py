@@ -37,6 +37,7 @@ class Context:
     campaign: str
     results: Path
     state: Path                       # the campaign's state dir; shard k uses state/shards/s<k>
+    stack_slot: str                   # the campaign's address block (testbed/instance.py), every shard's
     blocks: int
     params: Mapping[str, str]         # the experiment's parameters, given to every driver
     driver: Path
@@ -94,7 +95,7 @@ class Runner:
         ctx = self.ctx
         state = self.state_of(shard)
         log = self.logs / f"s{shard.index}.log"
-        env = {**os.environ, "PYTHON": sys.executable, "STATE": str(state), "ENGINE": "k8s",
+        env = {**os.environ, "PYTHON": sys.executable, "STATE": str(state), "STACK_SLOT": ctx.stack_slot, "ENGINE": "k8s",
                "K8S_NAMESPACE": shard.namespace, "PLACEMENT": shard.placement}
         plane = ctx.params.get("PLANE", "")
         rc, render_dir = self._step(shard, [sys.executable, "-m", "testbed", "render", "--profile", slot.profile,

@@ -12,7 +12,7 @@ import os
 import sys
 from pathlib import Path
 
-from testbed import ROOT, campaign, keys, placement, shards, shardrun
+from testbed import ROOT, campaign, instance, keys, placement, shards, shardrun
 from testbed.cli import campaign as campaign_cli
 from testbed.runtime.k8s import cluster, tool
 
@@ -132,13 +132,18 @@ def run(args: argparse.Namespace) -> int:
         _print_plan(args, chosen, slots, nodes)
         return 0
     state = args.state if args.state is not None else keys.default_state_dir()
-    keys.ensure(state)              # the shards' renders share these (make keys)
+    # The shards' renders share the campaign's keys and its stack's addresses (its STATE's slot,
+    # testbed/instance.py): each shard's state dir would otherwise take its own block, and the
+    # certificates, whose names carry the addresses, would be reissued under the other shards.
+    with instance.addresses_of(state) as inst:
+        keys.ensure(state)
+        slot = os.environ.get(instance.SLOT_ENV) or str(inst.slot)
     params = {**raw, "SHARDS": str(len(chosen)), "SHARD_GROUPS": " ".join(s.group.text() for s in chosen)}
     path = campaign.record_plan(args.results, args.campaign, args.experiment, args.seed, args.reps, slots, params)
     todo = [s for s in slots if s.status != "done"]
     print(f"campaign {args.campaign}: {args.experiment}, {len(slots)} slots, {len(slots) - len(todo)} already done, "
           f"{len(todo)} to run on {len(chosen)} shard(s) (seed {args.seed}; plan in {path})", file=sys.stderr)
-    ctx = shardrun.Context(args.experiment, args.campaign, args.results, Path(state), args.reps, raw, driver)
+    ctx = shardrun.Context(args.experiment, args.campaign, args.results, Path(state), slot, args.reps, raw, driver)
     out = shardrun.Runner(ctx, chosen, todo).run()
     print(f"campaign {args.campaign} ({args.experiment}): {out.ran} boot(s), {out.failed} failed or invalid",
           file=sys.stderr)

@@ -63,3 +63,15 @@ def test_unknown_nfs_and_holders_are_refused_naming_the_nfs() -> None:
     assert "upf-net is a container of the upf pod: place upf" in text
     assert "bogus is not an NF of this render" in text and "(NFs: amf, gnb, upf)" in text
     placement.check_known(placement.parse("gnb:ran"), ["gnb"])
+
+
+def test_star_places_every_nf_not_named() -> None:
+    """`*` (a sharded campaign's node group): every NF not named goes there; a named one wins."""
+    got = placement.parse("*:pool=a upf:edge")
+    assert placement.target_of(got, "upf") == Target(node="edge")
+    assert placement.target_of(got, "amf") == Target(label=("pool", "a"))
+    assert placement.target_of(placement.parse("upf:edge"), "amf") is None
+    placement.check_known(got, ["upf", "amf"])                      # `*` is no NF to refuse
+    assert placement.as_record(got) == {"*": "pool=a", "upf": "edge"}
+    with pytest.raises(PlacementError, match=r"\*: placed twice"):
+        placement.parse("*:a *:b")

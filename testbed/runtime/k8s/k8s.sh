@@ -41,17 +41,22 @@ objects_of() {
   local invert=0
   [[ "$1" == "-v" ]] && { invert=1; shift; }
   "$PYTHON" -c 'import sys, yaml
-objs = [o for o in yaml.safe_load_all(open(sys.argv[1])) if o]
+loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+objs = [o for o in yaml.load_all(open(sys.argv[1]), Loader=loader) if o]
 kinds, invert = set(sys.argv[3:]), sys.argv[2] == "1"
 sys.stdout.write(yaml.safe_dump_all([o for o in objs if (o["kind"] in kinds) != invert], sort_keys=False))' \
     "$RENDER/k8s/objects.yaml" "$invert" "$@"
 }
 
-pod_of() {
+# every Pod of objects.yaml into DIR/<name>.yaml, read once (libyaml where PyYAML has it: the
+# render holds the Secrets, and parsing it once per pod made k8s-up slow)
+split_pods() {
   "$PYTHON" -c 'import sys, yaml
-for o in yaml.safe_load_all(open(sys.argv[1])):
-    if o and o["kind"] == "Pod" and o["metadata"]["name"] == sys.argv[2]:
-        sys.stdout.write(yaml.safe_dump(o, sort_keys=False))' "$RENDER/k8s/objects.yaml" "$1"
+loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+for o in yaml.load_all(open(sys.argv[1]), Loader=loader):
+    if o and o["kind"] == "Pod":
+        with open(sys.argv[2] + "/" + o["metadata"]["name"] + ".yaml", "w") as fh:
+            fh.write(yaml.safe_dump(o, sort_keys=False))' "$RENDER/k8s/objects.yaml" "$1"
 }
 
 explain_pod() {
@@ -71,11 +76,16 @@ cmd_up() {
   fi
   log "applying the namespace, networks and data of $RENDER"
   objects_of -v Pod | "$KUBECTL" apply -f - >/dev/null
+  local pods_dir
+  pods_dir="$(mktemp -d)"
+  # shellcheck disable=SC2064 # the directory is known now
+  trap "rm -rf '$pods_dir'" EXIT
+  split_pods "$pods_dir"
   local wave entry pod cond
   while IFS= read -r wave; do
     [[ -n "$wave" ]] || continue
     for entry in $wave; do
-      pod_of "${entry%%=*}" | "$KUBECTL" apply -f - >/dev/null
+      "$KUBECTL" apply -f - <"$pods_dir/${entry%%=*}.yaml" >/dev/null
     done
     for entry in $wave; do
       pod="${entry%%=*}" cond="${entry#*=}"

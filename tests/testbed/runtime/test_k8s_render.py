@@ -308,3 +308,12 @@ def test_the_upf_security_function_is_a_container_of_the_upf_pod(tmp_path: Path)
     with pytest.raises(PlacementError, match="secfn is a container of the upf pod: place upf"):
         render_k8s("baseline", "n3", tmp_path / "s", place="secfn:edge",
                    dim_options={"SECFN": "ips-nat", "IDS": "suricata"})
+
+
+def test_star_puts_every_pod_on_place_even_the_on_demand_ones(tmp_path: Path) -> None:
+    r = render_k8s("baseline", "n3", tmp_path / "r", place="*:pool=a upf:edge")
+    pods = by_kind(objects(r), "Pod")
+    on_demand = [o for f in sorted((r.dir / k8s_render.ON_DEMAND).glob("*.yaml")) for o in k8s_render.load_all(f)]
+    assert pods["upf"]["spec"]["nodeSelector"] == {"kubernetes.io/hostname": "edge"}
+    assert on_demand and all(p["spec"]["nodeSelector"] == {"pool": "a"}
+                             for p in [*on_demand, *(v for k, v in pods.items() if k != "upf")])
