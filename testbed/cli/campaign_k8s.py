@@ -81,6 +81,9 @@ def _print_plan(args: argparse.Namespace, chosen: list[shards.Shard],
         on = (" ".join(n.name for n in shards.members(sh.group, nodes)) if isinstance(nodes, list)
               else "(not checked: " + nodes.split(";")[0] + ")")
         print(f"  s{sh.index}  node group {sh.group.text():<20} namespace {sh.namespace:<12} nodes {on}")
+        if isinstance(nodes, list) and len(shards.members(sh.group, nodes)) > 1 and _env("K8S_CNI") != "macvlan":
+            print(f"      warning: s{sh.index}'s pods may spread over its {len(shards.members(sh.group, nodes))} "
+                  "nodes, and the bridge CNI keeps each network on one node: one node per group, or K8S_CNI=macvlan")
     seconds, how = shards.estimates(args.results, args.experiment)
     plan = shards.assign(slots, len(chosen), seconds)
     print("plan (order, slot, profile, block, status, shard, start, end; estimated):")
