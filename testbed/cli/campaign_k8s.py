@@ -60,7 +60,7 @@ def _groups(args: argparse.Namespace, nodes: list[cluster.Node] | str, errors: l
             groups = shards.parse_groups(args.groups)
         elif isinstance(nodes, list):
             groups = shards.derive_groups(nodes, args.group_label)
-        elif args.dry_run and args.shards.strip().isdigit():
+        elif (args.dry_run or args.eta) and args.shards.strip().isdigit():
             return [placement.Target(node=f"group-{k}") for k in range(1, int(args.shards) + 1)]
         else:
             errors.append(f"no node groups: {nodes}; name them with SHARD_GROUPS= (DRY_RUN=1 also takes SHARDS= alone)")
@@ -73,34 +73,37 @@ def _groups(args: argparse.Namespace, nodes: list[cluster.Node] | str, errors: l
     return groups
 
 
-def _print_plan(args: argparse.Namespace, chosen: list[shards.Shard],
-                slots: list[campaign.Slot], nodes: list[cluster.Node] | str) -> None:
-    print(f"sharded campaign {args.campaign}, experiment {args.experiment}, seed {args.seed}, {args.reps} block(s), "
+def _plan_lines(args: argparse.Namespace, chosen: list[shards.Shard],
+                slots: list[campaign.Slot], nodes: list[cluster.Node] | str) -> list[str]:
+    """The dry run's report: the shards, every boot on its shard with its estimated times, the ETA."""
+    out: list[str] = []
+    out.append(f"sharded campaign {args.campaign}, experiment {args.experiment}, seed {args.seed}, {args.reps} block(s), "
           f"ENGINE=k8s, {len(chosen)} shard(s), one stack at a time each")
     for sh in chosen:
         on = (" ".join(n.name for n in shards.members(sh.group, nodes)) if isinstance(nodes, list)
               else "(not checked: " + nodes.split(";")[0] + ")")
-        print(f"  s{sh.index}  node group {sh.group.text():<20} namespace {sh.namespace:<12} nodes {on}")
+        out.append(f"  s{sh.index}  node group {sh.group.text():<20} namespace {sh.namespace:<12} nodes {on}")
         if isinstance(nodes, list) and len(shards.members(sh.group, nodes)) > 1 and _env("K8S_CNI") != "macvlan":
-            print(f"      warning: s{sh.index}'s pods may spread over its {len(shards.members(sh.group, nodes))} "
+            out.append(f"      warning: s{sh.index}'s pods may spread over its {len(shards.members(sh.group, nodes))} "
                   "nodes, and the bridge CNI keeps each network on one node: one node per group, or K8S_CNI=macvlan")
     seconds, how = shards.estimates(args.results, args.experiment)
     plan = shards.assign(slots, len(chosen), seconds)
-    print("plan (order, slot, profile, block, status, shard, start, end; estimated):")
+    out.append("plan (order, slot, profile, block, status, shard, start, end; estimated):")
     by_slot = {b.slot.id: b for b in plan}
     n = 0
     for s in slots:
         b = by_slot.get(s.id)
         if b is None:
-            print(f"   -  {s.id}\t{s.profile}\t{s.rep}\t{s.status}\t(skipped)")
+            out.append(f"   -  {s.id}\t{s.profile}\t{s.rep}\t{s.status}\t(skipped)")
             continue
         n += 1
-        print(f"{n:>4}  {s.id}\t{s.profile}\t{s.rep}\t{s.status}\ts{b.shard}\t"
+        out.append(f"{n:>4}  {s.id}\t{s.profile}\t{s.rep}\t{s.status}\ts{b.shard}\t"
               f"{campaign._hms(b.start)}\t{campaign._hms(b.end)}")
     one_host = sum(b.end - b.start for b in plan)
     span = max((b.end for b in plan), default=0.0)
-    print(f"{len(slots)} slots, {len(plan)} to run, {len(slots) - len(plan)} done")
-    print(f"ETA: one host {campaign._hms(one_host)}; {len(chosen)} shard(s) {campaign._hms(span)} ({how})")
+    out.append(f"{len(slots)} slots, {len(plan)} to run, {len(slots) - len(plan)} done")
+    out.append(f"ETA: one host {campaign._hms(one_host)}; {len(chosen)} shard(s) {campaign._hms(span)} ({how})")
+    return out
 
 
 def run(args: argparse.Namespace) -> int:
@@ -111,13 +114,14 @@ def run(args: argparse.Namespace) -> int:
         errors.append("PLACEMENT= with a sharded campaign: each shard's stack goes whole on its node group "
                       "(SHARD_GROUPS=); one placement per shard is not built")
     driver = args.driver or ROOT / "scripts" / f"run-{args.experiment}.sh"
-    if not args.dry_run and args.driver is None and args.experiment not in DRIVERS_ON_K8S:
+    planning = args.dry_run or args.eta         # nothing is started: no cluster needed
+    if not planning and args.driver is None and args.experiment not in DRIVERS_ON_K8S:
         errors.append(f"{driver.name} does not run against a cluster's stack yet (docs/kubernetes.md "
                       "\"Not yet\"): DRY_RUN=1 shows the plan")
     slots, raw, plan_errors = campaign_cli.checked_plan(args)
     errors += plan_errors
     nodes = _nodes()
-    if isinstance(nodes, str) and not args.dry_run:
+    if isinstance(nodes, str) and not planning:
         errors.append(nodes)
     groups = _groups(args, nodes, errors)
     chosen: list[shards.Shard] = []
@@ -131,8 +135,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"error: {e}", file=sys.stderr)
         print("error: nothing was started", file=sys.stderr)
         return 2
-    if args.dry_run:
-        _print_plan(args, chosen, slots, nodes)
+    if planning:
+        lines = _plan_lines(args, chosen, slots, nodes)
+        print("\n".join(lines[-1:] if args.eta else lines))
         return 0
     state = args.state if args.state is not None else keys.default_state_dir()
     # The shards' renders share the campaign's keys and its stack's addresses (its STATE's slot,

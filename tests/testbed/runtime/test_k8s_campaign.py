@@ -85,6 +85,8 @@ def test_dry_run_shows_each_boot_on_its_shard_in_the_seeded_order_and_the_eta(tm
     assert [r[6] for r in rows] == ["0h00m", "0h00m", "0h28m", "0h28m"]
     assert "4 slots, 4 to run, 0 done" in out
     assert "ETA: one host 1h52m; 2 shard(s) 0h56m (each boot 28 min, from the README's table" in out
+    eta = _campaign(_args(tmp_path / "results", "--eta"), KUBECTL=str(fake))
+    assert eta.returncode == 0 and eta.stdout.splitlines() == [out.splitlines()[-1]]
     logged = calls.read_text()
     assert "apply" not in logged and "create" not in logged and "delete" not in logged
 
