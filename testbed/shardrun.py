@@ -155,6 +155,11 @@ class Runner:
 
     def run(self) -> Outcome:
         self.logs.mkdir(parents=True, exist_ok=True)
+
+        def on_term(signum: int, frame: object) -> None:
+            raise KeyboardInterrupt    # as Ctrl-C: end the boots under way, delete their stacks
+
+        signal.signal(signal.SIGTERM, on_term)
         threads = [threading.Thread(target=self.work, args=(s,), name=f"shard-{s.index}") for s in self.shards]
         for t in threads:
             t.start()

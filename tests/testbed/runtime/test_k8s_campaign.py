@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -167,3 +168,29 @@ def test_two_shards_boot_a_fresh_stack_per_slot_in_their_namespaces_into_one_res
     assert len(drivers.read_text().splitlines()) == 3
     plans = list((results / "c" / "plans").glob("*.json"))
     assert plans and json.loads(plans[0].read_text())["parameters"]["SHARD_GROUPS"] == "core edge"
+
+
+def test_an_interrupt_ends_the_boots_under_way_and_deletes_their_stacks(tmp_path: Path) -> None:
+    fake, calls = _fake(tmp_path)
+    started = tmp_path / "started"
+    driver = tmp_path / "driver.sh"
+    driver.write_text(f'#!/usr/bin/env bash\necho "$K8S_NAMESPACE" >>"{started}"\nexec sleep 60\n')
+    driver.chmod(0o755)
+    args = ["n3", "--results", str(tmp_path / "results"), "--campaign", "c", "--reps", "3", "--seed", "3",
+            "--profiles", "baseline", "--driver", str(driver), "--state", str(keys_root().parent)]
+    base = {k: v for k, v in os.environ.items() if k not in ("SHARDS", "SHARD_GROUPS", "SHARD_LABEL", "PLACEMENT",
+                                                             "DRY_RUN", "K8S_NAMESPACE")}
+    proc = subprocess.Popen([sys.executable, "-m", "testbed", "campaign-k8s", *args], cwd=ROOT, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**base, "PYTHON": sys.executable, "KUBECTL": str(fake)})
+    deadline = time.monotonic() + 240
+    while not (started.exists() and len(started.read_text().split()) == 2) and time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.5)
+    proc.terminate()
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    deleted = sorted(line.split()[3] for line in calls.read_text().splitlines()
+                     if line.startswith("kubectl delete namespace"))
+    assert deleted == ["g5tb-s1", "g5tb-s2"] and "interrupted" in err
+    assert len(started.read_text().split()) == 2              # no third boot after the interrupt
