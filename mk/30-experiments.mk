@@ -57,7 +57,7 @@ campaign: ## a campaign of EXPERIMENT=<n3|sbi|cpu|throughput|overlay> over every
 	@$(call PARAMS_FIRST,$(EXPERIMENT)) $(if $(filter overlay,$(EXPERIMENT)),,$(DOCTOR_FIRST)) \
 	  $(EXPERIMENT_ENV) bash scripts/campaign.sh $(EXPERIMENT)
 
-campaign-n3: ## run-n3 for every N3 profile (baseline included), shuffled, resumable; DRY_RUN=1 prints the plan and its ETA
+campaign-n3: ## run-n3 for every N3 profile (baseline included), shuffled, resumable; DRY_RUN=1 prints the plan and its ETA; ENGINE=k8s SHARDS=N: N stacks at once on a cluster
 	@$(call CHECKS_FIRST,n3) $(EXPERIMENT_ENV) bash scripts/campaign.sh n3
 
 campaign-sbi: ## run-sbi (cold + warm) for every SBI profile (baseline included), shuffled, resumable; DRY_RUN=1 prints the plan and its ETA

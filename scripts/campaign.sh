@@ -33,6 +33,8 @@ to each run unchanged (see scripts/run-<experiment>.sh --help).
   PROFILES   only these profiles [default: every profile of the plane]; secfn*: these units
              [default: every one: none-none nat-none ids-nat-suricata ... ips-nat-passthrough]
   DRY_RUN=1  print the plan (with each slot's status) and its ETA, and start nothing
+  ENGINE=k8s up to SHARDS stacks at once on a cluster, one per node group (SHARD_GROUPS,
+             SHARD_LABEL; python -m testbed campaign-k8s --help, docs/kubernetes.md): n3, sbi
 
 Exit: 0 all slots done, 1 some run failed or was invalid, 2 usage error, 130 interrupted.
 EOF
@@ -92,6 +94,13 @@ main() {
 
   local plan_args=("$EXPERIMENT" "${params[@]}" --results "$RESULTS" --campaign "$CAMPAIGN"
     --reps "$BLOCKS" --seed "$SEED" --profiles "$PROFILES")
+  if [[ "${ENGINE:-compose}" == k8s ]]; then
+    # up to SHARDS stacks at once, one per node group of the cluster (docs/kubernetes.md)
+    [[ "$DRY_RUN" != 1 ]] || plan_args+=(--dry-run)
+    local rc=0
+    tb campaign-k8s "${plan_args[@]}" || rc=$?
+    exit "$rc"
+  fi
   local plan
   if [[ "$DRY_RUN" == 1 ]]; then
     plan="$(tb campaign "${plan_args[@]}")" || exit 2

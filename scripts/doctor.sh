@@ -12,6 +12,16 @@ set -euo pipefail
 # shellcheck source=scripts/lib/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
+# ENGINE= as the user gave it (the runtime, docs/kubernetes.md): another runtime than the Docker
+# host's checks its own place (its plug-in's doctor script), before anything here is worked out.
+# ENGINE below is this script's own flag (the Docker engine answered).
+RUNTIME="${ENGINE:-}"
+if [[ -n "$RUNTIME" ]]; then
+  own="$(cd "$TESTBED_ROOT" && "$PYTHON" -m testbed plugins --doctor "$RUNTIME")" \
+    || die "ENGINE=$RUNTIME: not a runtime (python -m testbed plugins lists them)" 2
+  [[ -z "$own" ]] || exec bash "$own"
+fi
+
 DOCKER="${DOCKER:-docker}"
 # shellcheck source=scripts/lib/images.sh
 source "$TESTBED_ROOT/scripts/lib/images.sh"
@@ -29,7 +39,7 @@ readonly EVERY_EXPERIMENT="every experiment (make up, run-n3, run-sbi-cold/warm,
 
 usage() {
   cat <<EOF
-usage: scripts/doctor.sh [--strict]
+usage: scripts/doctor.sh [--strict]      (ENGINE=k8s: the cluster's checks instead, docs/kubernetes.md)
 
 Checks: Docker CLI and engine, Compose v2, buildx, kernel SCTP, TUN, xfrm ESP, WireGuard,
 NFQUEUE (inline IPS), AVX (MongoDB 5+), free disk, the testbed images. Each problem line says what it breaks

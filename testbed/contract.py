@@ -1,14 +1,16 @@
 """The plug-in contract: one typed base class per kind of plug-in, each hook a method with a
 no-op default (docs/contracts.md "Plug-ins").
 
-Four kinds plug into the core, each registered by one line in testbed/registry.py:
+Five kinds plug into the core, each registered by one line in testbed/registry.py:
 
 - overlay   a security protocol on one or more planes (IPsec, WireGuard, TLS, DTLS, MACsec): a
             top-level folder (`ipsec/`, ...) holding its class, entrypoint, catalogue expansion,
             keys, datapath probe, validity rule, privileges, overhead formula and README;
 - ran       a RAN variant (UERANSIM, OAI monolithic, OAI split): testbed/ran/<name>/;
 - dimension a choice orthogonal to the profile (the UPF security function, NAS algorithms);
-- engine    a security-function engine (Suricata, Snort 3, the NFQUEUE pass-through).
+- engine    a security-function engine (Suricata, Snort 3, the NFQUEUE pass-through);
+- runtime   how a rendered stack runs (ENGINE=<name>): Docker Compose on one host (the default)
+            or a Kubernetes cluster (`engine` is taken by the security-function engines).
 
 The core (profiles, render, manifest, validity, keys, datapath, analysis, the bash drivers)
 calls only these methods and never tests a plug-in's name. What a plug-in declares (its name,
@@ -39,7 +41,9 @@ from testbed.verdict import Verdict
 from testbed.wire import Handshakes
 
 if TYPE_CHECKING:
+    from testbed.placement import Placement
     from testbed.profiles import Profile
+    from testbed.render import Rendered
     from testbed.secfn import Secfn
     from testbed.secfn.engines import Counters, Launch
 
@@ -49,7 +53,7 @@ over: with `use_scp` and `overlay_planes` (the planes the run covers) set."""
 Manifest = Mapping[str, Any]
 """A run's manifest.json as testbed/manifest.py loads it."""
 
-KINDS = ("overlay", "ran", "dimension", "engine")
+KINDS = ("overlay", "ran", "dimension", "engine", "runtime")
 DECLARATIONS = "plugin.yaml"
 """The file, in a plug-in's folder, holding its declared values: {class name: {attribute: value}}."""
 _KERNEL_OFFERS: dict[str, bool] = {}      # overlay -> its kernel probe's answer, once per process
@@ -737,6 +741,48 @@ class EnginePlugin(Plugin):
         return self.program, ""
 
 
+# -------------------------------------------------------------------------------------- runtimes
+
+class RuntimeOptionError(ValueError):
+    """A runtime option or placement it cannot honour (a usage error, exit 2); the message names
+    the valid values."""
+
+
+class RuntimePlugin(Plugin):
+    """How a rendered stack runs (ENGINE=<name>): the Compose files the core renders on one Docker
+    host, or the same stack as the objects of another engine (Kubernetes). Both take the render
+    dir the core wrote (the one catalogue, plug-ins, keys and privileges) and add their own files."""
+
+    kind: ClassVar[str] = "runtime"
+    variables: ClassVar[dict[str, str]] = {}
+    """Its own variables (Make/environment, UPPER_CASE) -> help; `python -m testbed render` offers
+    each as --<variable> and hands them to check_options and render as {VARIABLE: value}."""
+    doctor: ClassVar[str | None] = None
+    """File name, in the folder, of the script `make doctor ENGINE=<name>` runs (its exit status is
+    the doctor's); None: scripts/doctor.sh's checks of the Docker host."""
+
+    def problems(self) -> list[str]:
+        out = super().problems()
+        if self.doctor and not (self.folder / self.doctor).is_file():
+            out.append(f"{self.folder}: no {self.doctor} (its doctor)")
+        return out
+
+    def check_options(self, placement: Placement, options: Mapping[str, str]) -> None:
+        """Called once per render before anything is written: RuntimeOptionError for a placement
+        (PLACEMENT=, testbed/placement.py) or an option it cannot honour."""
+
+    def render(self, rendered: Rendered, placement: Placement, options: Mapping[str, str]) -> list[Path]:
+        """Called once the core's render dir is written (compose.env, the Compose files, the NF,
+        RAN and overlay configs): its own objects written into it; returns the files written.
+        RuntimeOptionError for a placement naming what the render does not run."""
+        return []
+
+    def plan(self, rendered: Rendered, placement: Placement, options: Mapping[str, str]) -> list[str]:
+        """Lines added to plan.txt (what `make render` prints) after render."""
+        return []
+
+
 BASES: dict[str, type[Plugin]] = {
     "overlay": OverlayPlugin, "ran": RanPlugin, "dimension": DimensionPlugin, "engine": EnginePlugin,
+    "runtime": RuntimePlugin,
 }

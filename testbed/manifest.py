@@ -515,7 +515,7 @@ def set_path_waits(run_dir: Path, waits: dict[str, Any]) -> None:
     set_field(run_dir, "path_waits", waits)
 
 
-SET_FIELDS = ("path_waits", "wireguard_sessions", "nas", "secfn", "engine", "nfqueue", "proof", "flows")
+SET_FIELDS = ("path_waits", "wireguard_sessions", "nas", "secfn", "engine", "nfqueue", "proof", "flows", "placement")
 
 
 def set_field(run_dir: Path, key: str, value: Any) -> None:

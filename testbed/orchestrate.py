@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from testbed import ROOT, dimensions, instance, keys, planes, profiles, ran, registry, stack, statelock
-from testbed.contract import DimensionChoice, OverlayPlugin, RanPlugin, Values
+from testbed.contract import DimensionChoice, OverlayPlugin, RanPlugin, RuntimePlugin, Values
+from testbed.placement import Placement
 from testbed.profiles import Profile
 from testbed.render import RenderError, Rendered, layout
 from testbed.render import steps
@@ -35,6 +36,9 @@ class Selection:
     uu: str | None = None                        # AS security of an OAI RAN (docs/ran.md)
     dimensions: tuple[DimensionChoice, ...] = ()
     scp: bool | None = None                      # None: nf-configs/stack.yaml's use_scp
+    runtime: RuntimePlugin | None = None         # ENGINE=: None, the Compose files alone
+    placement: Placement = dataclasses.field(default_factory=dict)    # PLACEMENT= (testbed/placement.py)
+    runtime_options: Mapping[str, str] = dataclasses.field(default_factory=dict)   # the runtime's variables
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,10 +70,12 @@ def _covered(profile: Profile, plane: str | None, ran_name: str) -> tuple[str, .
 
 def select(profile: Profile | str, plane: str | None, *, ran_name: str | None = None, uu: str | None = None,
            options: Mapping[str, str] | None = None, dims: tuple[DimensionChoice, ...] | None = None,
-           scp: bool | None = None, values: Values | None = None) -> Selection:
-    """The checked selection; ProfileError, RanError, SelectionError or ValueError (a bad UU) name
-    the valid choices. `options`: the dimensions' variables ({VARIABLE: value}); `dims`: choices
-    already made (then `options` is not read)."""
+           scp: bool | None = None, values: Values | None = None, runtime: RuntimePlugin | None = None,
+           placement: Placement | None = None, runtime_options: Mapping[str, str] | None = None) -> Selection:
+    """The checked selection; ProfileError, RanError, SelectionError, RuntimeOptionError or
+    ValueError (a bad UU) name the valid choices. `options`: the dimensions' variables ({VARIABLE:
+    value}); `dims`: choices already made (then `options` is not read); `runtime`, `placement`,
+    `runtime_options`: ENGINE=, PLACEMENT= and the runtime's variables."""
     v = values or stack.load()
     name = ran.check(ran_name, v)
     prof = profile if isinstance(profile, Profile) else profiles.get(profile, plane)
@@ -78,8 +84,12 @@ def select(profile: Profile | str, plane: str | None, *, ran_name: str | None = 
     plugin.check_options(uu or None, v)
     chosen = dims if dims is not None else dimensions.select(options or {}, prof, planes.expr(covered), name)
     dimensions.check_names(chosen)
+    if runtime is not None:
+        runtime.check_options(placement or {}, runtime_options or {})
+    elif placement:
+        registry.runtime(None).check_options(placement, {})
     return Selection(prof, planes.expr(covered), covered, registry.overlay(prof.protocol), plugin,
-                     uu or None, tuple(chosen), scp)
+                     uu or None, tuple(chosen), scp, runtime, dict(placement or {}), dict(runtime_options or {}))
 
 
 def run_values(sel: Selection, values: Values, datapath_choices: Mapping[str, str] | None = None) -> Values:
@@ -103,10 +113,17 @@ def render(sel: Selection, out_dir: Path, inputs: Inputs) -> Rendered:
                     ran=sel.ran, dimensions=sel.dimensions, uu=sel.uu, subscribers=inputs.subscribers,
                     keys_dir=Path(inputs.keys_dir))
     try:
-        return steps.write_all(job, commit=inputs.commit, mongo_uri=inputs.mongo_uri,
-                               compose_dir=inputs.compose_dir, repo_dir=inputs.repo_dir)
+        rendered = steps.write_all(job, commit=inputs.commit, mongo_uri=inputs.mongo_uri,
+                                   compose_dir=inputs.compose_dir, repo_dir=inputs.repo_dir)
     except (KeyError, ValueError) as exc:
         raise RenderError(f"render {sel.profile.id} on {sel.plane}: {exc}") from exc
+    if sel.runtime is not None:
+        rendered.files += sel.runtime.render(rendered, sel.placement, sel.runtime_options)
+        lines = sel.runtime.plan(rendered, sel.placement, sel.runtime_options)
+        if lines:
+            with open(out_dir / layout.PLAN_FILE, "a", encoding="utf-8") as fh:
+                fh.write("".join(f"{line}\n" for line in lines))
+    return rendered
 
 
 def render_into_state(sel: Selection, state_dir: Path, commit: str, datapath_choices: Mapping[str, str],

@@ -9,7 +9,7 @@ from functools import lru_cache
 from typing import TypeVar
 
 from testbed.contract import (BASES, DimensionPlugin, EnginePlugin, OverlayPlugin, Plugin,
-                              RanPlugin)
+                              RanPlugin, RuntimePlugin)
 
 # (kind, name, "module:Class"), in the order tables, figures and `make profiles` list them. Only
 # the plug-ins a caller asks for are imported (a driver asking for one overlay loads that one).
@@ -32,6 +32,9 @@ ENTRIES: tuple[tuple[str, str, str], ...] = (
     ("engine", "suricata", "testbed.secfn.engines.suricata.plugin:Suricata"),
     ("engine", "snort", "testbed.secfn.engines.snort.plugin:Snort"),
     ("engine", "passthrough", "testbed.secfn.engines.passthrough.plugin:Passthrough"),
+    # runtimes (ENGINE=): the first is the default
+    ("runtime", "compose", "testbed.runtime.compose.plugin:Compose"),
+    ("runtime", "k8s", "testbed.runtime.k8s.plugin:Kubernetes"),
 )
 BASELINE = "testbed.baseline:Baseline"     # protocol "none": the core's own, not a plug-in
 
@@ -133,3 +136,14 @@ def engines() -> list[EnginePlugin]:
 
 def engine(name: str) -> EnginePlugin:
     return _get("engine", name, EnginePlugin, "engine")
+
+
+def runtimes() -> list[RuntimePlugin]:
+    return of_kind("runtime", RuntimePlugin)
+
+
+def runtime(name: str | None) -> RuntimePlugin:
+    """The runtime ENGINE= names; empty: the first registered (compose)."""
+    if not name:
+        return runtimes()[0]
+    return _get("runtime", name, RuntimePlugin, "engine (ENGINE=)")

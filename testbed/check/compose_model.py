@@ -14,6 +14,9 @@ from typing import Any
 import yaml
 
 _VAR = re.compile(r"\$(?:(\$)|\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?])((?:[^{}]|\{[^{}]*\})*))?\}|([A-Za-z_][A-Za-z0-9_]*))")
+# libyaml's safe loader where PyYAML has it (the same documents, several times faster: the
+# Kubernetes render reads every profile's Compose files), else PyYAML's own
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 # Lists that Compose merges by appending (unique) rather than replacing.
 _APPEND_KEYS = {"cap_add", "cap_drop", "devices", "tmpfs", "env_file", "dns", "security_opt"}
 
@@ -124,7 +127,7 @@ def load(files: list[Path], env: dict[str, str]) -> ComposeModel:
             problems.append(Problem(f, "(file)", "compose file does not exist"))
             continue
         try:
-            raw = yaml.safe_load(f.read_text(encoding="utf-8")) or {}
+            raw = yaml.load(f.read_text(encoding="utf-8"), Loader=_LOADER) or {}
         except yaml.YAMLError as exc:
             problems.append(Problem(f, "(yaml)", f"not valid YAML: {exc}"))
             continue

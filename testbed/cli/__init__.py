@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "manifest": "manifest",
     "validity": "validity",
     "campaign": "campaign",
+    "campaign-k8s": "campaign_k8s",
     "channels": "channels",
     "channels-seen": "channels",
     "lab": "lab",

@@ -28,7 +28,9 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
                         help="mark runs left 'running' by a dead driver as incomplete")
 
 
-def run(args: argparse.Namespace) -> int:
+def checked_plan(args: argparse.Namespace) -> tuple[list[campaign.Slot], dict[str, str], list[str]]:
+    """The plan the arguments ask for, the experiment's parameters given, and every problem with
+    them (checked before anything starts)."""
     raw = dict(a.partition("=")[::2] for a in args.assignments)
     errors = []
     if args.reps < 1:
@@ -44,6 +46,11 @@ def run(args: argparse.Namespace) -> int:
     except (profiles.ProfileError, ValueError) as exc:
         errors.extend(str(exc).splitlines())
         slots = []
+    return slots, raw, errors
+
+
+def run(args: argparse.Namespace) -> int:
+    slots, raw, errors = checked_plan(args)
     if errors:
         for e in errors:
             print(f"error: {e}", file=sys.stderr)

@@ -1,4 +1,4 @@
-"""List every plug-in (overlays, RAN variants, dimensions, security-function engines): kind, name, folder."""
+"""List every plug-in (overlays, RAN variants, dimensions, security-function engines, runtimes): kind, name, folder."""
 from __future__ import annotations
 
 import argparse
@@ -11,6 +11,9 @@ from testbed.contract import Plugin
 def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument("--check", action="store_true",
                         help="also check each plug-in's own files (README, entrypoint); exit 1 on a problem")
+    parser.add_argument("--doctor", metavar="ENGINE",
+                        help="print the doctor script of that runtime (ENGINE=) and nothing else; empty: "
+                             "scripts/doctor.sh's checks of the Docker host")
 
 
 def _where(plugin: Plugin) -> str:
@@ -21,6 +24,15 @@ def _where(plugin: Plugin) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.doctor is not None:
+        try:
+            rt = registry.runtime(args.doctor)
+        except registry.UnknownPlugin as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        if rt.doctor:
+            print(rt.folder / rt.doctor)
+        return 0
     found = registry.plugins()
     width = max(len(p.name) for p in found)
     problems: list[str] = []

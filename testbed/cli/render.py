@@ -6,8 +6,9 @@ import os
 import sys
 from pathlib import Path
 
-from testbed import dimensions, keys, profiles, programs, ran, registry, render, statelock
+from testbed import dimensions, images, keys, placement, profiles, programs, ran, registry, render, statelock
 from testbed import orchestrate
+from testbed.contract import RuntimeOptionError
 from testbed.render import layout
 
 # The environment is read here, at the command line's edge, and nowhere below it.
@@ -37,6 +38,23 @@ def add_render_arguments(parser: argparse.ArgumentParser, plane_default: str) ->
     for var, text in dimensions.variables().items():
         parser.add_argument(f"--{var.lower().replace('_', '-')}", dest=f"dim_{var}", default=_env(var),
                             help=f"{text} (default: ${var})")
+    parser.add_argument("--engine", default=_env("ENGINE"),
+                        help="runtime: " + ", ".join(r.name for r in registry.runtimes())
+                             + " (default: $ENGINE, or compose; docs/kubernetes.md)")
+    parser.add_argument("--placement", default=_env("PLACEMENT"),
+                        help="NF:NODE pairs or a YAML file of them (default: $PLACEMENT; ENGINE=k8s)")
+    for var, text in runtime_variables().items():
+        parser.add_argument(f"--{var.lower().replace('_', '-')}", dest=f"rt_{var}", default=_env(var),
+                            help=f"{text} (default: ${var})")
+
+
+def runtime_variables() -> dict[str, str]:
+    """Every runtime's variables -> help (a variable two runtimes share is offered once)."""
+    out: dict[str, str] = {}
+    for rt in registry.runtimes():
+        for var, text in rt.variables.items():
+            out.setdefault(var, f"ENGINE={rt.name}: {text}")
+    return out
 
 
 def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
@@ -59,10 +77,24 @@ def state_dir(args: argparse.Namespace) -> Path:
     return Path(args.state) if args.state is not None else Path(_env("STATE") or keys.default_state_dir())
 
 
+def runtime_options(args: argparse.Namespace) -> dict[str, str]:
+    """The runtime's variables as given, with the image names the environment sets (as for Compose)."""
+    out = {var: str(getattr(args, f"rt_{var}", "") or "") for var in runtime_variables()}
+    try:
+        names = images.defaults()
+    except images.ImageError:
+        names = {}
+    return out | {k: _env(k) for k in names if k.endswith("_IMAGE") and _env(k)}
+
+
 def selection(args: argparse.Namespace, plane: str | None = None) -> orchestrate.Selection:
     uu = "" if args.uu == "-" else args.uu          # '-': the stack's preference lists (run parameters' default)
+    engine = getattr(args, "engine", "")
     return orchestrate.select(args.profile, plane if plane is not None else args.plane, ran_name=args.ran or None,
-                              uu=uu or None, options=options(args), scp=args.scp or None)
+                              uu=uu or None, options=options(args), scp=args.scp or None,
+                              runtime=registry.runtime(engine) if engine else None,
+                              placement=placement.parse(getattr(args, "placement", "")),
+                              runtime_options=runtime_options(args))
 
 
 def render_args(args: argparse.Namespace, plane: str | None = None) -> render.Rendered:
@@ -73,7 +105,7 @@ def render_args(args: argparse.Namespace, plane: str | None = None) -> render.Re
 
 # What rendering can fail with, and how each is told (one line; 2 = the user's input).
 USAGE_ERRORS = (profiles.ProfileError, ran.RanError, dimensions.SelectionError,
-                registry.UnknownPlugin)
+                registry.UnknownPlugin, placement.PlacementError, RuntimeOptionError)
 RENDER_ERRORS = (*USAGE_ERRORS, statelock.Busy, OSError, render.RenderError, keys.KeysError, ValueError, KeyError)
 
 

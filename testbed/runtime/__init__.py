@@ -1,0 +1,1 @@
+"""Runtime plug-ins (ENGINE=, testbed/contract.py RuntimePlugin): how a rendered stack runs."""

@@ -1,0 +1,115 @@
+"""The files a Compose service mounts read-only, as ConfigMaps and Secrets.
+
+A mounted file or directory is one object. It is a Secret when any file in it is private (mode
+0600/0700: keys, certificates' keys, PSKs, the UE configs holding K and OPc; `make keys` and the
+render write them so, docs/contracts.md "State and secrets"), else a ConfigMap. Keys of such an
+object cannot hold `/`, so every file is one key (its path, flattened) mapped back to its path
+with `items`, keeping its mode (the entrypoint scripts stay executable).
+"""
+from __future__ import annotations
+
+import base64
+import dataclasses
+import hashlib
+import re
+from pathlib import Path
+from typing import Any
+
+from testbed.contract import RuntimeOptionError
+
+LIMIT = 1024 * 1024          # the API server's size limit of one ConfigMap or Secret
+
+
+@dataclasses.dataclass
+class DataObject:
+    name: str
+    source: Path
+    secret: bool
+    files: dict[str, tuple[Path, int]]          # key -> (path inside the mount, mode)
+    payload: dict[str, bytes]                   # key -> content
+
+    @property
+    def kind_key(self) -> str:
+        return "secret" if self.secret else "configMap"
+
+    @property
+    def name_key(self) -> str:
+        return "secretName" if self.secret else "name"
+
+    def items(self) -> list[dict[str, Any]]:
+        return [{"key": k, "path": p.as_posix(), "mode": mode} for k, (p, mode) in sorted(self.files.items())]
+
+    def manifest(self, namespace: str, labels: dict[str, str]) -> dict[str, Any]:
+        meta = {"name": self.name, "namespace": namespace, "labels": labels,
+                "annotations": {"testbed/source": str(self.source)}}
+        if self.secret:
+            return {"apiVersion": "v1", "kind": "Secret", "metadata": meta, "type": "Opaque",
+                    "data": {k: base64.b64encode(v).decode() for k, v in sorted(self.payload.items())}}
+        text, binary = {}, {}
+        for k, v in sorted(self.payload.items()):
+            try:
+                text[k] = v.decode("utf-8")
+            except UnicodeDecodeError:
+                binary[k] = base64.b64encode(v).decode()
+        out: dict[str, Any] = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": text}
+        if binary:
+            out["binaryData"] = binary
+        return out
+
+
+def object_name(source: Path, roots: dict[str, Path]) -> str:
+    """A DNS-1123 name from the path below the first root holding it (render/open5gs/nrf.yaml ->
+    render-open5gs-nrf-yaml), shortened with a hash where it is too long."""
+    for label, root in roots.items():
+        if source == root or root in source.parents:
+            text = f"{label}-{source.relative_to(root).as_posix()}" if source != root else label
+            break
+    else:
+        text = source.as_posix()
+    name = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+    if len(name) > 63:
+        name = f"{name[:52].rstrip('-')}-{hashlib.sha256(text.encode()).hexdigest()[:10]}"
+    return name
+
+
+def _key(rel: Path) -> str:
+    return re.sub(r"[^-._a-zA-Z0-9]", "_", rel.as_posix().replace("/", "__")) or "file"
+
+
+@dataclasses.dataclass
+class Store:
+    """Every data object of a render, one per mounted source."""
+    roots: dict[str, Path]                      # name prefix -> directory (render, repo, keys)
+    objects: dict[Path, DataObject] = dataclasses.field(default_factory=dict)
+
+    def add(self, source: Path, service: str) -> DataObject:
+        if source in self.objects:
+            return self.objects[source]
+        if not source.exists():
+            raise RuntimeOptionError(f"services.{service}: mounts {source}, which does not exist "
+                                     "(render again: `make render`)")
+        paths = [source] if source.is_file() else sorted(p for p in source.rglob("*") if p.is_file())
+        files: dict[str, tuple[Path, int]] = {}
+        payload: dict[str, bytes] = {}
+        private = False
+        for p in paths:
+            rel = Path(p.name) if p == source else p.relative_to(source)
+            key = _key(rel)
+            mode = p.stat().st_mode & 0o777
+            private |= not mode & 0o044 or any(not d.stat().st_mode & 0o044 for d in p.parents if d != source
+                                               and source in d.parents)
+            files[key] = (rel, mode)
+            payload[key] = p.read_bytes()
+        size = sum(len(v) for v in payload.values())
+        if size > LIMIT:
+            raise RuntimeOptionError(f"services.{service}: {source} holds {size} bytes, more than one "
+                                     f"ConfigMap/Secret takes ({LIMIT})")
+        name = object_name(source, self.roots)
+        if any(o.name == name for o in self.objects.values()):
+            name = f"{name[:52]}-{hashlib.sha256(str(source).encode()).hexdigest()[:10]}"
+        obj = DataObject(name, source, private, files, payload)
+        self.objects[source] = obj
+        return obj
+
+    def manifests(self, namespace: str, labels: dict[str, str]) -> list[dict[str, Any]]:
+        return [o.manifest(namespace, labels) for o in sorted(self.objects.values(), key=lambda o: o.name)]

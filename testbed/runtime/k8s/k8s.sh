@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# The Kubernetes runtime's make targets (mk/90-k8s.mk, docs/kubernetes.md):
+#
+#   k8s.sh up RENDER_DIR      preflight (kubectl, cluster, Multus, the placement's nodes), then
+#                             apply the render's k8s/ objects wave by wave (k8s/waves.txt: the
+#                             Compose depends_on order), waiting for each pod; record where it ran
+#   k8s.sh down NAMESPACE     delete the stack's namespace (every object of the stack is in it)
+#   k8s.sh images RENDER_DIR  the images its pods run to REGISTRY (docker push; render with the same
+#                             REGISTRY=), or into containerd (ctr -n k8s.io images import) here and
+#                             on IMPORT_HOSTS (ssh)
+#
+# Nothing is started before the checks pass; a pod that does not come up in STACK_UP_TIMEOUT
+# (default 300 s) ends it with that pod's description and logs.
+# Exit: 0 done, 1 failure, 2 usage.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
+PYTHON="${PYTHON:-python3}"
+KUBECTL="${KUBECTL:-kubectl}"
+TIMEOUT="${STACK_UP_TIMEOUT:-300}"
+
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+log() { printf '%s %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
+usage() { sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+
+need_kubectl() {
+  command -v "$KUBECTL" >/dev/null 2>&1 \
+    || die "kubectl ($KUBECTL) not found on PATH: ENGINE=k8s drives a cluster through kubectl; install it and point KUBECONFIG at the cluster (docs/kubernetes.md); nothing was started"
+}
+
+# the namespace of a render (its Namespace object)
+render_namespace() {
+  "$PYTHON" -c 'import sys, yaml
+for o in yaml.safe_load_all(open(sys.argv[1])):
+    if o and o.get("kind") == "Namespace":
+        print(o["metadata"]["name"]); break' "$1/k8s/objects.yaml"
+}
+
+# objects of KIND... (or, with -v, all but them) of objects.yaml, as a YAML stream on stdout
+objects_of() {
+  local invert=0
+  [[ "$1" == "-v" ]] && { invert=1; shift; }
+  "$PYTHON" -c 'import sys, yaml
+loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+objs = [o for o in yaml.load_all(open(sys.argv[1]), Loader=loader) if o]
+kinds, invert = set(sys.argv[3:]), sys.argv[2] == "1"
+sys.stdout.write(yaml.safe_dump_all([o for o in objs if (o["kind"] in kinds) != invert], sort_keys=False))' \
+    "$RENDER/k8s/objects.yaml" "$invert" "$@"
+}
+
+# every Pod of objects.yaml into DIR/<name>.yaml, read once (libyaml where PyYAML has it: the
+# render holds the Secrets, and parsing it once per pod made k8s-up slow)
+split_pods() {
+  "$PYTHON" -c 'import sys, yaml
+loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+for o in yaml.load_all(open(sys.argv[1]), Loader=loader):
+    if o and o["kind"] == "Pod":
+        with open(sys.argv[2] + "/" + o["metadata"]["name"] + ".yaml", "w") as fh:
+            fh.write(yaml.safe_dump(o, sort_keys=False))' "$RENDER/k8s/objects.yaml" "$1"
+}
+
+explain_pod() {
+  "$KUBECTL" -n "$NS" describe pod "$1" >&2 || true
+  "$KUBECTL" -n "$NS" logs "$1" --all-containers --tail=40 >&2 || true
+}
+
+cmd_up() {
+  RENDER="${1:?usage: k8s.sh up RENDER_DIR}"
+  [[ -f "$RENDER/k8s/objects.yaml" ]] \
+    || die "$RENDER/k8s/objects.yaml missing: render first (make render ENGINE=k8s PROFILE=...)"
+  need_kubectl
+  (cd "$ROOT" && "$PYTHON" -m testbed.runtime.k8s.tool preflight "$RENDER") || exit 1
+  NS="$(render_namespace "$RENDER")"
+  if "$KUBECTL" get namespace "$NS" >/dev/null 2>&1; then
+    die "namespace $NS exists: a stack is up (make k8s-down K8S_NAMESPACE=$NS first)"
+  fi
+  log "applying the namespace, networks and data of $RENDER"
+  objects_of -v Pod | "$KUBECTL" apply -f - >/dev/null
+  local pods_dir
+  pods_dir="$(mktemp -d)"
+  # shellcheck disable=SC2064 # the directory is known now
+  trap "rm -rf '$pods_dir'" EXIT
+  split_pods "$pods_dir"
+  local wave entry pod cond
+  while IFS= read -r wave; do
+    [[ -n "$wave" ]] || continue
+    for entry in $wave; do
+      "$KUBECTL" apply -f - <"$pods_dir/${entry%%=*}.yaml" >/dev/null
+    done
+    for entry in $wave; do
+      pod="${entry%%=*}" cond="${entry#*=}"
+      log "waiting for pod $pod ($cond, up to ${TIMEOUT} s)"
+      if [[ "$cond" == succeeded ]]; then
+        "$KUBECTL" -n "$NS" wait --for=jsonpath='{.status.phase}'=Succeeded "pod/$pod" --timeout="${TIMEOUT}s" >/dev/null \
+          || { explain_pod "$pod"; die "pod $pod did not complete (above: its description and logs)"; }
+      else
+        "$KUBECTL" -n "$NS" wait --for=condition=Ready "pod/$pod" --timeout="${TIMEOUT}s" >/dev/null \
+          || { explain_pod "$pod"; die "pod $pod not ready (above: its description and logs)"; }
+      fi
+    done
+  done <"$RENDER/k8s/waves.txt"
+  (cd "$ROOT" && "$PYTHON" -m testbed.runtime.k8s.tool record "$RENDER") >/dev/null
+  log "stack up in namespace $NS; where it runs: $RENDER/k8s/placement-record.json"
+}
+
+cmd_down() {
+  local ns="${1:?usage: k8s.sh down NAMESPACE}"
+  need_kubectl
+  "$KUBECTL" delete namespace "$ns" --ignore-not-found --wait=true
+}
+
+# the images the render's pods run (on-demand ones included), one a line
+render_images() {
+  "$PYTHON" -c 'import sys, yaml
+from pathlib import Path
+seen = []
+for f in [Path(sys.argv[1]) / "objects.yaml", *sorted((Path(sys.argv[1]) / "on-demand").glob("*.yaml"))]:
+    for o in yaml.safe_load_all(f.read_text()):
+        if o and o["kind"] == "Pod":
+            for c in o["spec"].get("initContainers", []) + o["spec"]["containers"]:
+                if c["image"] not in seen:
+                    seen.append(c["image"])
+print("\n".join(seen))' "$1/k8s"
+}
+
+cmd_images() {
+  local render="${1:?usage: k8s.sh images RENDER_DIR}" names=() ref
+  [[ -f "$render/k8s/objects.yaml" ]] || die "$render/k8s/objects.yaml missing: render first (make render ENGINE=k8s)"
+  mapfile -t names < <(render_images "$render")
+  command -v docker >/dev/null 2>&1 || die "docker CLI not found: k8s-images moves the images built by \`make build\`"
+  if [[ -n "${REGISTRY:-}" ]]; then
+    for ref in "${names[@]}"; do
+      # the render names them under REGISTRY already: push the local image under that name
+      docker tag "${ref#"$REGISTRY"/}" "$ref"
+      docker push "$ref"
+    done
+    log "pushed ${#names[@]} images to $REGISTRY"
+    return 0
+  fi
+  command -v ctr >/dev/null 2>&1 \
+    || die "ctr not found: without REGISTRY= the images go into this node's containerd (ctr -n k8s.io images import)"
+  docker save "${names[@]}" | ctr -n k8s.io images import -
+  local host
+  for host in ${IMPORT_HOSTS:-}; do
+    log "importing into containerd on $host"
+    docker save "${names[@]}" | ssh "$host" ctr -n k8s.io images import -
+  done
+}
+
+case "${1:-}" in
+  up) shift; cmd_up "$@" ;;
+  down) shift; cmd_down "$@" ;;
+  images) shift; cmd_images "$@" ;;
+  -h|--help) usage ;;
+  *) usage >&2; exit 2 ;;
+esac

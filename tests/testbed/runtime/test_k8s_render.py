@@ -1,0 +1,319 @@
+"""ENGINE=k8s renders (testbed/runtime/k8s/): every profile's objects against the Kubernetes API
+schemas (tests/data/k8s-schemas/, offline), each container against the Compose service it comes
+from (capabilities, read-only root, privileges) and nf-configs/privileges.yaml, secrets never in a
+ConfigMap, the Multus attachments, the holders as sidecars, the start order, the chart's values."""
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from testbed import privileges, profiles
+from testbed.check import compose_model as cm
+from testbed.contract import RuntimeOptionError
+from testbed.placement import PlacementError
+from testbed.render import compose_env as cenv
+from testbed.render import Rendered, layout
+from testbed.runtime.k8s import networks, pods, plugin as k8s_plugin, render as k8s_render
+from tests.conftest import ROOT
+from tests.testbed.render.helpers import keys_root, plane_sets, render_to
+from tests.testbed.runtime import k8s_schemas
+from tests.testbed.runtime.helpers import by_kind, containers, objects, render_k8s
+
+DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
+CHART = ROOT / "testbed" / "runtime" / "k8s" / "chart"
+
+
+def _compose(render_dir: Path) -> cm.ComposeModel:
+    """The render's Compose services as `make up` would start them (images aside)."""
+    env = cenv.parse_env((render_dir / layout.COMPOSE_ENV).read_text())
+    env |= {k: "img" for k in ("OPEN5GS_IMAGE", "UERANSIM_IMAGE", "TOOLS_IMAGE", "MONGO_IMAGE", "OAI_IMAGE",
+                               "SNORT_IMAGE", "FERRETDB_IMAGE") if k not in env}
+    files = [Path(f) for f in (render_dir / layout.COMPOSE_FILES).read_text().split()]
+    return cm.load(files, env)
+
+
+def _all_objects(render_dir: Path) -> list[dict[str, Any]]:
+    out = k8s_render.load_objects(render_dir)
+    for f in sorted((render_dir / k8s_render.ON_DEMAND).glob("*.yaml")):
+        out += k8s_render.load_all(f)
+    return out
+
+
+def problems_of(render_dir: Path, objs: list[dict[str, Any]] | None = None) -> list[str]:
+    """Everything wrong with one render's objects (as written, or `objs` as built): schema, names,
+    and each container against its Compose service and its role."""
+    objs = _all_objects(render_dir) if objs is None else objs
+    out = [e for o in objs for e in k8s_schemas.errors(o)]
+    for o in objs:
+        meta = o["metadata"]
+        if not DNS_LABEL.fullmatch(meta["name"]) or len(meta["name"]) > 63:
+            out.append(f"{o['kind']} {meta['name']}: not a DNS-1123 label")
+        out += [f"{o['kind']} {meta['name']}: label {k}={v}" for k, v in (meta.get("labels") or {}).items()
+                if not LABEL_VALUE.fullmatch(v) or len(v) > 63]
+    model = _compose(render_dir)
+    seen: list[str] = []
+    for pod in (o for o in objs if o["kind"] == "Pod"):
+        for name, c in containers(pod).items():
+            seen.append(name)
+            svc = model.services[name]
+            ctx = c["securityContext"]
+            want = sorted(privileges.normalise_capability(x) for x in svc.get("cap_add") or ())
+            role = privileges.role(svc["labels"][privileges.ROLE_LABEL])
+            if sorted(ctx["capabilities"].get("add", [])) != want:
+                out.append(f"{name}: capabilities {ctx['capabilities'].get('add')} != Compose's cap_add {want}")
+            if not set(want) <= set(role.capabilities):
+                out.append(f"{name}: {want} beyond its role {role.name}")
+            if ctx["capabilities"]["drop"] != ["ALL"] or svc.get("cap_drop") != ["ALL"]:
+                out.append(f"{name}: does not drop ALL")
+            if ctx["readOnlyRootFilesystem"] != bool(svc.get("read_only")) or ctx["readOnlyRootFilesystem"] != role.read_only:
+                out.append(f"{name}: readOnlyRootFilesystem {ctx['readOnlyRootFilesystem']} differs from Compose/role")
+            if ctx["allowPrivilegeEscalation"] is not False or ctx.get("privileged"):
+                out.append(f"{name}: may gain privileges")
+            if svc.get("healthcheck") and "readinessProbe" not in c:
+                out.append(f"{name}: Compose has a health check, the pod no readiness probe")
+    if sorted(seen) != sorted(model.services):
+        out.append(f"containers {sorted(seen)} != Compose services {sorted(model.services)}")
+    for cmap in (o for o in objs if o["kind"] == "ConfigMap"):
+        out += [f"ConfigMap {cmap['metadata']['name']}: {k} holds a private key"
+                for k, v in cmap.get("data", {}).items() if "PRIVATE KEY" in v]
+    return out
+
+
+def missing_keys(p: profiles.Profile) -> str | None:
+    """Why the keys of a profile are absent here: material only newer tools make (the render stops
+    naming it; tests/testbed/render/test_render.py skips them alike), else None."""
+    if p.params.get("cert") == "mldsa65" and not (keys_root() / "ca" / "ca-mldsa65.crt").is_file():
+        return "no ML-DSA-65 certificates: `make keys` with OpenSSL >= 3.5 (Debian 13)"
+    if p.params.get("rosenpass") and not (keys_root() / "rosenpass").is_dir():
+        return "no Rosenpass keys: `make keys` with rosenpass on PATH (`make rosenpass`)"
+    return None
+
+
+def _newer_keys(p: profiles.Profile) -> bool:
+    return p.params.get("cert") == "mldsa65" or bool(p.params.get("rosenpass"))
+
+
+def test_every_profile_renders_to_objects_the_api_schemas_accept(tmp_path: Path) -> None:
+    """Every profile of the catalogue on its first plane (those whose keys need newer tools below):
+    the objects validate, and each container carries exactly its Compose service's capabilities
+    (one render each: the suite's time)."""
+    found: list[str] = []
+    images = k8s_plugin._images({})
+    for p in (p for p in profiles.load().values() if not p.refused and not _newer_keys(p)):
+        out = tmp_path / p.id
+        r = render_to(p.id, p.planes[0], out)        # the core's render, then the objects in memory:
+        built = k8s_render.build(r, {}, {}, images)  # writing them is the other tests' (and costs time)
+        objs = built.ordered + [o for pods_ in built.on_demand.values() for o in pods_]
+        found += [f"{p.id}: {e}" for e in problems_of(r.dir, objs)]
+        shutil.rmtree(out)
+    assert found == []
+
+
+def test_the_written_objects_are_the_built_ones(ipsec_render: Rendered) -> None:
+    from testbed.placement import parse
+    built = k8s_render.build(ipsec_render, parse("upf:edge gnb:site=ran"), {}, k8s_plugin._images({}))
+    assert objects(ipsec_render) == built.ordered
+
+
+@pytest.mark.parametrize("profile", [p.id for p in profiles.load().values() if _newer_keys(p) and not p.refused])
+def test_every_profile_with_newer_keys_renders_valid_objects(profile: str, tmp_path: Path) -> None:
+    why = missing_keys(profiles.get(profile))
+    if why:
+        pytest.skip(why)
+    assert problems_of(render_k8s(profile, None, tmp_path / "r").dir) == []
+
+
+def variants() -> list[tuple[str, str, dict[str, Any]]]:
+    """The other forms of a stack: every plane set of one profile per protocol, the SCP, the OAI
+    RANs, the UPF's security function, the pod network."""
+    out: list[tuple[str, str, dict[str, Any]]] = []
+    seen: set[str] = set()
+    for p in profiles.load().values():
+        if p.protocol not in seen and not p.refused and not _newer_keys(p):
+            seen.add(p.protocol)
+            out += [(p.id, plane, {"ran": "split"} if set(plane.split(",")) & {"f1c", "f1u", "e1"} else {})
+                    for plane in plane_sets(p)[1:]]
+    return out + [("baseline", "sbi", {"scp": True}), ("baseline", "n3", {"ran": "oai"}),
+                  ("baseline", "n3", {"ran": "split"}),
+                  ("baseline", "n3", {"dim_options": {"SECFN": "ips-nat", "IDS": "suricata"}}),
+                  ("aes256gcm", "n3", {"options": {"MULTUS": "0"}})]
+
+
+@pytest.mark.parametrize("profile,plane,kw", variants(), ids=lambda x: str(x))
+def test_each_form_of_the_stack_renders_valid_objects(profile: str, plane: str, kw: dict[str, Any],
+                                                      tmp_path: Path) -> None:
+    assert problems_of(render_k8s(profile, plane, tmp_path / "r", **kw).dir) == []
+
+
+@pytest.fixture(scope="module")
+def ipsec_render(tmp_path_factory: pytest.TempPathFactory) -> Rendered:
+    return render_k8s("aes256gcm", "n3", tmp_path_factory.mktemp("k8s") / "r", place="upf:edge gnb:site=ran")
+
+
+@pytest.fixture(scope="module")
+def ipsec(ipsec_render: Rendered) -> list[dict[str, Any]]:
+    return objects(ipsec_render)
+
+
+def test_a_pod_is_an_nf_with_its_holder_as_a_sidecar_that_starts_first(ipsec: list[dict[str, Any]]) -> None:
+    upf = by_kind(ipsec, "Pod")["upf"]
+    init, = upf["spec"]["initContainers"]
+    assert init["name"] == "upf-net" and init["restartPolicy"] == "Always"
+    assert init["startupProbe"]["exec"]["command"] == ["test", "-f", "/run/testbed/overlay-ready"]
+    assert [c["name"] for c in upf["spec"]["containers"]] == ["upf"]
+    assert upf["spec"]["restartPolicy"] == "Never"         # a failed NF fails the boot, as in Compose
+    assert {"name": "net.ipv4.ip_forward", "value": "1"} in upf["spec"]["securityContext"]["sysctls"]
+    roles = json.loads(upf["metadata"]["annotations"][pods.ROLES_ANNOTATION])
+    assert roles == {"upf": "upf", "upf-net": "holder-ipsec"}
+
+
+def test_each_interface_is_a_network_attachment_with_the_catalogue_address(ipsec_render: Rendered,
+                                                                          ipsec: list[dict[str, Any]]) -> None:
+    nads = by_kind(ipsec, "NetworkAttachmentDefinition")
+    pods_ = by_kind(ipsec, "Pod")
+    wanted = json.loads(pods_["upf"]["metadata"]["annotations"][networks.ANNOTATION])
+    env = ipsec_render.env
+    assert {w["interface"]: w["ips"] for w in wanted} == {
+        net: [f"{env[f'UPF_{net.upper()}_IP']}/{ipaddress.ip_network(env[f'NET_{net.upper()}_SUBNET']).prefixlen}"]
+        for net in ("n3", "n4", "n6")}
+    for pod in pods_.values():
+        for w in json.loads(pod["metadata"]["annotations"].get(networks.ANNOTATION, "[]")):
+            assert w["name"] in nads, (pod["metadata"]["name"], w)
+            assert ipaddress.ip_interface(w["ips"][0])
+    conf = json.loads(nads["g5tb-n3"]["spec"]["config"])
+    plugin, = conf["plugins"]
+    assert plugin["type"] == "bridge" and plugin["ipam"] == {"type": "static"} and plugin["capabilities"] == {"ips": True}
+    # the node's bridge holds the gateway address Compose's bridge has (the UE's ping target on n6)
+    n6 = json.loads(nads["g5tb-n6"]["spec"]["config"])["plugins"][0]
+    assert n6["isGateway"] is True and ipsec_render.env["PING_TARGET"] == ipsec_render.env["NET_N6_GATEWAY"] \
+        == str(next(ipaddress.ip_network(ipsec_render.env["NET_N6_SUBNET"]).hosts()))
+    # the gNB resolves the UPF's name at its N3 address, as Compose's DNS answers on n3
+    gnb_hosts = {h: a["ip"] for a in pods_["gnb"]["spec"]["hostAliases"] for h in a["hostnames"]}
+    assert gnb_hosts["upf"] == env["UPF_N3_IP"]
+
+
+def test_macvlan_needs_the_link_interface_and_uses_it(tmp_path: Path) -> None:
+    with pytest.raises(RuntimeOptionError, match="K8S_MASTER"):
+        render_k8s("baseline", "n3", tmp_path / "a", options={"K8S_CNI": "macvlan"})
+    r = render_k8s("baseline", "n3", tmp_path / "b", options={"K8S_CNI": "macvlan", "K8S_MASTER": "eth1"})
+    conf = json.loads(by_kind(objects(r), "NetworkAttachmentDefinition")["g5tb-n3"]["spec"]["config"])
+    assert conf["plugins"][0]["master"] == "eth1"
+
+
+def test_pod_network_without_multus(tmp_path: Path) -> None:
+    objs = objects(render_k8s("baseline", "n3", tmp_path / "r", options={"MULTUS": "0"}))
+    assert not by_kind(objs, "NetworkAttachmentDefinition")
+    assert all(networks.ANNOTATION not in p["metadata"]["annotations"] for p in by_kind(objs, "Pod").values())
+
+
+def test_keys_and_sim_secrets_are_secrets(ipsec: list[dict[str, Any]]) -> None:
+    secrets = by_kind(ipsec, "Secret")
+    assert {"render-overlay-upf", "render-overlay-gnb", "render-ueransim-ue1-yaml",
+            "render-provision-subscribers-json"} <= set(secrets)
+    assert "private__upf.key" in secrets["render-overlay-upf"]["data"]
+    assert not any("ue1" in n or "overlay" in n for n in by_kind(ipsec, "ConfigMap"))
+
+
+def test_placement_is_a_node_selector_on_the_nf_pod(ipsec: list[dict[str, Any]]) -> None:
+    p = by_kind(ipsec, "Pod")
+    assert p["upf"]["spec"]["nodeSelector"] == {"kubernetes.io/hostname": "edge"}
+    assert p["gnb"]["spec"]["nodeSelector"] == {"site": "ran"}
+    assert "nodeSelector" not in p["amf"]["spec"]
+
+
+def test_an_unknown_nf_or_a_holder_is_refused_naming_the_nfs(tmp_path: Path) -> None:
+    with pytest.raises(PlacementError, match=r"upf-net is a container of the upf pod.*; bogus is not an NF.*NFs: amf"):
+        render_k8s("aes256gcm", "n3", tmp_path / "r", place="upf-net:edge bogus:x")
+    assert not (tmp_path / "r" / k8s_render.OBJECTS).exists()
+
+
+def test_compose_refuses_a_placement(tmp_path: Path) -> None:
+    from testbed import orchestrate, registry
+    from testbed.placement import parse
+    with pytest.raises(RuntimeOptionError, match="ENGINE=k8s"):
+        orchestrate.select("baseline", "n3", runtime=registry.runtime("compose"), placement=parse("upf:edge"))
+    with pytest.raises(RuntimeOptionError, match="ENGINE=k8s"):          # no ENGINE: the default, compose
+        orchestrate.select("baseline", "n3", placement=parse("upf:edge"))
+
+
+def test_the_start_order_follows_compose_depends_on(tmp_path: Path) -> None:
+    r = render_k8s("baseline", "n3", tmp_path / "r")
+    waves = [dict(e.split("=") for e in line.split()) for line in (r.dir / k8s_render.WAVES).read_text().splitlines()]
+    at = {p: i for i, w in enumerate(waves) for p in w}
+    assert at["mongo"] < at["provision"] < at["udr"] and at["nrf"] < at["amf"] < at["gnb"] < at["ue1"]
+    assert waves[at["provision"]]["provision"] == "succeeded" and waves[at["amf"]]["amf"] == "ready"
+    pods_ = by_kind(objects(r), "Pod")
+    assert sorted(at) == sorted(pods_)
+    on_demand = {f.stem for f in (r.dir / k8s_render.ON_DEMAND).glob("*.yaml")}
+    assert on_demand == {"ue2", "scale"}
+
+
+def test_the_chart_values_are_the_objects_and_helm_renders_them(ipsec: list[dict[str, Any]], tmp_path: Path) -> None:
+    r = render_k8s("baseline", "n3", tmp_path / "r")
+    values = yaml.safe_load((r.dir / k8s_render.VALUES).read_text())
+    assert values["objects"] == objects(r)
+    assert "range .Values.objects" in (CHART / "templates" / "objects.yaml").read_text()
+    helm = shutil.which("helm")
+    if helm is None:
+        pytest.skip("helm not installed: `helm template` of the chart not compared (docs/kubernetes.md)")
+    out = subprocess.run([helm, "template", "g5tb", str(CHART), "-f", str(r.dir / k8s_render.VALUES)],
+                         capture_output=True, text=True, check=True).stdout
+    def key(o: dict[str, Any]) -> tuple[str, str]:
+        return o["kind"], o["metadata"]["name"]
+    # the same objects; Helm orders them its own way (kinds it knows first, by name)
+    assert sorted((o for o in yaml.safe_load_all(out) if o), key=key) == sorted(objects(r), key=key)
+    lint = subprocess.run([helm, "lint", str(CHART), "-f", str(r.dir / k8s_render.VALUES)], capture_output=True, text=True)
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+
+
+def test_bad_options_are_refused_before_anything_is_written(tmp_path: Path) -> None:
+    for opts, what in (({"MULTUS": "yes"}, "MULTUS=yes"), ({"K8S_NAMESPACE": "Bad_NS"}, "K8S_NAMESPACE"),
+                       ({"K8S_CNI": "calico"}, "K8S_CNI=calico")):
+        with pytest.raises(RuntimeOptionError, match=what):
+            render_k8s("baseline", "n3", tmp_path / "r", options=opts)
+
+
+def test_compose_is_the_default_runtime_and_k8s_is_registered() -> None:
+    from testbed import registry
+    assert registry.runtime(None).name == registry.runtime("").name == "compose"
+    assert [r.name for r in registry.runtimes()] == ["compose", "k8s"]
+    assert registry.runtime("k8s").doctor == "doctor.sh"
+
+
+def test_a_compose_key_without_a_kubernetes_form_stops_the_render(tmp_path: Path) -> None:
+    store = pods.data.Store({})
+    vols = pods.Volumes(tmp_path, store)
+    with pytest.raises(RuntimeOptionError, match=r"services.x: ulimits has no Kubernetes form"):
+        pods.container("x", {"image": "i", "ulimits": {"nofile": 1024}}, vols)
+    with pytest.raises(RuntimeOptionError, match=r"security_opt \['seccomp:unconfined'\]"):
+        pods.container("x", {"image": "i", "security_opt": ["seccomp:unconfined"]}, vols)
+
+
+def test_the_upf_security_function_is_a_container_of_the_upf_pod(tmp_path: Path) -> None:
+    r = render_k8s("baseline", "n3", tmp_path / "r", place="upf:edge",
+                   dim_options={"SECFN": "ips-nat", "IDS": "suricata"})
+    upf = by_kind(objects(r), "Pod")["upf"]
+    assert upf["spec"]["initContainers"][0]["name"] == "upf-net"
+    assert {"upf", "secfn"} <= {c["name"] for c in upf["spec"]["containers"]}
+    assert upf["spec"]["nodeSelector"] == {"kubernetes.io/hostname": "edge"}      # it goes where the UPF goes
+    with pytest.raises(PlacementError, match="secfn is a container of the upf pod: place upf"):
+        render_k8s("baseline", "n3", tmp_path / "s", place="secfn:edge",
+                   dim_options={"SECFN": "ips-nat", "IDS": "suricata"})
+
+
+def test_star_puts_every_pod_on_place_even_the_on_demand_ones(tmp_path: Path) -> None:
+    r = render_k8s("baseline", "n3", tmp_path / "r", place="*:pool=a upf:edge")
+    pods = by_kind(objects(r), "Pod")
+    on_demand = [o for f in sorted((r.dir / k8s_render.ON_DEMAND).glob("*.yaml")) for o in k8s_render.load_all(f)]
+    assert pods["upf"]["spec"]["nodeSelector"] == {"kubernetes.io/hostname": "edge"}
+    assert on_demand and all(p["spec"]["nodeSelector"] == {"pool": "a"}
+                             for p in [*on_demand, *(v for k, v in pods.items() if k != "upf")])
