@@ -181,8 +181,18 @@ def cmd_figures(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from analysis import stamps
+    out = _out_dir(args)
+    key = stamps.key("report", Path(args.results), out, {"permutations": args.permutations})
+    # known from the stamps alone, before pandas, SciPy and matplotlib are imported
+    if not args.no_cache and stamps.up_to_date("report", out, key):
+        log.info("report up to date: no input, code or option changed since it was written")
+        print(out / "report.md")
+        return 0
     from analysis.report import build
-    print(build(Path(args.results), _out_dir(args), permutations=args.permutations))
+    path = build(Path(args.results), out, permutations=args.permutations)
+    stamps.record("report", out, key)
+    print(path)
     return 0
 
 
