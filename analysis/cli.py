@@ -167,16 +167,24 @@ def _out_dir(args: argparse.Namespace) -> Path:
 
 
 def cmd_figures(args: argparse.Namespace) -> int:
-    from analysis import figures, tables
-    from analysis.datasets import Datasets
-    from analysis.results import discover
+    from analysis import stamps
     names = args.figure or None
-    for n in names or []:
-        figures.get(n)
-    ds = Datasets.load(discover(args.results))
-    drawn = figures.draw_all(tables.all_tables(ds), _out_dir(args) / "figures", names, ds)
+    out = _out_dir(args) / "figures"
+    command = "figures-" + "-".join(names) if names else "figures"
+    key = stamps.key(command, Path(args.results), out, {})
+    # known from the stamps alone, before pandas, SciPy and matplotlib are imported
+    drawn = stamps.listing(command, out, key) if not args.no_cache else None
+    if drawn is None:                   # something changed: load, and draw what changed (figures.draw_all)
+        from analysis import figures, tables
+        from analysis.datasets import Datasets
+        from analysis.results import discover
+        for n in names or []:
+            figures.get(n)
+        ds = Datasets.load(discover(args.results))
+        drawn = {n: [str(p) for p in ps] for n, ps in figures.draw_all(tables.all_tables(ds), out, names, ds).items()}
+        stamps.record(command, out, key, drawn)
     for name, paths in drawn.items():
-        print(f"{name}: " + (", ".join(str(p) for p in paths) if paths else "no data (skipped)"))
+        print(f"{name}: " + (", ".join(paths) if paths else "no data (skipped)"))
     return 0
 
 

@@ -54,8 +54,8 @@ def kept(out: Path, name: str, key: str | None) -> list[Path] | None:
 
 
 def remember(out: Path, name: str, key: str | None, paths: list[Path]) -> None:
-    """After drawing: the data key and the files' stamps (nothing without a key)."""
-    if key is None:
+    """After drawing: the data key and the files' stamps (nothing without a key or a file)."""
+    if key is None or not paths:
         return
     out.mkdir(parents=True, exist_ok=True)
     rec = {"key": key, "files": [p.name for p in paths],

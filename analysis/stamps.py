@@ -79,18 +79,27 @@ def _outputs(out: Path) -> list[str]:
     return sorted(s for s in _tree(out, out) if not s.split("|", 1)[0].endswith(SUFFIX))
 
 
-def up_to_date(command: str, out: Path, k: str) -> bool:
-    """Whether `out` holds what `command` wrote with key `k`, every output unchanged since."""
+def listing(command: str, out: Path, k: str) -> dict[str, list[str]] | None:
+    """What `command` wrote in `out` with key `k` (as it recorded it), every output unchanged
+    since; None when it must run."""
     try:
         rec = json.loads((out / f".{command}{SUFFIX}").read_text(encoding="utf-8"))
-        return bool(rec["outputs"]) and rec["key"] == k and rec["outputs"] == _outputs(out)
-    except (OSError, ValueError, KeyError, TypeError):
-        return False
+        if rec["outputs"] and rec["key"] == k and rec["outputs"] == _outputs(out):
+            return dict(rec.get("listing") or {})
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        pass
+    return None
 
 
-def record(command: str, out: Path, k: str) -> None:
-    """After a build: the key and the stamps of everything now in `out`."""
+def up_to_date(command: str, out: Path, k: str) -> bool:
+    """Whether `out` holds what `command` wrote with key `k`, every output unchanged since."""
+    return listing(command, out, k) is not None
+
+
+def record(command: str, out: Path, k: str, listing: dict[str, list[str]] | None = None) -> None:
+    """After a build: the key, the stamps of everything now in `out` and what the command
+    reports (`listing`, given back by `listing()` while nothing changed)."""
     path = out / f".{command}{SUFFIX}"
     tmp = path.with_name(f"{path.name}.{os.getpid()}")
-    tmp.write_text(json.dumps({"key": k, "outputs": _outputs(out)}), encoding="utf-8")
+    tmp.write_text(json.dumps({"key": k, "outputs": _outputs(out), "listing": listing or {}}), encoding="utf-8")
     os.replace(tmp, path)

@@ -42,12 +42,13 @@ def n3_tree(fixture_tree: results_tree.Tree, tmp_path: Path) -> Path:
     return root
 
 
-def _report(results: Path, out: Path) -> str:
-    """`python -m analysis report` in a new process; prints its path and whether pandas was imported."""
-    code = ("import sys; from analysis.cli import main; rc = main(['report', sys.argv[1], '--out', sys.argv[2]]); "
+def _report(results: Path, out: Path, command: str = "report") -> str:
+    """`python -m analysis report` (or `figures`) in a new process; what it prints, then whether
+    pandas was imported."""
+    code = ("import sys; from analysis.cli import main; rc = main([sys.argv[3], sys.argv[1], '--out', sys.argv[2]]); "
             "print('pandas' in sys.modules); sys.exit(rc)")
-    res = subprocess.run([sys.executable, "-c", code, str(results), str(out)], capture_output=True, text=True,
-                         check=True)
+    res = subprocess.run([sys.executable, "-c", code, str(results), str(out), command], capture_output=True,
+                         text=True, check=True)
     return res.stdout
 
 
@@ -72,6 +73,10 @@ def test_unchanged_report_is_known_before_the_heavy_imports(n3_tree: Path, tmp_p
     key = stamps.key("report", n3_tree, out, {"permutations": 0})
     assert key != stamps.key("report", n3_tree, out, {"permutations": 100})
     assert stamps.up_to_date("report", out, key)
+    # make figures: the same, what it drew listed again
+    first = _report(n3_tree, out, "figures").splitlines()
+    assert first[-1] == "True" and any(line.startswith("fig2-n3-rtt: ") for line in first)
+    assert _report(n3_tree, out, "figures").splitlines() == first[:-1] + ["False"]
 
 
 def test_a_figure_is_drawn_again_only_when_its_data_change(fixture_datasets, tmp_path: Path) -> None:
