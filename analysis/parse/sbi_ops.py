@@ -95,6 +95,8 @@ def _last(*values: str) -> str:
 
 
 def _records(capture: Path | str, decode: Decode, ports: Sequence[int]) -> list[list[str]]:
+    # a script tshark cannot run (no Lua in the build) is a warning to tshark, not an error: the
+    # preface's connections are then candidates, and undecoded_ports finds their ports
     n = len(FIELDS)
     text = tshark.export(capture, FIELDS, FILTER, prefs=decode.prefs,
                          extra=("-X", f"lua_script:{PREFACE_LUA}", *decode.extra),

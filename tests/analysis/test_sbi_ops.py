@@ -91,6 +91,20 @@ def test_one_tshark_pass_when_every_preface_is_in_the_capture(docs: Path, monkey
     assert rows == two_pass and len(rows) == 320
 
 
+def test_without_the_lua_heuristic_the_same_rows_in_two_passes(docs: Path, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tshark that cannot run the script (no Lua in its build) warns and goes on: the preface's
+    connections on 7777 are then found by their HEADERS segments and read in a second pass."""
+    broken = tmp_path / "broken.lua"
+    broken.write_text("error('this tshark runs no Lua')\n")
+    monkeypatch.setattr(sbi_ops, "PREFACE_LUA", broken)
+    records = sbi_ops._records(docs, sbi_ops.CLEAR, [])
+    assert sbi_ops.undecoded_ports(records) == [7777]
+    monkeypatch.setenv("ANALYSIS_CACHE", "off")
+    rows = sbi_ops.requests(docs)
+    assert len(rows) == 320 and all(r["ns_response"] is not None for r in rows)
+
+
 def test_http1_sbi_of_open5gs_test_programs(shared_data: Path) -> None:
     """Issue 30 item 4: Open5GS's registration test capture speaks HTTP/1.1 on 7777; sbi-ops
     printed a CSV header only. Each request is paired with the response tshark links to it
