@@ -6,8 +6,9 @@ distribution (a box: quartiles, whiskers at the 1st and 99th percentile, as Zeid
 theirs; a whisker more than twice as high as the rest is cut just above it, its value written
 there, so that the means stay readable), every boot's mean as a point (the boot is the
 replication), and the mean over boots with its 99 % t interval (a diamond). An RTT is never
-negative: an interval reaching below 0 is cut at 0 there and marked. With few boots the figure says so (the t quantile with n_boots - 1 degrees of
-freedom makes the interval wide: 9.9 x sd/sqrt(n) for 3 boots).
+negative: an interval reaching below 0 is cut at 0 there and marked. With few boots the figure
+says so (the t quantile with n_boots - 1 degrees of freedom makes the interval wide: 9.9 x
+sd/sqrt(n) for 3 boots).
 """
 from __future__ import annotations
 
