@@ -34,19 +34,50 @@ def directory() -> Path | None:
     return Path(value) if value else Path.home() / ".cache" / "g5tb-analysis"
 
 
-@lru_cache(maxsize=256)
-def _file_digest(path: str, _mtime_ns: int, _size: int) -> str:
+def stamped_digest(path: Path | str, folder: Path | None) -> str:
+    """SHA-256 of a file's bytes, kept under `folder`/digests per (path, device, inode, size,
+    modification time in ns): an unchanged file is not read again in a later process (a report
+    over 216 MB of captures hashed them all each time: 0.9 s), a new or rewritten one always is."""
+    st = os.stat(path)
+    return _digest(os.path.realpath(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, folder)
+
+
+@lru_cache(maxsize=4096)
+def _digest(path: str, dev: int, ino: int, size: int, mtime_ns: int, folder: Path | None) -> str:
+    stamp = hashlib.sha256(f"{path}|{dev}|{ino}|{size}|{mtime_ns}".encode()).hexdigest()
+    memo = folder / "digests" / stamp if folder is not None else None
+    if memo is not None:
+        try:
+            text = memo.read_text(encoding="ascii").strip()
+            if len(text) == 64:
+                return text
+        except OSError:
+            pass
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
+    if memo is not None:
+        _store(memo, h.hexdigest())
     return h.hexdigest()
 
 
+def _store(path: Path, text: str) -> None:
+    """`text` into `path` atomically (0600 in a 0700 folder); a folder that cannot be written is
+    logged, never an error."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")   # mode 0600
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except OSError as exc:
+        log.info("analysis cache not written (%s): %s", path.parent, exc)
+
+
 def file_digest(path: Path | str) -> str:
-    """SHA-256 of a file's bytes (memoised per path, modification time and size)."""
-    st = os.stat(path)
-    return _file_digest(str(path), st.st_mtime_ns, st.st_size)
+    """SHA-256 of a file's bytes (kept by path, size and modification time: stamped_digest)."""
+    return stamped_digest(path, directory())
 
 
 @lru_cache(maxsize=1)
@@ -83,12 +114,5 @@ def cached(inputs: Iterable[Path | str], question: Any, compute: Callable[[], T]
     except (OSError, ValueError):
         pass
     value = compute()
-    try:
-        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-")   # mode 0600
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(value, f)
-        os.replace(tmp, path)
-    except OSError as exc:
-        log.info("analysis cache not written (%s): %s", folder, exc)
+    _store(path, json.dumps(value))
     return value

@@ -95,7 +95,6 @@ def cmd_sbi_ops(args: argparse.Namespace) -> int:
         from analysis import sbi_report
         return _two_tables(args.format, "SBI operations per profile (ms, intervals over boots)",
                            *sbi_report.cli_tables(paths[0]))
-    from analysis import decrypt
     from analysis.parse import sbi_ops
     by_overlay: dict[str, list[Path]] = {}
     for item in args.keys or ():
@@ -103,7 +102,10 @@ def cmd_sbi_ops(args: argparse.Namespace) -> int:
         if not sep:
             raise ValueError(f"--keys {item!r}: give OVERLAY=FILE, e.g. tls=tls-keys.log")
         by_overlay.setdefault(overlay, []).append(Path(path))
-    decode = decrypt.for_files(by_overlay)
+    decode = sbi_ops.CLEAR
+    if by_overlay:              # the plug-ins (and the profile catalogue) only to decrypt: 0.4 s of imports
+        from analysis import decrypt
+        decode = decrypt.for_files(by_overlay)
     names: dict[str, str] = {}
     if args.names:
         from testbed import instance, stack
@@ -114,6 +116,10 @@ def cmd_sbi_ops(args: argparse.Namespace) -> int:
             raise FileNotFoundError(f"capture {p} does not exist")
     results = _parallel(lambda p: sbi_ops.requests(p, decode, ports=args.port or [], detect=not args.no_detect),
                         paths)
+    for p, rs in zip(paths, results):
+        if not rs:
+            print(f"{p}: no HTTP/2 or HTTP/1.1 request over TCP in the capture (encrypted SBI needs its keys: "
+                  "--keys; an SBI on a port tshark does not read as HTTP: --port)", file=sys.stderr)
     rows = [r for rs in results for r in sbi_ops.with_names(rs, names)]
     sys.stdout.write(sbi_ops.rows_csv(rows))
     return 0
@@ -161,22 +167,40 @@ def _out_dir(args: argparse.Namespace) -> Path:
 
 
 def cmd_figures(args: argparse.Namespace) -> int:
-    from analysis import figures, tables
-    from analysis.datasets import Datasets
-    from analysis.results import discover
+    from analysis import stamps
     names = args.figure or None
-    for n in names or []:
-        figures.get(n)
-    ds = Datasets.load(discover(args.results))
-    drawn = figures.draw_all(tables.all_tables(ds), _out_dir(args) / "figures", names, ds)
+    out = _out_dir(args) / "figures"
+    command = "figures-" + "-".join(names) if names else "figures"
+    key = stamps.key(command, Path(args.results), out, {})
+    # known from the stamps alone, before pandas, SciPy and matplotlib are imported
+    drawn = stamps.listing(command, out, key) if not args.no_cache else None
+    if drawn is None:                   # something changed: load, and draw what changed (figures.draw_all)
+        from analysis import figures, tables
+        from analysis.datasets import Datasets
+        from analysis.results import discover
+        for n in names or []:
+            figures.get(n)
+        ds = Datasets.load(discover(args.results))
+        drawn = {n: [str(p) for p in ps] for n, ps in figures.draw_all(tables.all_tables(ds), out, names, ds).items()}
+        stamps.record(command, out, key, drawn)
     for name, paths in drawn.items():
-        print(f"{name}: " + (", ".join(str(p) for p in paths) if paths else "no data (skipped)"))
+        print(f"{name}: " + (", ".join(paths) if paths else "no data (skipped)"))
     return 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from analysis import stamps
+    out = _out_dir(args)
+    key = stamps.key("report", Path(args.results), out, {"permutations": args.permutations})
+    # known from the stamps alone, before pandas, SciPy and matplotlib are imported
+    if not args.no_cache and stamps.up_to_date("report", out, key):
+        log.info("report up to date: no input, code or option changed since it was written")
+        print(out / "report.md")
+        return 0
     from analysis.report import build
-    print(build(Path(args.results), _out_dir(args), permutations=args.permutations))
+    path = build(Path(args.results), out, permutations=args.permutations)
+    stamps.record("report", out, key)
+    print(path)
     return 0
 
 
@@ -297,14 +321,14 @@ def build_parser() -> argparse.ArgumentParser:
         s.add_argument("--format", choices=["md", "csv"], default="md", help="results-tree summary format")
         s.set_defaults(run=cmd_ran_procedures)
 
-    s = sub.add_parser("sbi-ops", help="per-request SBI operations (HTTP/2) of captures, CSV; or per profile and "
+    s = sub.add_parser("sbi-ops", help="per-request SBI operations (HTTP/2, HTTP/1.1) of captures, CSV; or per profile and "
                        "operation over a results tree, with intervals and the overhead against the baseline")
     s.add_argument("paths", nargs="+", metavar="RESULTS|CAPTURE", help="one results directory, or capture files")
     s.add_argument("--keys", action="append", metavar="OVERLAY=FILE",
                    help="a key file a run exported, for its overlay plug-in to decrypt the captures with "
                         "(repeatable): tls=<NSS key log>, ipsec=<charon key log> (docs/analysis.md)")
     s.add_argument("--port", action="append", type=int, help="TCP port to decode as cleartext HTTP/2 (repeatable)")
-    s.add_argument("--no-detect", action="store_true", help="do not look for further cleartext HTTP/2 ports")
+    s.add_argument("--no-detect", action="store_true", help="do not read a capture again for HTTP/2 connections whose preface it missed")
     s.add_argument("--names", action="store_true", help="NF names from nf-configs/stack.yaml addresses")
     s.add_argument("--slot", type=int, default=0, help="the run's address slot for --names (manifest instance.slot)")
     s.add_argument("--format", choices=["md", "csv"], default="md", help="results-tree summary format")

@@ -3,10 +3,12 @@ and payload size, in ms like the RTT table.
 
 Per profile and size, what the statistics rest on is shown, not only their result: the samples'
 distribution (a box: quartiles, whiskers at the 1st and 99th percentile, as Zeidler et al. plot
-theirs), every boot's mean as a point (the boot is the replication), and the mean over boots with
-its 99 % t interval (a diamond). An RTT is never negative: an interval reaching below 0 is cut at
-0 there and marked. With few boots the figure says so (the t quantile with n_boots - 1 degrees of
-freedom makes the interval wide: 9.9 x sd/sqrt(n) for 3 boots).
+theirs; a whisker more than twice as high as the rest is cut just above it, its value written
+there, so that the means stay readable), every boot's mean as a point (the boot is the
+replication), and the mean over boots with its 99 % t interval (a diamond). An RTT is never
+negative: an interval reaching below 0 is cut at 0 there and marked. With few boots the figure
+says so (the t quantile with n_boots - 1 degrees of freedom makes the interval wide: 9.9 x
+sd/sqrt(n) for 3 boots).
 """
 from __future__ import annotations
 
@@ -64,19 +66,49 @@ def _boots(ax: plt.Axes, x: float, width: float, means: np.ndarray) -> None:
     ax.scatter(x + jitter, means, s=12, color="black", zorder=4, gid="boots")
 
 
-def _box(ax: plt.Axes, x: float, width: float, values: np.ndarray, colour: str, hatch: str) -> float:
-    """The samples' box at x; returns the top of its upper whisker."""
+def _box(ax: plt.Axes, x: float, width: float, values: np.ndarray, colour: str, hatch: str) -> tuple[float, Any]:
+    """The samples' box at x; returns its upper quartile and the boxplot's artists."""
     b = ax.boxplot([values], positions=[x], widths=width * 0.75, whis=(1, 99), showfliers=False,
                    patch_artist=True, manage_ticks=False, medianprops={"color": "black", "linewidth": 0.8})
     for box in b["boxes"]:
         box.set(facecolor=colour, alpha=0.35, hatch=hatch, edgecolor="black", linewidth=0.5, gid="samples")
+    return float(np.percentile(values, 75)), b
+
+
+def _whisker_top(b: Any) -> float:
     return float(max(np.max(w.get_ydata()) for w in b["whiskers"]))
 
 
+def _clip_whiskers(ax: plt.Axes, boxes: list[tuple[float, Any]], cut: float) -> bool:
+    """Upper whiskers above `cut` end there, with an arrow and the 99th percentile written beside
+    it (a namespace ping's tail reaches 145 ms where the means are below 2 ms: drawn whole, it
+    flattened every mean into the axis). Whether any was cut."""
+    clipped = False
+    for x, b in boxes:
+        top = _whisker_top(b)
+        if top <= cut:
+            continue
+        clipped = True
+        for w in b["whiskers"]:
+            y = w.get_ydata()
+            if np.max(y) == top:
+                w.set_ydata([min(y), cut])
+        for c in b["caps"]:
+            if np.max(c.get_ydata()) == top:
+                c.set_visible(False)
+        ax.plot([x], [cut], marker="^", ms=6, color=CLIPPED, linestyle="none", zorder=6, gid="whisker-clipped")
+        ax.annotate(f"{top:.3g}", (x, cut), xytext=(4, 0), textcoords="offset points", ha="left", va="center",
+                    fontsize=6, color=CLIPPED)
+    return clipped
+
+
 def rtt_panel(ax: plt.Axes, table: pd.DataFrame, found: Samples, group_fmt: Callable[[object], str]) -> None:
-    """RTT per profile and size: samples, boot means, mean over boots with its interval cut at 0."""
+    """RTT per profile and size: samples, boot means, mean over boots with its interval cut at 0.
+    The axis is scaled to the means, their intervals, the boot means and the boxes (quartiles):
+    a 99th-percentile whisker above that is cut at the top and its value written there."""
     lay = layout(table, "size")
     top, clipped = 0.0, False
+    boxes: list[tuple[float, Any]] = []
     for gi, g in enumerate(lay.groups):
         sub = lay.table[lay.table["size"] == g].set_index(KEYS)
         for i, k in enumerate(lay.keys):
@@ -86,11 +118,11 @@ def rtt_panel(ax: plt.Axes, table: pd.DataFrame, found: Samples, group_fmt: Call
             x, colour = lay.x(i, gi), protocols.colour(lay.protocol(k))
             runs = found.get(_key(*k, g), {})
             if runs:
-                top = max(top, _box(ax, x, lay.width, np.concatenate(list(runs.values())), colour,
-                                    HATCHES[gi % len(HATCHES)]))
+                q3, b = _box(ax, x, lay.width, np.concatenate(list(runs.values())), colour, HATCHES[gi % len(HATCHES)])
+                boxes.append((x, b))
                 means = np.array([v.mean() for v in runs.values()])
                 _boots(ax, x, lay.width, means)
-                top = max(top, float(means.max()))
+                top = max(top, q3, float(means.max()))
             mean, ci = float(row["mean"]), _finite(row["ci"])
             below = min(ci, mean)                           # the interval stops at 0
             line = ax.errorbar(x, mean, yerr=[[below], [ci]], fmt="D", ms=5, color=colour, mec="black",
@@ -100,8 +132,14 @@ def rtt_panel(ax: plt.Axes, table: pd.DataFrame, found: Samples, group_fmt: Call
                 clipped = True
                 ax.plot([x], [0], marker="v", ms=7, color=CLIPPED, linestyle="none", zorder=6, gid="clipped")
             top = max(top, mean + ci)
-    ax.set_ylim(0, top * 1.45 if top > 0 else 1)             # room for the legend and the notes
-    _finish(ax, lay, group_fmt, clipped)
+    # whiskers up to twice the rest stay whole; a longer tail is cut just above the rest
+    whole = [_whisker_top(b) for _, b in boxes]
+    top = max([top] + [w for w in whole if w <= 2 * top])
+    cut = _clip_whiskers(ax, boxes, top * 1.04)
+    # room above for the legend and the notes (with a cut whisker: one legend line more, and the
+    # written values below the legend)
+    ax.set_ylim(0, top * (1.8 if cut else 1.45) if top > 0 else 1)
+    _finish(ax, lay, group_fmt, clipped, cut)
     ax.set_ylabel("RTT (ms): samples, boot means, mean over boots with 99 % CI")
     ax.set_title("RTT per profile and payload size")
 
@@ -130,12 +168,12 @@ def overhead_panel(ax: plt.Axes, table: pd.DataFrame, found: Samples, group_fmt:
     lo, hi = ax.get_ylim()
     ax.set_ylim(lo, hi + 0.6 * (hi - lo))                   # room for the legend and the notes
     show_zero(ax)
-    _finish(ax, lay, group_fmt, False)
+    _finish(ax, lay, group_fmt, False, False)
     ax.set_ylabel("overhead vs baseline (ms), 99 % Welch CI")
     ax.set_title("RTT overhead against the baseline (dashed = baseline)")
 
 
-def _finish(ax: plt.Axes, lay: Layout, group_fmt: Callable[[object], str], clipped: bool) -> None:
+def _finish(ax: plt.Axes, lay: Layout, group_fmt: Callable[[object], str], clipped: bool, cut: bool) -> None:
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
     ticks(ax, lay)
@@ -148,6 +186,9 @@ def _finish(ax: plt.Axes, lay: Layout, group_fmt: Callable[[object], str], clipp
     if clipped:
         handles.append(Line2D([], [], marker="v", ms=7, color=CLIPPED, linestyle="none",
                               label="interval clipped at 0 (reaches below)"))
+    if cut:
+        handles.append(Line2D([], [], marker="^", ms=6, color=CLIPPED, linestyle="none",
+                              label="99th pct cut here (its value written, ms)"))
     ax.legend(handles=handles, fontsize=7, loc="upper left", title="payload", title_fontsize=7)
     mark_userspace(ax, lay.table)
 

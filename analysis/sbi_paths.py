@@ -17,6 +17,7 @@ NF discovery with other parameters is the same operation. Resource words that ho
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from urllib.parse import unquote
 
 UE_ID = "{ueId}"
@@ -29,6 +30,7 @@ _HEX = re.compile(r"^(0x)?[0-9a-f]{8,}$", re.IGNORECASE)
 _VERSION = re.compile(r"^v\d+$")
 
 
+@lru_cache(maxsize=4096)        # service names, versions and resource words repeat in every request
 def segment(text: str) -> str:
     """One path segment as it appears in the template."""
     s = unquote(text)

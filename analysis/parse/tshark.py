@@ -139,22 +139,9 @@ def _warn(what: str, exc: OSError) -> None:
 
 def content_digest(capture: Path, cache: Path) -> str:
     """SHA-256 of the capture's bytes, remembered per (file, size, mtime) so that an unchanged
-    file is not read again (a new or rewritten file always is)."""
-    st = capture.stat()
-    stamp = hashlib.sha256(f"{capture.resolve()}|{st.st_dev}|{st.st_ino}|{st.st_size}|{st.st_mtime_ns}".encode())
-    memo = cache / "digests" / stamp.hexdigest()
-    try:
-        text = memo.read_text(encoding="ascii").strip()
-        if len(text) == 64:
-            return text
-    except OSError:
-        pass
-    h = hashlib.sha256()
-    with capture.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    _write(memo, h.hexdigest().encode("ascii"))
-    return h.hexdigest()
+    file is not read again (a new or rewritten file always is): analysis/cache.py stamped_digest."""
+    from analysis.cache import stamped_digest
+    return stamped_digest(capture, cache)
 
 
 def _tshark_identity() -> str:

@@ -142,3 +142,32 @@ def test_cli_list_figures_and_bad_figure(capsys, fixture_tree, tmp_path):
     assert capsys.readouterr().out.split()[0] == "fig2-n3-rtt"
     assert main(["figures", str(fixture_tree.root), "--out", str(tmp_path), "--figure", "nope"]) == 1
     assert "unknown figure 'nope'" in capsys.readouterr().err
+
+
+def test_fig2_cuts_a_long_tail_and_writes_its_value(tmp_path, monkeypatch):
+    """Issue 30 item 7: on a paper-sized namespace campaign the 99th-percentile whiskers (up to
+    145 ms) flattened every mean (below 2 ms) into the axis. The axis is scaled to the means,
+    boot means and quartiles; a whisker far above is cut there, marked, and its value written."""
+    import numpy as np
+    import pandas as pd
+    from types import SimpleNamespace
+    head = {"campaign": "c", "experiment": "overlay", "size": 64}
+    rows, pings = [], []
+    for p, proto, dp, centre in (("baseline", "none", "none", 0.03), ("wireguard", "wireguard", "userspace", 1.2)):
+        values = np.full(1000, centre)
+        values[-20:] = 145.0                   # 2 % of the pings in a long tail: the 99th percentile is 145 ms
+        for b in range(5):
+            pings += [{**head, "profile": p, "protocol": proto, "datapath": dp, "run": f"{p}{b}", "rtt_ms": v,
+                       "dup": False} for v in values]
+        mean = float(values.mean())
+        rows.append({**head, "profile": p, "protocol": proto, "datapath": dp, "mean": mean, "ci": 0.01,
+                     "n_boots": 5, "overhead": float("nan") if proto == "none" else mean - 2.93,
+                     "overhead_ci": 0.02, "baseline_mean": 2.93})
+    fig = _fig2({"rtt": pd.DataFrame(rows)}, tmp_path, monkeypatch, SimpleNamespace(ping=pd.DataFrame(pings)))
+    ax1 = fig.axes[0]
+    assert ax1.get_ylim()[1] < 10          # the means (3 to 4 ms with the tail) fill the axis, not 145 ms
+    cut = [ln for ln in ax1.get_lines() if ln.get_gid() == "whisker-clipped"]
+    assert len(cut) == 2 and all(ln.get_ydata()[0] < ax1.get_ylim()[1] for ln in cut)
+    assert [t.get_text() for t in ax1.texts if t.get_text() == "145"] == ["145", "145"]
+    assert "99th pct cut here" in " ".join(t.get_text() for t in ax1.get_legend().get_texts())
+    plt.close(fig)

@@ -22,6 +22,7 @@ from tests.conftest import require_tools
 
 DOCS = "open5gs-docs-pcaps/5g-roaming-lbo.pcapng"
 ROASTED = "roastedbeans-open5gs-roaming/n1_n2_interfaces.pcap"
+HTTP1 = "open5gs-docs-pcaps/testregistration-1-110.pcapng"
 
 
 @pytest.fixture(autouse=True)
@@ -55,7 +56,7 @@ def test_path_templates(path: str, template: str) -> None:
 
 def test_every_request_of_the_open5gs_capture(docs: Path) -> None:
     rows = sbi_ops.requests(docs)
-    # the capture's SBI: 320 requests on ports 80 and 7777 (found by the pre-pass), all answered
+    # the capture's SBI: 320 requests on ports 80 and 7777 (7777 by its preface), all answered
     assert sbi_ops.detect_ports(docs) == [80, 7777]
     assert len(rows) == 320 and all(r["ns_response"] is not None for r in rows)
     first = rows[0]
@@ -71,6 +72,60 @@ def test_every_request_of_the_open5gs_capture(docs: Path) -> None:
     ops = {r["operation"] for r in rows}
     assert "POST /nausf-auth/v1/ue-authentications" in ops
     assert "POST /namf-comm/v1/ue-contexts/{ueId}/n1-n2-messages" in ops
+
+
+def test_one_tshark_pass_when_every_preface_is_in_the_capture(docs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 30 item 4: the port pre-pass was a second full pass (2.0x one bare tshark pass on a
+    123,740-frame copy of this capture). The preface on 7777 (which tshark's own heuristics leave
+    as TCP data) is found within the one pass; the rows are those the two passes gave."""
+    calls: list[tuple[str, ...]] = []
+    real = tshark.export
+
+    def counted(*args: object, **kw: object) -> str:
+        calls.append(tuple(kw.get("decode_as") or ()))     # type: ignore[arg-type]
+        return real(*args, **kw)                              # type: ignore[arg-type]
+    monkeypatch.setattr(tshark, "export", counted)
+    rows = sbi_ops.requests(docs)
+    assert calls == [()]
+    two_pass = sbi_ops.requests_from_records(sbi_ops._records(docs, sbi_ops.CLEAR, [80, 7777]), str(docs))
+    assert rows == two_pass and len(rows) == 320
+
+
+def test_without_the_lua_heuristic_the_same_rows_in_two_passes(docs: Path, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tshark that cannot run the script (no Lua in its build) warns and goes on: the preface's
+    connections on 7777 are then found by their HEADERS segments and read in a second pass."""
+    broken = tmp_path / "broken.lua"
+    broken.write_text("error('this tshark runs no Lua')\n")
+    monkeypatch.setattr(sbi_ops, "PREFACE_LUA", broken)
+    records = sbi_ops._records(docs, sbi_ops.CLEAR, [])
+    assert sbi_ops.undecoded_ports(records) == [7777]
+    monkeypatch.setenv("ANALYSIS_CACHE", "off")
+    rows = sbi_ops.requests(docs)
+    assert len(rows) == 320 and all(r["ns_response"] is not None for r in rows)
+
+
+def test_http1_sbi_of_open5gs_test_programs(shared_data: Path) -> None:
+    """Issue 30 item 4: Open5GS's registration test capture speaks HTTP/1.1 on 7777; sbi-ops
+    printed a CSV header only. Each request is paired with the response tshark links to it
+    (SOURCE.md: 36 requests, 34 answered, frames 109 and 110 cut)."""
+    require_tools("tshark")
+    cap = shared_data / HTTP1
+    rows = sbi_ops.requests(cap)
+    assert len(rows) == 36 and {r["http"] for r in rows} == {"1.1"}
+    assert [r["frame_request"] for r in rows if r["ns_response"] is None] == [109, 110]
+    first = rows[0]
+    assert (first["operation"], first["status"], first["client"], first["server_port"], first["frame_response"]) == \
+        ("PUT /nnrf-nfm/v1/nf-instances/{id}", "201", "::1", "7777", 3)
+    assert sbi_ops.time_ms(first) == pytest.approx(0.230828, abs=1e-9)
+    got = tshark.fields(cap, "http.request_in == 15", ["frame.number", "http.response.code", "tcp.reassembled.length"])
+    put = next(r for r in rows if r["frame_request"] == 15)
+    assert (put["frame_response"], put["status"], put["response_bytes"]) == (int(got[0][0]), got[0][1], int(got[0][2]))
+    ops = {r["operation"] for r in rows}
+    assert "POST /nausf-auth/v1/ue-authentications" in ops and "GET /nudm-sdm/v2/{ueId}/am-data" in ops
+    out = subprocess.run([sys.executable, "-m", "analysis", "sbi-ops", str(cap)], capture_output=True, text=True,
+                         check=True).stdout.splitlines()
+    assert len(out) == 37 and out[0].endswith(",http") and out[1].endswith(",1.1")
 
 
 def test_capture_starting_after_the_preface(docs: Path, tmp_path: Path) -> None:
