@@ -3,7 +3,8 @@
 # unprivileged user on a copy of this working tree, so the suite is proven to need root only where
 # a test says so (those skip naming root). With --root-tests, the node ids of the tests that skipped
 # for want of root are written to FILE (tests/skip_policy.py), for .ci/run's root run to run exactly
-# those. PYTEST_ARGS passes on. As root only (it creates the user); exits with make's status.
+# those. PYTEST_ARGS passes on; PATH_PREFIX (directories, colon-separated) goes before the user's own
+# PATH (.ci/run: the cached rosenpass). As root only (it creates the user); exits with make's status.
 set -euo pipefail
 
 readonly DEFAULT_USER=g5tb-ci
@@ -26,8 +27,13 @@ main() {
     useradd --create-home --shell /bin/bash "$user" || die "useradd $user failed"
   fi
   home="$(getent passwd "$user" | cut -d: -f6)"
-  copy="$home/testbed"
+  # the copy sits as deep under the home as the tree sits here, with the project's shared/ (papers)
+  # where the tree finds it: two levels up (tests/analysis/test_pq.py)
+  copy="$home/src/testbed"
   mkdir -p "$copy"
+  if [[ -d "$root/../../shared" ]]; then
+    ln -sfn "$(cd "$root/../../shared" && pwd)" "$home/shared"
+  fi
   # the working tree as it is (uncommitted changes included), without root's venv, state or
   # results; the copy's own venv is kept from the last run (remade by make when the lock changed)
   find "$copy" -mindepth 1 -maxdepth 1 ! -name .venv -exec rm -rf {} +
@@ -39,7 +45,8 @@ main() {
   echo "test-as-user: make test as $user (uid $(id -u "$user")) in $copy"
   # a clean login environment: the user's own PATH and HOME, never root's Python or caches
   rc=0
-  runuser --login "$user" -c "cd '$copy' && make test PYTEST_ARGS='$args'" || rc=$?
+  runuser --login "$user" -c "cd '$copy' && PATH='${PATH_PREFIX:+$PATH_PREFIX:}'\"\$PATH\" make test PYTEST_ARGS='$args'" \
+    || rc=$?
   if [[ -n "$out" ]]; then
     [[ -f "$copy/.root-tests" ]] || die "make test as $user wrote no $copy/.root-tests (exit $rc)"
     cp "$copy/.root-tests" "$out"
