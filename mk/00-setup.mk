@@ -16,8 +16,12 @@ lock: ## regenerate requirements.lock from pyproject.toml's ranges (needs uv: pi
 	uv pip compile pyproject.toml --extra test --extra bench --universal --python-version 3.10 \
 	  --generate-hashes -q -o requirements.lock
 
-test: host-tools venv ## run the test suite in the venv; as root also the namespace tests (the rest skip naming what is missing)
-	$(PYTHON) -m pytest -ra $(PYTEST_ARGS)
+# Independent tests run at once (pytest-xdist): TEST_JOBS workers, default one per CPU; TEST_JOBS=0
+# runs them in one process. Each test file runs on one worker (--dist loadfile): a module's fixtures are
+# made once, and tests of one file never meet each other.
+TEST_JOBS ?= auto
+test: host-tools venv ## run the test suite in the venv, in parallel; as root also the namespace tests (the rest skip naming what is missing)
+	$(PYTHON) -m pytest -ra -n $(TEST_JOBS) --dist loadfile $(PYTEST_ARGS)
 
 test-kernel: host-tools venv ## the kernel tests only (pytest -m kernel: xfrm ESP, kernel WireGuard, MACsec, SCTP, GTP); they skip naming a missing feature; as root where the kernel has them (the full-kernel guest: docs/vm-check.md)
 	$(PYTHON) -m pytest -ra -m kernel $(PYTEST_ARGS)
