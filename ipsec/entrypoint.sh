@@ -237,9 +237,24 @@ NFT
     fi
 }
 
+# check_apparmor CHARON: Debian's AppArmor profiles for charon and swanctl (enforced on Debian 13)
+# let them read /etc/strongswan* and /etc/swanctl only, not the rendered config: charon then exits
+# at start-up with nothing in its log (the full-kernel guest's namespace lab). Said with the cause
+# and the remedy before charon starts. Containers run under their engine's profile instead, and
+# securityfs is not mounted there.
+check_apparmor() {
+    local profiles=/sys/kernel/security/apparmor/profiles p
+    [ -r "$profiles" ] || return 0
+    for p in "$1" /usr/sbin/swanctl; do
+        ! grep -qF "$p (enforce)" "$profiles" 2>/dev/null \
+            || die "AppArmor confines $p (enforce): it cannot read the rendered config in $CONFIG_DIR; put its profile in complain mode (sudo aa-complain $p, package apparmor-utils) or run the stack in its containers"
+    done
+}
+
 start_charon() {
     local charon deadline
     charon="$(find_charon)"
+    [ -n "${IPSEC_ROOT:-}" ] || check_apparmor "$charon"
     mkdir -p "$RUN_DIR"
     rm -f "$READY_FILE" "$CHARON_LOG"
     log "starting $charon (STRONGSWAN_CONF=$STRONGSWAN_CONF${IPSEC_ROOT:+, root $IPSEC_ROOT})"
