@@ -243,7 +243,9 @@ NFT
 # and the remedy before charon starts. Containers run under their engine's profile instead, and
 # securityfs is not mounted there.
 check_apparmor() {
+    # `ip netns exec` mounts a fresh /sys without securityfs: read the host's through init's root
     local profiles=/sys/kernel/security/apparmor/profiles p
+    [ -r "$profiles" ] || profiles="/proc/1/root$profiles"
     [ -r "$profiles" ] || return 0
     for p in "$1" /usr/sbin/swanctl; do
         ! grep -qF "$p (enforce)" "$profiles" 2>/dev/null \
