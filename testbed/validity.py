@@ -81,22 +81,23 @@ def lab_leak_verdict(pcap: Path, values: dict[str, Any]) -> Verdict:
                    + (" -> INVALID: plaintext leaked past the overlay" if leaked else ""))
 
 
-def leak_verdict(pcap: Path, m: dict[str, Any], values: dict[str, Any], plane: str) -> Verdict:
+def leak_verdict(pcap: Path, m: dict[str, Any], values: dict[str, Any], plane: str,
+                 node: str | None = None) -> Verdict:
     """A capture of every interface out of an overlay endpoint's namespace (purpose "leak", from
     before the first packet to the end, a fault included): none of the plane's packets may be
-    there in the clear, whichever interface a dead overlay let them take."""
+    there in the clear, whichever interface a dead overlay let them take. Counted: what is sent to
+    a partner endpoint (to any endpoint without `node`); a capture inside a kernel-IPsec endpoint
+    also sees its inbound ESP once more, decrypted (xfrm hands the inner packet back to the same
+    device), which is addressed to the node itself and left out."""
     prof = profiles.get(m["profile"])
     overlay = registry.overlay(prof.protocol)
     if not overlay.protects:
         return Verdict(True, 0, 0, "baseline: the plane in the clear is expected")
-    # either end's address (a packet routed out of another interface takes that one's source)
-    ends: tuple[str, ...]
-    if m["experiment"] == "overlay":
-        ends = _overlay_lab_peers(values)
-    else:
-        net = planes.network(plane)
-        ends = tuple(stack.address(n, net, values) for n in overlay.endpoints(plane, values))
-    flt = (f"({plane_filter(m['experiment'], plane, values)}) && ip.addr in {{{', '.join(ends)}}} "
+    # by destination (a packet routed out of another interface takes that one's source address)
+    net = "n3" if m["experiment"] == "overlay" else planes.network(plane)
+    nodes = ["gnb", "upf"] if m["experiment"] == "overlay" else overlay.endpoints(plane, values)
+    dsts = [stack.address(n, net, values) for n in nodes if n != node]
+    flt = (f"({plane_filter(m['experiment'], plane, values)}) && ip.dst in {{{', '.join(dsts)}}} "
            f"&& !({overlay_filter()})")
     leaked = count(pcap, flt)
     return Verdict(leaked == 0, 0, leaked,
@@ -198,7 +199,7 @@ def check_run(run_dir: Path, record: bool = True) -> Verdict:
                 checked.add(plane)
             try:
                 if f.get("purpose") == "leak":
-                    v = leak_verdict(run_dir / f["path"], m, values, plane)
+                    v = leak_verdict(run_dir / f["path"], m, values, plane, f.get("node"))
                 elif secfn_capture:       # the function's own sides (N6, the UE): not a plane
                     from testbed.secfn import verdict as secfn_verdict
                     v = secfn_verdict.capture_verdict(run_dir / f["path"], iface, m, values)
