@@ -17,7 +17,9 @@ SHARES_DEFAULT_STATE = frozenset({
     "tests/integration/test_macsec_netns.py",
     "tests/scripts/test_drivers.py",
     "tests/scripts/test_rerun.py",
+    "tests/scripts/test_ran_drivers.py",
     "tests/testbed/secfn/test_campaign.py",
+    "tests/testbed/test_campaign.py",
     "tests/e2e/test_drivers_e2e.py",
     "tests/e2e/test_stack_e2e.py",
 })
