@@ -18,7 +18,7 @@ lock: ## regenerate requirements.lock from pyproject.toml's ranges (needs uv: pi
 
 # Independent tests run at once (pytest-xdist): TEST_JOBS workers, default one per CPU; TEST_JOBS=0
 # runs them in one process. Each test file runs on one worker (--dist loadfile): a module's fixtures are
-# made once, and tests of one file never meet each other.
+# made once, and tests of one file never meet each other (tests/scheduling.py: files sharing more).
 TEST_JOBS ?= auto
 test: host-tools venv ## run the test suite in the venv, in parallel; as root also the namespace tests (the rest skip naming what is missing)
 	$(PYTHON) -m pytest -ra -n $(TEST_JOBS) --dist loadfile $(PYTEST_ARGS)

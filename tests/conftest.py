@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-# CI's split by privilege and its rule on skips (options --root-tests-out, --only-listed, --allowed-skips)
-pytest_plugins = ["tests.skip_policy"]
+# CI's split by privilege and its rule on skips (options --root-tests-out, --only-listed, --allowed-skips);
+# which test files share an xdist worker (tests/scheduling.py)
+pytest_plugins = ["tests.skip_policy", "tests.scheduling"]
 
 ROOT = Path(__file__).resolve().parent.parent
 # Real data from other testbeds, copied into the repository with its provenance (tests/data/README.md).

@@ -126,3 +126,13 @@ def test_ci_scripts_shellcheck_clean() -> None:
     res = subprocess.run(["shellcheck", ".ci/run", "scripts/test-as-user.sh"], cwd=ROOT,
                          capture_output=True, text=True, timeout=120, check=False)
     assert res.returncode == 0, res.stdout
+
+
+def test_files_that_share_the_default_state_share_one_worker() -> None:
+    """tests/scheduling.py: the files that run drivers with the default STATE (one lock) are one
+    xdist scope; every other file is its own."""
+    from tests.scheduling import DEFAULT_STATE, SHARES_DEFAULT_STATE, scope_of
+    for path in SHARES_DEFAULT_STATE:
+        assert (ROOT / path).is_file(), f"{path} is gone: update tests/scheduling.py"
+        assert scope_of(f"{path}::test_x[a]") == DEFAULT_STATE
+    assert scope_of("tests/test_static.py::test_ruff") == "tests/test_static.py"
