@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import os
 import signal
 import subprocess
 import sys
@@ -24,7 +23,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from testbed import ROOT, campaign
+from testbed import ROOT, campaign, environment
 from testbed.shards import Shard
 
 K8S_SH = ROOT / "testbed" / "runtime" / "k8s" / "k8s.sh"
@@ -95,7 +94,7 @@ class Runner:
         ctx = self.ctx
         state = self.state_of(shard)
         log = self.logs / f"s{shard.index}.log"
-        env = {**os.environ, "PYTHON": sys.executable, "STATE": str(state), "STACK_SLOT": ctx.stack_slot, "ENGINE": "k8s",
+        env = {**environment.mapping(), "PYTHON": sys.executable, "STATE": str(state), "STACK_SLOT": ctx.stack_slot, "ENGINE": "k8s",
                "K8S_NAMESPACE": shard.namespace, "PLACEMENT": shard.placement}
         plane = ctx.params.get("PLANE", "")
         rc, render_dir = self._step(shard, [sys.executable, "-m", "testbed", "render", "--profile", slot.profile,

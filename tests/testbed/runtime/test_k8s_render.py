@@ -129,7 +129,17 @@ def test_every_profile_with_newer_keys_renders_valid_objects(profile: str, tmp_p
     why = missing_keys(profiles.get(profile))
     if why:
         pytest.skip(why)
+    if profile in OVER_ONE_OBJECT:
+        # not rendered yet, and said so before anything starts (docs/kubernetes.md)
+        with pytest.raises(RuntimeOptionError, match="more than one ConfigMap/Secret takes"):
+            render_k8s(profile, None, tmp_path / "r")
+        return
     assert problems_of(render_k8s(profile, None, tmp_path / "r").dir) == []
+
+
+# Rosenpass public keys are 524,160 B each: a holder's overlay dir with two of them is more than one
+# Secret takes (1 MiB); a projected volume of one Secret per key would carry them
+OVER_ONE_OBJECT = {"wireguard-rosenpass"}
 
 
 def variants() -> list[tuple[str, str, dict[str, Any]]]:
