@@ -1,5 +1,5 @@
 # Set-up and tests.
-.PHONY: setup host-tools setup-roots venv lock test test-kernel profiles
+.PHONY: setup host-tools setup-roots compose-plugin venv lock test test-kernel profiles
 
 setup: host-tools venv ## install the host tools (Debian/Ubuntu, as root) and the project's Python venv (.venv)
 
@@ -9,6 +9,9 @@ host-tools: ## the host programs (strongSwan, wireguard-go, tshark, Suricata, ..
 
 setup-roots: ## Debian 12 and 13 roots (minbase) in which the tests run host-tools with apt's simulation (root, debootstrap; cached in G5TB_CACHE)
 	G5TB_ROOTS="$(G5TB_CACHE)/roots" bash scripts/suite-root.sh tests/scripts/setup_roots/bookworm.env tests/scripts/setup_roots/trixie.env
+
+compose-plugin: ## Docker Compose v2 (pinned in scripts/compose-plugin.sh) built once from the Go module proxy into G5TB_CACHE, installed as the docker CLI plug-in (root: for every user); needs Go >= 1.24
+	@G5TB_CACHE="$(G5TB_CACHE)" bash scripts/compose-plugin.sh
 
 venv: $(VENV_STAMP) ## the project's virtual environment from requirements.lock (no network when up to date)
 

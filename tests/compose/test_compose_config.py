@@ -17,6 +17,18 @@ from tests.conftest import ROOT
 from tests.testbed.render.helpers import plane_sets, render_to
 
 COMPOSE = ROOT / "compose"
+# what each RAN variant (testbed/ran/, RAN=...) runs, written out here rather than read from the
+# renderer: the nodes with a namespace holder `<node>-net`, and the UEs (the scaling UEs are
+# UERANSIM's `nr-ue -n` only)
+RAN_HOLDERS = {"ueransim": ("gnb",), "oai": ("gnb",), "split": ("cucp", "cuup", "du")}
+RAN_UES = {"ueransim": ("ue1", "ue2", "ue-scale"), "oai": ("ue1", "ue2"), "split": ("ue1", "ue2")}
+
+
+def expected_services(ran: str) -> set[str]:
+    """The services `docker compose config --services` lists (profiles ue2 and scale on) for a
+    RAN variant, without the SCP."""
+    return ({"nrf", "amf", "smf", "upf", "mongo", "provision"} | set(RAN_UES[ran])
+            | {n for node in RAN_HOLDERS[ran] for n in (node, f"{node}-net")})
 
 
 def combinations() -> list[tuple[str, str, bool]]:
@@ -39,7 +51,7 @@ def _compose_v2() -> str | None:
         return "docker CLI missing"
     res = subprocess.run(["docker", "compose", "version"], capture_output=True, text=True, timeout=30)
     if res.returncode != 0:
-        return "`docker compose` (Compose v2 plugin) missing"
+        return "`docker compose` (Compose v2 plugin) missing (make compose-plugin)"
     return None
 
 
@@ -82,8 +94,7 @@ def test_stack_follows_the_holder_pattern_and_least_privilege(ran: str, tmp_path
             assert prog["network_mode"] == f"service:{name}"
             assert prog["depends_on"][name] == {"condition": "service_healthy"}
             assert svc["healthcheck"]["test"] == ["CMD", "test", "-f", "/run/testbed/overlay-ready"]
-    ran_nodes = {"ueransim": ("gnb",), "oai": ("gnb",), "split": ("cucp", "cuup", "du")}[ran]
-    for node in ("nrf", "ausf", "udm", "udr", "pcf", "bsf", "nssf", "amf", "smf", "upf") + ran_nodes:
+    for node in ("nrf", "ausf", "udm", "udr", "pcf", "bsf", "nssf", "amf", "smf", "upf") + RAN_HOLDERS[ran]:
         assert f"{node}-net" in services, node
     assert ("ue-scale" in services) == (ran == "ueransim")
     assert "sbi" not in services["mongo"]["networks"], "MongoDB stays off the sbi network"
@@ -130,5 +141,11 @@ def test_docker_compose_config(profile: str, plane: str, scp: bool, tmp_path: Pa
     assert res.returncode == 0, res.stderr
     res = subprocess.run(cmd + ["config", "--services"], capture_output=True, text=True, timeout=60, env=env)
     services = set(res.stdout.split())
-    assert {"nrf", "amf", "smf", "upf", "gnb", "gnb-net", "ue1", "ue2", "ue-scale", "mongo", "provision"} <= services
+    # the split RAN's planes (f1c, f1u, e1) render RAN=split (render_to): its CU-CP, CU-UP and DU
+    # stand where the other variants run one gNB, and it has no scaling UEs
+    assert r.ran == ("split" if set(plane.split(",")) & {"f1c", "f1u", "e1"} else "ueransim"), r.ran
+    want = expected_services(r.ran)
+    assert want <= services, f"RAN={r.ran}: missing {sorted(want - services)}"
+    others = {s for v in RAN_HOLDERS if v != r.ran for n in RAN_HOLDERS[v] + RAN_UES[v] for s in (n, f"{n}-net")}
+    assert not (services & others) - want, f"RAN={r.ran}: another variant's services {sorted((services & others) - want)}"
     assert ("scp" in services) == scp

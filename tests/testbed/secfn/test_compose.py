@@ -117,7 +117,7 @@ def test_render_cli_refuses_a_secfn_without_n3(tmp_path: Path) -> None:
 def test_docker_compose_config(unit: str, tmp_path: Path) -> None:
     if shutil.which("docker") is None or subprocess.run(["docker", "compose", "version"], capture_output=True,
                                                         timeout=30).returncode != 0:
-        pytest.skip("`docker compose` (Compose v2) missing: cannot run `docker compose config` here")
+        pytest.skip("`docker compose` (Compose v2) missing (make compose-plugin): cannot run `docker compose config` here")
     r = _render("aes128gcm", unit, tmp_path / "r")
     env = {k: v for k, v in os.environ.items() if k not in ("PROFILE", "PLANE", "RENDER_DIR", "REPO_DIR")}
     env.update(image_defaults())
