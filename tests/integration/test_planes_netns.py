@@ -209,6 +209,11 @@ def test_n2_over_real_sctp(profile_id: str, make_lab: Callable[..., netns.Lab], 
     cap = lab.capture(tmp_path / "n2-sctp.pcap", network="n2")
     echo = _bg(lab, "amf", ["socat", f"SCTP4-LISTEN:{port},bind={amf},reuseaddr,fork", "PIPE"])
     try:
+        # the listener, before the client (an emulated CPU starts socat in more than _bg's 0.3 s)
+        deadline = time.monotonic() + 30
+        while f"{amf}:{port}" not in lab.exec("amf", ["ss", "-Hln", "--sctp"]).stdout:
+            assert echo.poll() is None and time.monotonic() < deadline, "socat did not listen on SCTP"
+            time.sleep(0.1)
         res = lab.exec("gnb", ["sh", "-c", f"echo ngap-over-sctp | socat -T 3 - SCTP4-CONNECT:{amf}:{port}"])
         assert res.stdout.strip() == "ngap-over-sctp", res.stdout + res.stderr
     finally:
