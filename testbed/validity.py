@@ -88,7 +88,8 @@ def leak_verdict(pcap: Path, m: dict[str, Any], values: dict[str, Any], plane: s
     there in the clear, whichever interface a dead overlay let them take. Counted: what is sent to
     a partner endpoint (to any endpoint without `node`); a capture inside a kernel-IPsec endpoint
     also sees its inbound ESP once more, decrypted (xfrm hands the inner packet back to the same
-    device), which is addressed to the node itself and left out."""
+    device), which is addressed to the node itself and left out (ip.dst#1: the outer header, not the
+    one an ICMP error quotes)."""
     prof = profiles.get(m["profile"])
     overlay = registry.overlay(prof.protocol)
     if not overlay.protects:
@@ -97,7 +98,7 @@ def leak_verdict(pcap: Path, m: dict[str, Any], values: dict[str, Any], plane: s
     net = "n3" if m["experiment"] == "overlay" else planes.network(plane)
     nodes = ["gnb", "upf"] if m["experiment"] == "overlay" else overlay.endpoints(plane, values)
     dsts = [stack.address(n, net, values) for n in nodes if n != node]
-    flt = (f"({plane_filter(m['experiment'], plane, values)}) && ip.dst in {{{', '.join(dsts)}}} "
+    flt = (f"({plane_filter(m['experiment'], plane, values)}) && ip.dst#1 in {{{', '.join(dsts)}}} "
            f"&& !({overlay_filter()})")
     leaked = count(pcap, flt)
     return Verdict(leaked == 0, 0, leaked,

@@ -214,7 +214,12 @@ def test_n2_over_real_sctp(profile_id: str, make_lab: Callable[..., netns.Lab], 
         while f"{amf}:{port}" not in lab.exec("amf", ["ss", "-Hln", "--sctp"]).stdout:
             assert echo.poll() is None and time.monotonic() < deadline, "socat did not listen on SCTP"
             time.sleep(0.1)
-        res = lab.exec("gnb", ["sh", "-c", f"echo ngap-over-sctp | socat -T 3 - SCTP4-CONNECT:{amf}:{port}"])
+        # SCTP has no half-close (socat's EOF after `echo` ends the association before the echo comes
+        # back): the client sends, reads the echo, then closes
+        code = ("import socket; s = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_SCTP); "
+                f"s.settimeout(10); s.connect(({amf!r}, {port})); s.sendall(b'ngap-over-sctp'); "
+                "print(s.recv(64).decode()); s.close()")
+        res = lab.exec("gnb", ["python3", "-c", code])
         assert res.stdout.strip() == "ngap-over-sctp", res.stdout + res.stderr
     finally:
         echo.terminate()
