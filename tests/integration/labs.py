@@ -163,3 +163,18 @@ def udp_send(lab: netns.Lab, node: str, dst: str, bind: str | None = None, port:
             "except OSError as e:\n    print(errno.errorcode[e.errno])\n")
     return subprocess.run(["ip", "netns", "exec", lab.netns(node), sys.executable, "-c", code],
                           capture_output=True, text=True, check=True, timeout=30).stdout.strip()
+
+
+def pids_in(ns: str, comm: str, *args: str) -> list[int]:
+    """PIDs of `comm` processes in namespace `ns` whose command line holds `args` (this run's own:
+    a host-wide pgrep also finds another run's ping on a machine running tests at once)."""
+    out = []
+    for pid in subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout.split():
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+            name = Path(f"/proc/{pid}/comm").read_text().strip()
+        except OSError:
+            continue
+        if name == comm and all(a in argv for a in args):
+            out.append(int(pid))
+    return out

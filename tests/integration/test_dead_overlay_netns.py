@@ -26,7 +26,7 @@ import pytest
 
 from testbed import keys, netns, profiles, ran, stack, tshark, validity
 from tests.conftest import kernel_param, require_root, require_tools
-from tests.integration.labs import lab_factory, second_network_with_default_route, udp_send
+from tests.integration.labs import lab_factory, pids_in, second_network_with_default_route, udp_send
 
 pytestmark = pytest.mark.netns
 
@@ -78,12 +78,9 @@ def _userspace_or_skip(protocol: str, datapath: str) -> None:
 def _daemon_pid(lab: netns.Lab, node: str, protocol: str) -> int:
     if protocol == "ipsec":
         return int(lab.exec(node, ["cat", "/run/charon.pid"], check=True).stdout.strip())
-    for pid in subprocess.run(["ip", "netns", "pids", lab.netns(node)], capture_output=True, text=True,
-                              check=True).stdout.split():
-        comm = Path(f"/proc/{pid}/comm")
-        if comm.exists() and comm.read_text().strip() == "wireguard-go":
-            return int(pid)
-    raise AssertionError(f"no wireguard-go in {node}'s namespace")
+    found = pids_in(lab.netns(node), "wireguard-go")
+    assert found, f"no wireguard-go in {node}'s namespace"
+    return found[0]
 
 
 def end_overlay(lab: netns.Lab, node: str, protocol: str, how: str) -> None:

@@ -19,6 +19,7 @@ import pytest
 
 from testbed import manifest
 from tests.conftest import ROOT, require_root, require_tools
+from tests.integration.labs import pids_in
 
 pytestmark = pytest.mark.netns
 
@@ -339,21 +340,6 @@ def test_ping_sends_exactly_count_requests_under_loss(overlay_env: None) -> None
         subprocess.run(["ip", "netns", "delete", ns], check=False)
 
 
-def _processes_in(ns: str, comm: str, *args: str) -> list[int]:
-    """PIDs of `comm` processes in namespace `ns` whose command line holds `args` (this run's own:
-    a host-wide pgrep also finds another run's ping on a machine running tests at once)."""
-    out = []
-    for pid in subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout.split():
-        try:
-            argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
-            name = Path(f"/proc/{pid}/comm").read_text().strip()
-        except OSError:
-            continue
-        if name == comm and all(a in argv for a in args):
-            out.append(int(pid))
-    return out
-
-
 def test_a_set_cut_short_by_a_signal_to_ping_is_partial(overlay_env: None, tmp_path: Path) -> None:
     """SIGINT to ping alone (not the driver) ends a set early: the run is not complete and says
     which set is partial (before: complete and valid with 206 of 600 requests)."""
@@ -363,7 +349,7 @@ def test_a_set_cut_short_by_a_signal_to_ping_is_partial(overlay_env: None, tmp_p
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
-            found = _processes_in(f"{env['LAB_NAME']}-gnb", "ping", "-D", "-c", "600")
+            found = pids_in(f"{env['LAB_NAME']}-gnb", "ping", "-D", "-c", "600")
             if found:
                 time.sleep(1.5)
                 for pid in found:
@@ -396,9 +382,9 @@ def test_an_overlay_that_dies_mid_set_stops_the_run_within_seconds(overlay_env: 
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and killed_at is None:
             ns = f"{env['LAB_NAME']}-gnb"
-            if _processes_in(ns, "ping", "-D", "-c", "600"):
+            if pids_in(ns, "ping", "-D", "-c", "600"):
                 time.sleep(1.5)
-                for pid in _processes_in(ns, "wireguard-go"):
+                for pid in pids_in(ns, "wireguard-go"):
                     os.kill(pid, signal.SIGKILL)
                     killed_at = time.time()
             time.sleep(0.1)
