@@ -250,13 +250,21 @@ teardown() {
     exit "$rc"
 }
 
-# Stay in the foreground without polling: `wait` returns at once when SIGTERM/SIGINT arrives (the
-# traps then exit through teardown). The link is the kernel's: there is no daemon to watch.
+# Stay in the foreground without polling: the link is the kernel's (no daemon to watch), so the
+# kernel's own link events are read (`ip monitor`, pushed over netlink): the link deleted under the
+# holder ends it with exit 1 and the cause, so that the engine reports the holder's death and a run
+# stops invalid, as when an IPsec or WireGuard daemon dies (the filter and the fallback route stay:
+# nothing leaves in the clear). `wait` returns at once when SIGTERM/SIGINT arrives (the traps then
+# exit through teardown).
 run_foreground() {
-    while :; do
-        sleep infinity &
-        wait "$!" || true
-    done
+    ip -o monitor link | awk -v dev="$MACSEC_IF" \
+        '$1 == "Deleted" && ($3 == dev ":" || index($3, dev "@") == 1) { print; exit 0 }' &
+    local watcher=$!
+    # deleted before the monitor started: no event will come
+    ip link show "$MACSEC_IF" >/dev/null 2>&1 || { log "ERROR: ${MACSEC_IF} is gone (deleted under the holder)"; return 1; }
+    wait "$watcher" || true
+    log "ERROR: ${MACSEC_IF} was deleted under the holder: the plane is dropped (egress filter and fallback route kept)"
+    return 1
 }
 
 main() {

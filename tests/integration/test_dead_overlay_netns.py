@@ -95,14 +95,21 @@ def end_overlay(lab: netns.Lab, node: str, protocol: str, how: str) -> None:
         for args in (["tx", "sa", "0"], ["rx", "sci", rx, "sa", "0"]):       # the kernel keeps an active SA (EBUSY)
             lab.exec(node, ["ip", "macsec", "set", "macsec0", *args, "off"], check=True)
             lab.exec(node, ["ip", "macsec", "del", "macsec0", *args], check=True)
-    if how.startswith("entrypoint-") or how == "daemon-killed":
+    # a dead daemon ends its entrypoint (exit 1), and so does a MACsec link deleted under its
+    # holder (the kernel's link event): the engine then reports the holder's death
+    ends_entrypoint = how.startswith("entrypoint-") or how == "daemon-killed" or (
+        how == "link-deleted" and protocol == "macsec")
+    if ends_entrypoint:
         pid = lab.pids.pop(node)            # a child of this process: reaped here, not by lab.down
         if how.startswith("entrypoint-"):
             os.kill(pid, signal.SIGTERM if how == "entrypoint-sigterm" else signal.SIGKILL)
-        deadline = time.monotonic() + 20     # a dead daemon ends its entrypoint (exit 1)
-        while not os.waitpid(pid, os.WNOHANG)[0]:
+        deadline = time.monotonic() + 20
+        while not (status := os.waitpid(pid, os.WNOHANG))[0]:
             assert time.monotonic() < deadline, f"{node}'s entrypoint still running 20 s after {how}"
             time.sleep(0.05)
+        if how == "link-deleted":
+            assert os.waitstatus_to_exitcode(status[1]) == 1
+            assert "macsec0 was deleted under the holder" in lab.log_path(node).read_text()
 
 
 @pytest.mark.parametrize("profile_id,datapath,how", CASES)
