@@ -257,7 +257,9 @@ teardown() {
 # nothing leaves in the clear). `wait` returns at once when SIGTERM/SIGINT arrives (the traps then
 # exit through teardown).
 run_foreground() {
-    ip -o monitor link | awk -v dev="$MACSEC_IF" \
+    # stdbuf: ip writes its events through stdio, block-buffered into a pipe (the deletion would
+    # sit in the buffer)
+    stdbuf -oL ip -o monitor link | awk -v dev="$MACSEC_IF" \
         '$1 == "Deleted" && ($3 == dev ":" || index($3, dev "@") == 1) { print; exit 0 }' &
     local watcher=$!
     # deleted before the monitor started: no event will come
