@@ -213,10 +213,8 @@ def capture_hold(st: Stack, file: str, local: Path) -> int:
     if not pods:
         print(f"error: no pod of {st.render_dir} captures {file}", file=sys.stderr)
         return 1
-    done = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: done.set())
-    signal.signal(signal.SIGINT, lambda *_: done.set())
-    while not done.wait(3600):
+    print(f"holding {file} of {', '.join(pods)}", file=sys.stderr, flush=True)
+    while not _STOP.wait(3600):
         pass
     remote, container = f"{capture.MOUNT}/{file}", capture.Capture(file, "", ()).container
     parts = [local.with_name(f".{local.name}.{pod}") for pod in pods]
@@ -284,8 +282,14 @@ def watch(st: Stack) -> int:
     return proc.wait()
 
 
+_STOP = threading.Event()           # capture-hold's SIGTERM (or SIGINT), taken from the start
+
+
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    if "capture-hold" in args:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: _STOP.set())
     render_dir = None
     while args and args[0] in ("--render-dir", "--profile"):
         if len(args) < 2:

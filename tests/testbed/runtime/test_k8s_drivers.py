@@ -195,3 +195,39 @@ def test_the_k8s_watcher_stops_the_pings_through_the_stack_command_when_a_holder
     assert res.returncode == 0 and "watch ended" in res.stdout, res.stderr[-800:]
     assert "container upf/upf-net: die" in (tmp_path / "overlay-died.txt").read_text()
     assert "--profile ue2 exec -T ue1 pkill -INT -x ping" in calls.read_text().splitlines()
+
+
+def _pcap(ts: int) -> bytes:
+    """A classic pcap file with one 60-byte Ethernet frame at second ts."""
+    import struct
+    frame = bytes(12) + b"\x08\x00" + bytes(46)
+    return (struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)
+            + struct.pack("<IIII", ts, 0, len(frame), len(frame)) + frame)
+
+
+def test_a_whole_network_capture_is_stopped_copied_out_of_each_pod_and_merged(captured: Path, tmp_path: Path) -> None:
+    """stackctl capture-hold (capture_stop's TERM): dumpcap stopped in each pod capturing n3.pcap
+    (gnb and upf), each file copied out (a kubectl that answers `cat` with a one-packet pcap) and
+    merged by mergecap in time order."""
+    require_tools("mergecap", "capinfos")
+    import signal
+    calls = tmp_path / "calls"
+    for ts, pod in ((200, "gnb"), (100, "upf")):
+        (tmp_path / f"{pod}.pcap").write_bytes(_pcap(ts))
+    fake = tmp_path / "kubectl"
+    fake.write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >>"{calls}"\n'
+                    f'case "$*" in *" cat /captures/n3.pcap") exec cat "{tmp_path}/$4.pcap" ;; esac\n')
+    fake.chmod(0o755)
+    out = tmp_path / "run" / "n3.pcap"
+    out.parent.mkdir()
+    proc = subprocess.Popen([sys.executable, "-m", "testbed.runtime.k8s.stackctl", "--render-dir", str(captured),
+                             "capture-hold", "n3.pcap", str(out)], cwd=ROOT, env={**os.environ, "KUBECTL": str(fake)},
+                            stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None and proc.stderr.readline().startswith("holding n3.pcap of ")
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 0
+    lines = calls.read_text().splitlines()
+    assert sorted(line.split()[3] for line in lines if "kill -TERM" in line) == ["gnb", "upf"]
+    info = subprocess.run(["capinfos", "-c", "-M", str(out)], capture_output=True, text=True, check=True).stdout
+    assert "Number of packets:   2" in info or "Number of packets: 2" in info, info
+    assert not list(out.parent.glob(".n3.pcap.*"))                  # the pods' parts removed
