@@ -115,6 +115,10 @@ def add(pod_objects: Mapping[str, dict[str, Any]], networks_of: Mapping[str, Seq
                                      f"have (pods: {', '.join(sorted(pod_objects))})")
         if not image:
             raise RuntimeOptionError(f"{OPTION}: no TOOLS_IMAGE to capture with (images/defaults.env)")
+        foreign = [i for i in cap.interfaces if cap.pod != WHOLE_NETWORK and i not in networks_of.get(cap.pod, ())]
+        if foreign:
+            raise RuntimeOptionError(f"{OPTION}: {cap.file}: pod {cap.pod} is not on {', '.join(foreign)} "
+                                     f"(its networks: {', '.join(networks_of.get(cap.pod, ()))})")
         for name in where:
             spec = pod_objects[name]["spec"]
             ours = [c for c in spec.get("initContainers", []) if c["name"].startswith("cap-")]

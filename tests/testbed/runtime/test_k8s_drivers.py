@@ -78,6 +78,8 @@ def test_a_capture_of_an_unknown_pod_or_a_bad_entry_is_refused_before_anything_i
         render_k8s("baseline", "n3", tmp_path / "a", options={capture.OPTION: "x.pcap=nobody:n3"})
     with pytest.raises(RuntimeOptionError, match="is not FILE.pcap=POD:INTERFACE"):
         render_k8s("baseline", "n3", tmp_path / "b", options={capture.OPTION: "x.pcap=gnb"})
+    with pytest.raises(RuntimeOptionError, match="x.pcap: pod gnb is not on n6 "):
+        render_k8s("baseline", "n3", tmp_path / "c", options={capture.OPTION: "x.pcap=gnb:n3,n6"})
     with pytest.raises(RuntimeOptionError, match="x.pcap asked for twice"):
         capture.parse("x.pcap=gnb:n3 x.pcap=upf:n3")
     assert not (tmp_path / "a" / "k8s").exists()
