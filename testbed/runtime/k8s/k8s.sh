@@ -85,6 +85,11 @@ cmd_up() {
   fi
   log "applying the namespace, networks and data of $RENDER"
   objects_of -v Pod | "$KUBECTL" apply -f - >/dev/null
+  # the API server admits a pod only once its namespace's `default` service account exists, which
+  # the controller manager makes after the namespace (in the guest's emulated cluster a pod applied
+  # at once was refused: serviceaccount "default" not found)
+  "$KUBECTL" -n "$NS" wait --for=create serviceaccount/default --timeout="${TIMEOUT}s" >/dev/null \
+    || die "namespace $NS has no default service account after ${TIMEOUT} s (is the controller manager running?)"
   local pods_dir
   pods_dir="$(mktemp -d)"
   # shellcheck disable=SC2064 # the directory is known now

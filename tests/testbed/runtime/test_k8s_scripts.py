@@ -123,6 +123,8 @@ def test_up_applies_the_data_first_then_the_pods_wave_by_wave_and_records(tmp_pa
         last_wait = max(at(f" pod/{p} --timeout") for p in before)
         assert min(at(f"applied Pod/{p}") for p in wave) > last_wait, (before, wave)
     assert any("--for=condition=Ready pod/nrf " in line for line in lines)
+    # no pod before the namespace's default service account exists (the API server refuses it)
+    assert at("--for=create serviceaccount/default") < at("applied Pod/")
     assert any("--for=jsonpath={.status.phase}=Succeeded pod/provision " in line for line in lines)
     record = json.loads((r.dir / "k8s" / "placement-record.json").read_text())
     assert record["nodes"]["kind"]["cpu_model"] == "Test CPU" and record["pods"]["upf"]["node"] == "kind"
