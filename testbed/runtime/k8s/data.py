@@ -53,14 +53,28 @@ class DataObject:
                     "data": {k: base64.b64encode(v).decode() for k, v in sorted(self.payload.items())}}
         text, binary = {}, {}
         for k, v in sorted(self.payload.items()):
-            try:
+            if is_text(v):
                 text[k] = v.decode("utf-8")
-            except UnicodeDecodeError:
+            else:
                 binary[k] = base64.b64encode(v).decode()
         out: dict[str, Any] = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": text}
         if binary:
             out["binaryData"] = binary
         return out
+
+
+def is_text(content: bytes) -> bool:
+    """UTF-8 without control characters but tab and newlines: a ConfigMap's `data`. Anything else
+    goes into `binaryData` (base64): a control character is six bytes in the JSON request (the
+    guest's API server refused a 512 KiB key of them as too large a request)."""
+    try:
+        text = content.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return not _CONTROL.search(text)
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 def object_name(source: Path, roots: dict[str, Path]) -> str:

@@ -20,6 +20,9 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
 PYTHON="${PYTHON:-python3}"
 KUBECTL="${KUBECTL:-kubectl}"
 TIMEOUT="${STACK_UP_TIMEOUT:-300}"
+# server-side apply: a client-side apply copies each object into its last-applied annotation, which
+# may hold 256 KiB (the guest's API server refused a ConfigMap of one Rosenpass public key so)
+APPLY=(--server-side --field-manager=g5tb --force-conflicts)
 
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 log() { printf '%s %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
@@ -84,7 +87,7 @@ cmd_up() {
     die "namespace $NS exists: a stack is up (make k8s-down K8S_NAMESPACE=$NS first)"
   fi
   log "applying the namespace, networks and data of $RENDER"
-  objects_of -v Pod | "$KUBECTL" apply -f - >/dev/null
+  objects_of -v Pod | "$KUBECTL" apply "${APPLY[@]}" -f - >/dev/null
   # the API server admits a pod only once its namespace's `default` service account exists, which
   # the controller manager makes after the namespace (in the guest's emulated cluster a pod applied
   # at once was refused: serviceaccount "default" not found)
@@ -100,7 +103,7 @@ cmd_up() {
     [[ -n "$wave" ]] || continue
     for entry in $wave; do
       [[ -z "${skip[${entry%%=*}]:-}" ]] || continue
-      "$KUBECTL" apply -f - <"$pods_dir/${entry%%=*}.yaml" >/dev/null
+      "$KUBECTL" apply "${APPLY[@]}" -f - <"$pods_dir/${entry%%=*}.yaml" >/dev/null
     done
     for entry in $wave; do
       pod="${entry%%=*}" cond="${entry#*=}"
