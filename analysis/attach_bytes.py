@@ -124,8 +124,8 @@ def samples(results: Path, attach: pd.DataFrame | None = None,
         return pd.DataFrame([row for rows in pool.map(one, runs) for row in rows])
 
 
-BY = ["campaign", "experiment", "profile", "protocol", "datapath", "host", "cpu", "nas", "iface", "role"]
-MATCH = ["campaign", "experiment", "host", "cpu", "nas", "iface", "role"]
+BY = ["campaign", "experiment", "profile", "protocol", "datapath", "host", "cpu", "placement", "nas", "iface", "role"]
+MATCH = ["campaign", "experiment", "host", "cpu", "placement", "nas", "iface", "role"]
 
 
 def summary(frame: pd.DataFrame) -> pd.DataFrame:

@@ -24,6 +24,7 @@ from analysis.parse.ngap_attach import STATUS_COMPLETE, attach_times
 from analysis.parse.ping import parse_ping
 from analysis.parse.tshark import TsharkError
 from analysis.results import RawFile, Run
+from testbed import placement
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -31,7 +32,7 @@ T = TypeVar("T")
 PARAM_COLUMNS = ["mode", "auth", "version", "cipher", "cert"]
 # measurement parameters that change what a number means: runs that differ in one are never
 # pooled (and a profile is only compared with a baseline measured the same way)
-MEASUREMENT_COLUMNS = ["host", "cpu", "interval", "count", "sets"]
+MEASUREMENT_COLUMNS = ["host", "cpu", "placement", "interval", "count", "sets"]
 # the RAN variant (manifest parameters ``ran``: ueransim, oai, split; ``uu``: the radio's AS
 # security, e.g. nea2-nia2; empty for older runs): never pooled either
 RUN_COLUMNS = (["campaign", "experiment", "profile", "protocol", "plane", "datapath", "run"] + PARAM_COLUMNS
@@ -46,6 +47,13 @@ def nas_of(run: Run) -> str:
     return str(rec.get("proven") or (run.get("parameters") or {}).get("nas") or "")
 
 
+def placement_of(run: Run) -> str:
+    """Where a cluster run's NFs ran, as testbed/placement.py `key` groups it ("" on one Docker
+    host): runs of different placements are never pooled."""
+    rec = run.get("placement")
+    return placement.key(rec if isinstance(rec, dict) else None)
+
+
 def run_columns(run: Run) -> dict[str, object]:
     params = run.get("profile_params") or {}
     measured = run.get("parameters") or {}
@@ -53,7 +61,8 @@ def run_columns(run: Run) -> dict[str, object]:
     return {"campaign": run.campaign, "experiment": run.experiment, "profile": run.profile,
             "protocol": run.protocol, "plane": run.get("plane"), "datapath": run.datapath,
             "run": run.run_id, **{c: params.get(c) for c in PARAM_COLUMNS},
-            "host": host.get("hostname"), "cpu": host.get("cpu_model"), "interval": measured.get("interval"),
+            "host": host.get("hostname"), "cpu": host.get("cpu_model"), "placement": placement_of(run),
+            "interval": measured.get("interval"),
             "count": measured.get("pings"), "sets": measured.get("sets"), "ran": measured.get("ran"),
             "uu": measured.get("uu"), "nas": nas_of(run)}
 

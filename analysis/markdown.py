@@ -56,10 +56,16 @@ def fmt_p(value: object) -> str:
     return fmt(value, 3)
 
 
+ONLY_WHERE_SET = ("placement",)
+
+
 def table(frame: pd.DataFrame, digits: int = 3) -> str:
     """A pipe table; floats with ``digits`` decimals, counts (COUNTS) as integers, NaN empty."""
     if frame.empty:
         return "_(no rows)_\n"
+    # a column only some runs fill (the cluster's placement) is left out where no row has it
+    frame = frame.drop(columns=[c for c in ONLY_WHERE_SET if c in frame.columns
+                                and frame[c].astype(object).where(frame[c].notna(), "").eq("").all()])
     cols = [str(c) for c in frame.columns]
     lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
     pcols = {i for i, c in enumerate(cols) if c == "p_perm" or c.startswith("p_")}

@@ -35,15 +35,15 @@ log = logging.getLogger(__name__)
 PROCEDURES = "ran-procedures"
 F1U = "f1u"
 SUMMARY_COLUMNS = ["source", "campaign", "experiment", "interface", "definition", "ran", "uu", "profile", "protocol",
-                   "relay", "datapath", "host", "cpu", "n_boots", "n_samples", "mean", "sd", "ci", "ci_basis",
+                   "relay", "datapath", "host", "cpu", "placement", "n_boots", "n_samples", "mean", "sd", "ci", "ci_basis",
                    "pooled_mean", "pooled_ci", "ci_z", "baseline_mean", "baseline_n_boots", "overhead",
                    "overhead_ci", "overhead_pct", "overhead_basis"]
 DEFINITIONS = {"request": "request_ms", "ngap": "ngap_ms"}
 DEFINITION_TEXT = {"request": "F1AP/E1AP setup request -> response (the paper's definition, Sec. 5.1)",
                    "ngap": "NGAP PDUSessionResourceSetupRequest -> F1AP/E1AP setup response (the authors' scripts)"}
 BY = ["campaign", "experiment", "interface", "definition", "ran", "uu", "profile", "protocol", "relay", "datapath",
-      "host", "cpu"]
-MATCH = ["campaign", "experiment", "interface", "definition", "ran", "host", "cpu"]
+      "host", "cpu", "placement"]
+MATCH = ["campaign", "experiment", "interface", "definition", "ran", "host", "cpu", "placement"]
 
 
 RELAY_PLAIN, RELAY_NET = "plain", "net"      # the relay without its security; a DTLS-minus-relay row

@@ -44,10 +44,10 @@ from testbed import instance, stack
 log = logging.getLogger(__name__)
 
 PHASE_OTHER = "other"
-BY = ["campaign", "experiment", "profile", "protocol", "datapath", "host", "cpu", "nas", "phase", "operation", "pair"]
-MATCH = ["campaign", "experiment", "host", "cpu", "nas", "phase", "operation", "pair"]
-ROLE_BY = ["campaign", "experiment", "profile", "protocol", "datapath", "host", "cpu", "nas", "role"]
-ROLE_MATCH = ["campaign", "experiment", "host", "cpu", "nas", "role"]
+BY = ["campaign", "experiment", "profile", "protocol", "datapath", "host", "cpu", "placement", "nas", "phase", "operation", "pair"]
+MATCH = ["campaign", "experiment", "host", "cpu", "placement", "nas", "phase", "operation", "pair"]
+ROLE_BY = ["campaign", "experiment", "profile", "protocol", "datapath", "host", "cpu", "placement", "nas", "role"]
+ROLE_MATCH = ["campaign", "experiment", "host", "cpu", "placement", "nas", "role"]
 
 
 def names(run: Run) -> dict[str, str]:
@@ -244,8 +244,8 @@ def top(ops: pd.DataFrame, n: int = 10) -> pd.DataFrame:
          "mean", "ci", "overhead", "overhead_ci", "adds_ms", "adds_ci"]].reset_index(drop=True)
 
 
-N2_BY = ["campaign", "experiment", "profile", "protocol", "datapath", "host", "cpu", "nas", "phase", "procedure"]
-N2_MATCH = ["campaign", "experiment", "host", "cpu", "nas", "phase", "procedure"]
+N2_BY = ["campaign", "experiment", "profile", "protocol", "datapath", "host", "cpu", "placement", "nas", "phase", "procedure"]
+N2_MATCH = ["campaign", "experiment", "host", "cpu", "placement", "nas", "phase", "procedure"]
 
 
 def n2_procedures(runs: list[Run], win: pd.DataFrame) -> pd.DataFrame:

@@ -95,7 +95,7 @@ def boot_summary(frame: pd.DataFrame, by: list[str], value: str, match: list[str
         columns={"baseline_n": "baseline_n_boots"})
 
 
-RTT_MATCH = ["campaign", "experiment", "host", "cpu", "interval", "count", "sets", "size", "ran", "path"]
+RTT_MATCH = ["campaign", "experiment", "host", "cpu", "placement", "interval", "count", "sets", "size", "ran", "path"]
 RTT_BY = ["campaign", "experiment", "profile", "protocol", "datapath"] + RTT_MATCH[2:] + ["uu"]
 
 
@@ -142,8 +142,8 @@ def with_plane_labels(frame: pd.DataFrame, default: str = ATTACH_PLANE) -> pd.Da
 
 
 ATTACH_BY = ["campaign", "experiment", "profile", "protocol", "mode", "auth", "version", "cipher", "cert", "datapath",
-             "host", "cpu", "nas", "role"]
-ATTACH_MATCH = ["campaign", "experiment", "host", "cpu", "nas", "role"]
+             "host", "cpu", "placement", "nas", "role"]
+ATTACH_MATCH = ["campaign", "experiment", "host", "cpu", "placement", "nas", "role"]
 
 
 def attach(ds: Datasets, confidence: float = CONFIDENCE, permutations: int = 0) -> pd.DataFrame:
@@ -164,8 +164,8 @@ def attach(ds: Datasets, confidence: float = CONFIDENCE, permutations: int = 0) 
 def cpu(ds: Datasets, confidence: float = CONFIDENCE) -> pd.DataFrame:
     """CPU seconds (all services) per profile, datapath and number of UEs."""
     totals = cpu_totals(ds.cpu)
-    by = ["campaign", "experiment", "profile", "protocol", "datapath", "host", "cpu", "ues"]
-    return boot_summary(_fill(totals, by), by, "cpu_s", ["campaign", "experiment", "host", "cpu", "ues"], confidence,
+    by = ["campaign", "experiment", "profile", "protocol", "datapath", "host", "cpu", "placement", "ues"]
+    return boot_summary(_fill(totals, by), by, "cpu_s", ["campaign", "experiment", "host", "cpu", "placement", "ues"], confidence,
                     per_file=True)
 
 
@@ -173,34 +173,35 @@ def cpu_host_table(ds: Datasets, confidence: float = CONFIDENCE) -> pd.DataFrame
     """Host-wide CPU seconds (kernel threads, irq and softirq included; idle window subtracted)
     per profile, datapath and number of UEs: the cost the paper compares (the cgroup table
     misses the kernel's share of ESP and WireGuard)."""
-    by = ["campaign", "experiment", "profile", "protocol", "datapath", "host", "cpu", "ues"]
-    return boot_summary(_fill(cpu_host(ds.cpu), by), by, "cpu_s", ["campaign", "experiment", "host", "cpu", "ues"], confidence,
+    by = ["campaign", "experiment", "profile", "protocol", "datapath", "host", "cpu", "placement", "ues"]
+    return boot_summary(_fill(cpu_host(ds.cpu), by), by, "cpu_s", ["campaign", "experiment", "host", "cpu", "placement", "ues"], confidence,
                     per_file=True)
 
 
 def cpu_slopes(ds: Datasets) -> pd.DataFrame:
     """Least-squares slope (CPU s per UE) and intercept per profile."""
-    totals = _fill(cpu_totals(ds.cpu), ["host", "cpu"])
+    totals = _fill(cpu_totals(ds.cpu), ["host", "cpu", "placement"])
     rows = []
     if not totals.empty:
-        # one line per host and CPU model too: points measured on different machines never share a fit
-        for (campaign, profile, protocol, datapath, host, cpu_model), g in _keyed(totals, ["host", "cpu"]).groupby(
-                ["campaign", "profile", "protocol", "datapath", "host", "cpu"]):
+        # one line per host, CPU model and placement too: points measured on different machines never share a fit
+        for (campaign, profile, protocol, datapath, host, cpu_model, placement), g in _keyed(
+                totals, ["host", "cpu", "placement"]).groupby(["campaign", "profile", "protocol", "datapath", "host", "cpu",
+                                                               "placement"]):
             x = g["ues"].astype(float).to_numpy()
             y = g["cpu_s"].astype(float).to_numpy()
             if len(np.unique(x)) >= 2:
                 slope, intercept = np.polyfit(x, y, 1)
                 rows.append({"campaign": campaign, "profile": profile, "protocol": protocol, "datapath": datapath,
-                             "host": host, "cpu": cpu_model, "cpu_s_per_ue": slope, "intercept_s": intercept,
+                             "host": host, "cpu": cpu_model, "placement": placement, "cpu_s_per_ue": slope, "intercept_s": intercept,
                              "points": len(x)})
-    return pd.DataFrame(rows, columns=["campaign", "profile", "protocol", "datapath", "host", "cpu", "cpu_s_per_ue",
-                                       "intercept_s", "points"])
+    return pd.DataFrame(rows, columns=["campaign", "profile", "protocol", "datapath", "host", "cpu", "placement",
+                                       "cpu_s_per_ue", "intercept_s", "points"])
 
 
 def throughput(ds: Datasets, confidence: float = CONFIDENCE) -> pd.DataFrame:
     """Receiver-side throughput (Mbit/s) per profile, datapath and transport."""
-    by = ["campaign", "experiment", "profile", "protocol", "datapath", "host", "cpu", "transport"]
-    return boot_summary(_fill(ds.throughput, by), by, "receiver_mbps", ["campaign", "experiment", "host", "cpu", "transport"],
+    by = ["campaign", "experiment", "profile", "protocol", "datapath", "host", "cpu", "placement", "transport"]
+    return boot_summary(_fill(ds.throughput, by), by, "receiver_mbps", ["campaign", "experiment", "host", "cpu", "placement", "transport"],
                     confidence)
 
 

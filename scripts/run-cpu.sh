@@ -74,7 +74,7 @@ scale_attach_failed() {
   local n="$1" rep="$2" tag="$3" boot evidence="failure/$3-attach"
   [[ "$DRY_RUN" != 1 ]] || return 0
   boot=$(( $(ues_index "$n") * REPS + rep ))
-  stack_save_evidence "$RENDER" "$RUN_DIR/$evidence" ue-scale "$(ran_value RAN_READY)"
+  engine_evidence "$RUN_DIR/$evidence" ue-scale "$(ran_value RAN_READY)"
   tbm add-failure "$RUN_DIR" --attr ue=ue-scale --attr attempt=1 --attr "iteration=$boot" --attr final=true \
     --attr "ues=$n" --attr "rep=$rep" --attr "evidence=$evidence" \
     --attr "reason=$(ue_sessions ue-scale) of $n UEs had a PDU session after ${ATTACH_TIMEOUT}s ($tag)" \

@@ -2,7 +2,7 @@
 # run-n3: user-plane RTT over N3 (paper 4.1). The stack comes up with PROFILE's N3 overlay and
 # UE 1's PDU session; warm-up pings (tunnel established, kept, not counted); then SETS x PINGS
 # pings from UE 1 through its PDU session to the host (the n6 gateway) for each payload size;
-# a capture on the n3 bridge checks the overlay; the stack goes down. Docs: docs/experiments.md.
+# a capture of the n3 network (its bridge; on a cluster, in the pods) checks the overlay; the stack goes down. Docs: docs/experiments.md.
 set -euo pipefail
 
 # shellcheck source=scripts/lib/common.sh
@@ -33,8 +33,7 @@ main() {
   log "stack up: profile $PROFILE on n3 (waits for UE 1's PDU session)"
   # whole packets, from before the first NF starts (the overlay's own set-up is on it)
   stack_create stack-up.log
-  capture_start n3 n3.pcap iface=n3 purpose=validation -- \
-    dumpcap -q -i "$(bridge_of n3)" -w "${RUN_DIR:-.}/n3.pcap"
+  engine_net_capture n3 n3.pcap "" n3 -- iface=n3 purpose=validation
   stack_leak_captures n3
   stack_run_start stack-up.log
 

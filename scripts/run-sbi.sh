@@ -40,20 +40,21 @@ EOF
 }
 
 # plane_captures IT TAG: one whole-packet capture per covered plane's network (validation), and
-# N2 for the attach timing where N2 is not covered (there the bridge shows NGAP in the clear).
+# N2 for the attach timing where N2 is not covered (there the wire shows NGAP in the clear); the
+# runtime's engine_net_capture: the bridges on Compose, capture containers in the pods on a cluster.
 plane_captures() {
   local it="$1" tag="$2" plane net name
   while read -r plane net; do
     name="$tag-$plane"
     # the baseline on N2: the timing capture below keeps the name itNN-n2.pcap
     [[ "$plane" == n2 ]] && ! protects n2 && name="$tag-n2-wire"
-    capture_start "$name" "$name.pcap" "iface=$plane" purpose=validation "iteration=$it" -- \
-      dumpcap -q -i "$(bridge_of "$net")" -w "${RUN_DIR:-.}/$name.pcap"
+    engine_net_capture "$name" "$name.pcap" "" "$net" -- "iface=$plane" purpose=validation "iteration=$it"
   done < <("$PYTHON" -c 'import sys; from testbed import planes
 for p in planes.split(sys.argv[1]): print(p, planes.network(p))' "$PLANE")
   protects n2 && return 0
-  capture_start "$tag-n2" "$tag-n2.pcap" iface=n2 purpose=timing "iteration=$it" -- \
-    dumpcap -q -i "$(bridge_of "$(plane_value n2 network)")" -w "${RUN_DIR:-.}/$tag-n2.pcap"
+  # timed where the N2 client is (one clock: on a cluster the gNB's pod, on Compose the bridge)
+  engine_net_capture "$tag-n2" "$tag-n2.pcap" "$(plane_client n2)" "$(plane_value n2 network)" -- \
+    iface=n2 purpose=timing "iteration=$it"
 }
 
 iteration() {

@@ -68,11 +68,11 @@ parse_args() {
   done
   [[ "$UES_N" =~ ^[0-9]+$ ]] || { echo "up.sh: --ues must be a number, got $UES_N" >&2; exit 2; }
   [[ "$TIMEOUT" =~ ^[0-9]+$ ]] || { echo "up.sh: --timeout must be seconds, got $TIMEOUT" >&2; exit 2; }
-  # ENGINE= names the runtime (docs/kubernetes.md): this script starts the Compose one; another
-  # has its own target, and the drivers that call this script run on Compose only so far, so a
-  # run never lands on Docker while its user asked for a cluster
+  # ENGINE= names the runtime (docs/kubernetes.md): this script starts the Compose one (the
+  # drivers reach it through testbed/runtime/compose/driver.sh); another has its own target and
+  # driver library, so a stack never lands on Docker while its user asked for a cluster
   if [[ -n "${ENGINE:-}" && "$ENGINE" != compose ]]; then
-    echo "up.sh: ENGINE=$ENGINE: this starts the Docker Compose stack; start that runtime's stack with its own target (make k8s-up for ENGINE=k8s); the experiment drivers run on Compose only so far (docs/kubernetes.md)" >&2
+    echo "up.sh: ENGINE=$ENGINE: this starts the Docker Compose stack; start that runtime's stack with its own target (make k8s-up for ENGINE=k8s); the experiment drivers take ENGINE= themselves (make run-n3 ENGINE=k8s; docs/kubernetes.md)" >&2
     exit 2
   fi
 }

@@ -748,6 +748,21 @@ class RuntimeOptionError(ValueError):
     the valid values."""
 
 
+# What a runtime's driver library (RuntimePlugin.driver) defines; the drivers call only these to
+# reach the engine (scripts/lib/stack.sh documents each beside its one caller):
+DRIVER_FUNCTIONS = (
+    "engine_require",         # the engine is reachable (not for DRY_RUN); dies naming what is missing
+    "engine_create",          # REL ARGS...: what exists before the first NF starts (Compose: containers)
+    "engine_up",              # REL ARGS...: the stack up and ready; sets RENDER and DC (Compose's verbs)
+    "engine_down",            # tear the stack of RENDER down
+    "engine_pin",             # CPUSET_STACK: the stack's containers on those CPUs
+    "engine_net_capture",     # NAME REL NODE NETWORK... -- ATTRS: whole packets where NODE is
+    "engine_watch_start",     # SVC: the overlay watcher while SVC pings
+    "engine_evidence",        # DIR [SVC...]: every container's log and state of a failed stack
+    "engine_record",          # where the stack ran, into the run's manifest
+)
+
+
 class RuntimePlugin(Plugin):
     """How a rendered stack runs (ENGINE=<name>): the Compose files the core renders on one Docker
     host, or the same stack as the objects of another engine (Kubernetes). Both take the render
@@ -760,11 +775,23 @@ class RuntimePlugin(Plugin):
     doctor: ClassVar[str | None] = None
     """File name, in the folder, of the script `make doctor ENGINE=<name>` runs (its exit status is
     the doctor's); None: scripts/doctor.sh's checks of the Docker host."""
+    driver: ClassVar[str] = "driver.sh"
+    """File name, in the folder, of the bash library the experiment drivers talk to the stack
+    through (scripts/lib/stack.sh sources the one of ENGINE=): it defines every function of
+    DRIVER_FUNCTIONS, so no driver and no core library names an engine. Its command lines are
+    the plug-in's (Compose's wrapper scripts/lib/compose.sh; Kubernetes' testbed/runtime/k8s/stackctl.py)."""
 
     def problems(self) -> list[str]:
         out = super().problems()
         if self.doctor and not (self.folder / self.doctor).is_file():
             out.append(f"{self.folder}: no {self.doctor} (its doctor)")
+        lib = self.folder / self.driver
+        if not lib.is_file():
+            out.append(f"{self.folder}: no {self.driver} (the drivers' library)")
+        else:
+            text = lib.read_text(encoding="utf-8")
+            out += [f"{lib}: defines no {f}() (RuntimePlugin.DRIVER_FUNCTIONS)" for f in DRIVER_FUNCTIONS
+                    if f"\n{f}() {{" not in text]
         return out
 
     def check_options(self, placement: Placement, options: Mapping[str, str]) -> None:

@@ -151,5 +151,14 @@ def as_record(placement: Placement) -> dict[str, str]:
 
 
 def key(record: Mapping[str, Any] | None) -> str:
-    """One string per placement, for grouping runs ("" = the engine's choice, one host)."""
-    return " ".join(f"{nf}:{node}" for nf, node in sorted((record or {}).items()))
+    """One string per placement, for grouping runs (analysis/datasets.py): from a run's placement
+    record (testbed/runtime/k8s/cluster.py `record`, manifest `placement`) which pods shared a node,
+    each node named by its CPU model and kernel ("amf+gnb+... @ CPU, kernel; upf @ ..."); "" without
+    one (a run on one Docker host). Node names are left out: a sharded campaign's boots of one
+    profile run on different nodes of one kind and pool; runs whose NFs were grouped otherwise, or
+    ran on other hardware or kernels, never do."""
+    nodes = (record or {}).get("nodes")
+    if not isinstance(nodes, Mapping) or not nodes:
+        return ""
+    return "; ".join(sorted(f"{'+'.join(sorted(n.get('pods') or ()))} @ {n.get('cpu_model') or '?'}, "
+                             f"{n.get('kernel') or '?'}" for n in nodes.values() if isinstance(n, Mapping)))

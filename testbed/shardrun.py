@@ -2,8 +2,10 @@
 
 One thread per shard; the boots to run wait in one queue in the plan's seeded order, and a shard
 that is free takes the next one (testbed/shards.py `assign` simulates the same). A boot is a fresh
-stack: render the profile for the shard (its namespace, every NF on its node group), `k8s.sh up`,
-the experiment's driver against it, `k8s.sh down` whatever happened. The drivers write into the
+stack: the experiment's driver (scripts/run-n3.sh, run-sbi.sh) with ENGINE=k8s, the shard's
+namespace and placement (every NF on its node group) renders and brings it up itself, its
+captures in the pods, and tears it down; another program (--driver) runs against a stack rendered
+and brought up for it (`k8s.sh up`). `k8s.sh down` follows every boot whatever happened. The drivers write into the
 one results tree (RESULTS/<campaign>/<experiment>/<profile>/<run>/), each shard's output goes to
 RESULTS/<campaign>/shards/s<k>.log, the terminal gets one line per boot started and ended.
 
@@ -40,6 +42,8 @@ class Context:
     blocks: int
     params: Mapping[str, str]         # the experiment's parameters, given to every driver
     driver: Path
+    own_stack: bool = False           # the driver renders and brings up its stack itself (ENGINE=k8s, the
+                                      # shard's namespace and placement), with its captures in the pods
 
 
 @dataclasses.dataclass
@@ -97,6 +101,15 @@ class Runner:
         env = {**environment.mapping(), "PYTHON": sys.executable, "STATE": str(state), "STACK_SLOT": ctx.stack_slot, "ENGINE": "k8s",
                "K8S_NAMESPACE": shard.namespace, "PLACEMENT": shard.placement}
         plane = ctx.params.get("PLANE", "")
+        run_env = {**env, **{k: v for k, v in ctx.params.items() if v},
+                   "PROFILE": slot.profile, "CAMPAIGN": ctx.campaign, "SLOT": slot.id,
+                   "BOOT": str(slot.rep), "BOOTS": str(ctx.blocks), "RESULTS": str(ctx.results)}
+        if ctx.own_stack:
+            try:
+                rc, _ = self._step(shard, [str(ctx.driver)], run_env, log)
+            finally:
+                down, _ = self._step(shard, ["bash", str(K8S_SH), "down", shard.namespace], env, log)
+            return self._after(shard, log, rc, down)
         rc, render_dir = self._step(shard, [sys.executable, "-m", "testbed", "render", "--profile", slot.profile,
                                             *(["--plane", plane] if plane else []), "--engine", "k8s",
                                             "--state", str(state), "--placement", shard.placement,
@@ -109,13 +122,12 @@ class Runner:
             if rc == 0 and self.stopping.is_set():
                 rc = 130
             elif rc == 0:
-                run_env = {**env, **{k: v for k, v in ctx.params.items() if v},
-                           "PROFILE": slot.profile, "CAMPAIGN": ctx.campaign, "SLOT": slot.id,
-                           "BOOT": str(slot.rep), "BOOTS": str(ctx.blocks), "RESULTS": str(ctx.results),
-                           "K8S_RENDER_DIR": render_dir}
-                rc, _ = self._step(shard, [str(ctx.driver)], run_env, log)
+                rc, _ = self._step(shard, [str(ctx.driver)], {**run_env, "K8S_RENDER_DIR": render_dir}, log)
         finally:
             down, _ = self._step(shard, ["bash", str(K8S_SH), "down", shard.namespace], env, log)
+        return self._after(shard, log, rc, down)
+
+    def _after(self, shard: Shard, log: Path, rc: int, down: int) -> int:
         if down != 0:
             # the next stack of this shard would find the namespace still there (k8s.sh up refuses it)
             self.say(f"s{shard.index}: deleting namespace {shard.namespace} failed (see {log}); "

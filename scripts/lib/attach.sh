@@ -50,7 +50,7 @@ attach_ue() {
     # the UE's log and nr-cli view (and the RAN's) before its container is removed for the retry
     local evidence
     evidence="failure/$(printf 'it%02d' "$it")-$ue-attempt$attempt"
-    stack_save_evidence "$RENDER" "$RUN_DIR/$evidence" "$ue" "$(ran_value RAN_READY)"
+    engine_evidence "$RUN_DIR/$evidence" "$ue" "$(ran_value RAN_READY)"
     tbm add-failure "$RUN_DIR" --attr "ue=$ue" --attr "attempt=$attempt" --attr "iteration=$it" \
       --attr "final=$final" --attr "reason=$reason" --attr "evidence=$evidence" || warn "could not record the failed attach"
     "${DC[@]}" "${STACK_ALL_PROFILES[@]}" rm -sf "$ue" >>"$(out_path "$rel")" 2>&1 || true

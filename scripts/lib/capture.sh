@@ -40,12 +40,12 @@ capture_stop() {
   rel="${_CAPTURE_FILE[$name]}"
   # dumpcap/tshark flush and close the file on TERM (INT may be ignored in background jobs)
   kill -TERM "$pid" 2>/dev/null || true
-  local end=$((SECONDS + 10))
+  local end=$((SECONDS + ${_CAPTURE_GRACE[$name]:-10}))
   while kill -0 "$pid" 2>/dev/null && ((SECONDS < end)); do
     sleep 0.1
   done
   if kill -0 "$pid" 2>/dev/null; then
-    warn "capture $name did not stop within 10 s; killing it"
+    warn "capture $name did not stop within ${_CAPTURE_GRACE[$name]:-10} s; killing it"
     kill -KILL "$pid" 2>/dev/null || true
   fi
   wait "$pid" 2>/dev/null || true
@@ -69,12 +69,13 @@ capture_stop_all() {
 }
 
 # stack_leak_captures PLANE: per overlay endpoint of PLANE, a capture of every network its
-# namespace is on (the Docker bridges: each of the holder's interfaces is a veth on one of them),
-# started before the stack, as leak-<node>.pcap (purpose leak): a packet of the plane that a dead
+# namespace is on (the runtime's engine_net_capture: on Compose the Docker bridges, each of the
+# holder's interfaces being a veth on one of them; on a cluster a container in its pod), started
+# before the stack, as leak-<node>.pcap (purpose leak): a packet of the plane that a dead
 # overlay lets out of any interface, in the clear, shows there and makes the run invalid
 # (testbed/validity.py leak_verdict). Nothing for the baseline.
 stack_leak_captures() {
-  local plane="$1" node net nets=() args=()
+  local plane="$1" node nets=()
   protects "$plane" || return 0
   while IFS= read -r node; do
     [[ -n "$node" ]] || continue
@@ -85,9 +86,6 @@ stack_leak_captures() {
 print(*stack.load()["nodes"][sys.argv[1]]["networks"], sep="\n")' "$node") \
         || die "no networks of $node in nf-configs/stack.yaml" 1
     fi
-    args=()
-    for net in "${nets[@]}"; do args+=(-i "$(bridge_of "$net")"); done
-    capture_start "leak-$node" "leak-$node.pcap" "iface=$plane" purpose=leak "node=$node" -- \
-      dumpcap -q "${args[@]}" -w "${RUN_DIR:-.}/leak-$node.pcap"
+    engine_net_capture "leak-$node" "leak-$node.pcap" "$node" "${nets[@]}" -- "iface=$plane" purpose=leak "node=$node"
   done < <(overlay_endpoints)
 }

@@ -55,6 +55,7 @@ CHILD_PID=""
 declare -a _CLEANUP=()
 declare -A _CAPTURE_PID=()
 declare -A _CAPTURE_FILE=()
+declare -A _CAPTURE_GRACE=()   # seconds capture_stop waits for a capture to end its file (default 10)
 declare -A _CAPTURE_ATTRS=()
 
 # The parts, by concern (each under 400 lines: STYLE.md). Protocol knowledge lives in the plug-ins

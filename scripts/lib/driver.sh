@@ -119,6 +119,6 @@ docker_driver_begin() {
     require_tools "${tools[@]}"
     require_runnable_profile
   fi
-  docker_begin
+  docker_begin "$experiment"
   install_traps
 }

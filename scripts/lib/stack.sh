@@ -14,11 +14,22 @@ _STACK_CLEANUP=0
 _STACK_CREATED=0
 _DRY_RENDER=""
 
-# docker_begin: the compose wrapper, and the engine (not needed for DRY_RUN).
+# docker_begin [EXPERIMENT]: the stack wrapper, the runtime's driver library (ENGINE=: compose, the
+# default, or k8s; testbed/contract.py RuntimePlugin.driver: the engine_* functions below call it),
+# the experiment refused before anything starts where that runtime does not run its driver, and
+# the engine (not needed for DRY_RUN).
 docker_begin() {
   # shellcheck source=scripts/lib/compose.sh
   source "$TESTBED_ROOT/scripts/lib/compose.sh"
-  [[ "$DRY_RUN" == 1 ]] || stack_require_compose
+  local lib
+  lib="$(cd "$TESTBED_ROOT" && "$PYTHON" -m testbed plugins --driver "${ENGINE:-}")" \
+    || die "ENGINE=${ENGINE:-}: no such runtime (make plugins lists them)" 2
+  # shellcheck disable=SC1090  # the runtime's own library
+  source "$lib"
+  if [[ -n "${1:-}" && "$ENGINE_EXPERIMENTS" != "*" && " $ENGINE_EXPERIMENTS " != *" $1 "* ]]; then
+    die "ENGINE=$ENGINE runs the drivers of $ENGINE_EXPERIMENTS, not $1 yet (docs/kubernetes.md); nothing was started" 2
+  fi
+  [[ "$DRY_RUN" == 1 ]] || engine_require
 }
 
 # The images a run records in its manifest (names set by compose.sh): the RAN variant's (RAN) own.
@@ -58,77 +69,17 @@ stack_create() {
   shift
   STACK_TAG="$(_stack_tag "$rel")"
   _STACK_CREATED=1
-  stack_up "$rel" --create-only "$@"
-  stack_pin
+  engine_create "$rel" "$@"
+  engine_pin
 }
 
-# stack_pin: every created container of the stack on CPUSET_STACK (before any of them starts);
-# nothing when it is empty. The manifest's parameters record both sets.
-stack_pin() {
-  [[ -n "${CPUSET_STACK:-}" ]] || return 0
-  local ids=()
-  if [[ "$DRY_RUN" == 1 ]]; then
-    _record_command docker update --cpuset-cpus "$CPUSET_STACK" "(every container of the stack)"
-    return 0
-  fi
-  mapfile -t ids < <("${DC[@]}" "${STACK_ALL_PROFILES[@]}" ps -aq)
-  ((${#ids[@]})) || return 0
-  run_cmd docker update --cpuset-cpus "$CPUSET_STACK" "${ids[@]}" >/dev/null \
-    || die "could not pin the stack to CPUs $CPUSET_STACK (docker update --cpuset-cpus)" 1
-}
-
-# stack_up REL_LOG [up.sh args...]: fresh stack for PROFILE on PLANE (up.sh takes down any previous
-# one, unless stack_create made this one), output kept in RUN_DIR/REL_LOG; sets RENDER and DC (the
-# exact docker compose argv).
+# stack_up REL_LOG [up.sh args...]: a fresh stack for PROFILE on PLANE, up and ready (the runtime's
+# engine_up: output kept in RUN_DIR/REL_LOG, evidence and a one-line reason when it fails); sets
+# RENDER and DC, the command line with Compose's verbs the drivers reach the stack through.
 stack_up() {
-  local rel="$1"
-  shift
-  export RUN_ID="${RUN_DIR:+$(basename "$RUN_DIR")}"
-  RUN_ID="${RUN_ID:-dry-run}"
-  if [[ "$DRY_RUN" == 1 ]]; then
-    local dry_phase=()
-    if [[ " $* " != *" --create-only "* && "${_STACK_CREATED:-0}" == 1 ]]; then
-      dry_phase=(--start-created)
-      _STACK_CREATED=0
-    fi
-    _record_command "$TESTBED_ROOT/scripts/up.sh" --profile "$PROFILE" --plane "$PLANE" --timeout "$UP_TIMEOUT" "$@" "${dry_phase[@]}"
-    # render once per dry run (pure Python, no Docker) to show the exact compose command lines
-    [[ -n "$_DRY_RENDER" ]] || _DRY_RENDER="$(stack_render "$PROFILE" "$PLANE" 2>/dev/null)" || _DRY_RENDER="none"
-    RENDER="$_DRY_RENDER"
-    if [[ -n "$RENDER" && -f "$RENDER/compose.env" ]]; then
-      stack_compose_argv "$RENDER"
-      DC=("${STACK_CMD[@]}")
-    else
-      DC=(docker compose -p "${COMPOSE_PROJECT:-g5tb}" "<files of the render dir>")
-    fi
-    return 0
-  fi
-  if ((!_STACK_CLEANUP)); then
-    cleanup_push stack_teardown
-    _STACK_CLEANUP=1
-  fi
-  local phase=()
-  if [[ " $* " != *" --create-only "* && "${_STACK_CREATED:-0}" == 1 ]]; then
-    phase=(--start-created)
-    _STACK_CREATED=0
-  fi
-  local evidence="failure/${rel%.log}"
-  if ! run_bg_wait "$TESTBED_ROOT/scripts/up.sh" --profile "$PROFILE" --plane "$PLANE" --timeout "$UP_TIMEOUT" "$@" \
-         "${phase[@]}" --evidence "$RUN_DIR/$evidence" >>"$RUN_DIR/$rel" 2>&1; then
-    RENDER=""               # up.sh took down what it started, its evidence kept in $evidence
-    local first waiting
-    first="$(grep -o 'first failure: .*' "$RUN_DIR/$rel" | tail -n 1 || true)"
-    if [[ -z "$first" ]]; then   # nothing failed: up.sh's own first error (the deadline) and what was still pending
-      first="$(grep -m 1 '^error: ' "$RUN_DIR/$rel" | sed 's/^error: //' || true)"
-      waiting="$(grep -oE '(still starting|never started)[^:]*: .*' "$RUN_DIR/$rel" | paste -sd ';' - || true)"
-      [[ -z "$first" || -z "$waiting" ]] || first="$first; $waiting"
-    fi
-    die "stack for $PROFILE ($PLANE) did not come up: ${first:-$(tail -n 3 "$RUN_DIR/$rel" | tr '\n' ' ')} (every container's log, ps and health: $evidence/; full log: $rel; make doctor)" 1
-  fi
-  RENDER="$(<"$(stack_current_file)")"
-  stack_compose_argv "$RENDER"
-  DC=("${STACK_CMD[@]}")
+  engine_up "$@"
 }
+
 
 # protects PLANE: true when the run's overlay covers that plane (the baseline protects none)
 protects() {
@@ -276,7 +227,7 @@ stack_teardown() {
     RENDER=""
     return 0
   fi
-  stack_down "$RENDER" >/dev/null 2>&1 || warn "stack teardown failed: run \`make down\`"
+  engine_down >/dev/null 2>&1 || warn "stack teardown failed: run \`make down\` (ENGINE=k8s: make k8s-down)"
   rm -f "$(stack_current_file)"
   RENDER=""
 }
@@ -333,6 +284,7 @@ stack_run_start() {
   [[ "${1:-}" != --quiet-start ]] || { quiet=1; shift; }
   STACK_TAG="$(_stack_tag "$1")"
   stack_up "$@"
+  engine_record
   render_hashes "$RENDER" "${STACK_TAG}rendered-configs.sha256"
   ((quiet)) || stack_overlay_state "${STACK_TAG}sa-before"
 }
@@ -360,7 +312,7 @@ _stack_evidence_at_exit() {
   log "run failed with the stack up: keeping every container's log, state and health in $dir/ before the teardown"
   compgen -G "$RUN_DIR/${STACK_TAG}sa-after-*" >/dev/null || stack_overlay_state "${STACK_TAG}sa-after"
   stack_logs "${STACK_TAG}containers.log"
-  stack_save_evidence "$RENDER" "$RUN_DIR/$dir"
+  engine_evidence "$RUN_DIR/$dir"
   while IFS= read -r line; do
     log "$line"
     [[ -n "$first" || "$line" != "first failure: "* ]] || first="$line"
@@ -370,7 +322,7 @@ _stack_evidence_at_exit() {
 
 # ue1_ping_series: ping_series from UE 1 under the overlay watcher (an overlay that dies stops it).
 ue1_ping_series() {
-  docker_watch_start ue1
+  engine_watch_start ue1
   ping_series "UE 1"
   watch_stop
 }

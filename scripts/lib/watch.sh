@@ -31,25 +31,32 @@ watch_stop() {
 docker_watch_start() {
   [[ "$DRY_RUN" != 1 && "$PROTOCOL" != none ]] || return 0
   local svc="$1" id
-  OVERLAY_DIED="$RUN_DIR/overlay-died.txt"
   id="$("${DC[@]}" "${STACK_ALL_PROFILES[@]}" ps -q "$svc" 2>/dev/null | head -n 1)" || id=""
   if [[ -n "$id" ]]; then
     _WATCH_STOP=(docker exec "$id" pkill -INT -x ping)
   else
     mapfile -d '' -t _WATCH_STOP < <(dc_exec "$svc" pkill -INT -x ping)
   fi
-  _docker_watch &
+  overlay_watch docker events --filter "label=com.docker.compose.project=$COMPOSE_PROJECT" \
+    --filter type=container --filter event=die --filter event=kill --filter event=oom \
+    --filter event=health_status --format '{{.TimeNano}}|{{.Actor.Attributes.name}}|{{.Action}}'
+}
+
+# overlay_watch STREAM...: the watcher in the background until watch_stop, reading the engine's
+# stream of "NANOS|NAME|ACTION" lines (docker events; on a cluster testbed/runtime/k8s/stackctl.py
+# watch) into _overlay_lost; _WATCH_STOP, the command that stops the pings, set by the caller.
+overlay_watch() {
+  OVERLAY_DIED="$RUN_DIR/overlay-died.txt"
+  _overlay_watch "$@" &
   WATCH_PID=$!
   cleanup_push watch_stop
 }
 
-_docker_watch() {
+_overlay_watch() {
   _WATCH_STOPPED=0
   # the stream (and a ping stop under way) is ended on every way out (a TERM from watch_stop included)
   trap 'kill "${_STREAM_PID:-}" 2>/dev/null; wait; exit 0' TERM
-  stream_until _overlay_lost docker events --filter "label=com.docker.compose.project=$COMPOSE_PROJECT" \
-    --filter type=container --filter event=die --filter event=kill --filter event=oom \
-    --filter event=health_status --format '{{.TimeNano}}|{{.Actor.Attributes.name}}|{{.Action}}' || return 1
+  stream_until _overlay_lost "$@" || return 1
 }
 
 # _overlay_lost "TIMENANO|NAME|ACTION": an engine event that ends a container: appended to

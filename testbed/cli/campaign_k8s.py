@@ -9,17 +9,27 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from pathlib import Path
 
-from testbed import ROOT, campaign, instance, keys, placement, shards, shardrun
+from testbed import ROOT, campaign, instance, keys, placement, registry, shards, shardrun
 from testbed.cli import campaign as campaign_cli
 from testbed.runtime.k8s import cluster, tool
 
-# Experiments a sharded campaign runs, and those whose drivers run against a cluster's stack
-# (issue 29 item 3, docs/kubernetes.md "Not yet": none so far: scripts/up.sh refuses ENGINE=k8s).
+# Experiments a sharded campaign runs, and those whose drivers run against a cluster's stack: the
+# k8s runtime's driver library says which (testbed/runtime/k8s/driver.sh ENGINE_EXPERIMENTS).
 EXPERIMENTS = ("n3", "sbi")
-DRIVERS_ON_K8S: frozenset[str] = frozenset()
+
+
+def drivers_on(runtime: str = "k8s") -> frozenset[str]:
+    """The experiments whose drivers run on that runtime (its driver library's ENGINE_EXPERIMENTS)."""
+    rt = registry.runtime(runtime)
+    m = re.search(r'^ENGINE_EXPERIMENTS="([^"]*)"', (rt.folder / rt.driver).read_text(encoding="utf-8"), re.M)
+    return frozenset(m.group(1).split()) if m else frozenset()
+
+
+DRIVERS_ON_K8S = drivers_on()
 
 
 def _env(name: str) -> str:
@@ -151,7 +161,10 @@ def run(args: argparse.Namespace) -> int:
     todo = [s for s in slots if s.status != "done"]
     print(f"campaign {args.campaign}: {args.experiment}, {len(slots)} slots, {len(slots) - len(todo)} already done, "
           f"{len(todo)} to run on {len(chosen)} shard(s) (seed {args.seed}; plan in {path})", file=sys.stderr)
-    ctx = shardrun.Context(args.experiment, args.campaign, args.results, Path(state), slot, args.reps, raw, driver)
+    # the experiment's own driver brings its stack up itself (its captures rendered into the pods);
+    # another program (--driver) runs against the stack the runner brings up for it
+    ctx = shardrun.Context(args.experiment, args.campaign, args.results, Path(state), slot, args.reps, raw, driver,
+                           own_stack=args.driver is None)
     out = shardrun.Runner(ctx, chosen, todo).run()
     print(f"campaign {args.campaign} ({args.experiment}): {out.ran} boot(s), {out.failed} failed or invalid",
           file=sys.stderr)

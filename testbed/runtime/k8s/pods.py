@@ -227,6 +227,11 @@ class Volumes:
             self.outputs[f"{service}:{target}"] = str(host)
             return {"name": self.add({"emptyDir": {}}), "mountPath": target}
         obj = self.store.add(host, service)
+        chunks = self.store.parts_of(obj)
+        if len(chunks) > 1:          # a directory over one object's limit: its parts as one volume (data.py)
+            volume = {"projected": {"sources": [{p.kind_key: {"name": p.name, "items": p.items()}}
+                                                for p in chunks], "defaultMode": 0o444}}
+            return {"name": self.add(volume), "mountPath": target, "readOnly": True}
         if host.is_dir():
             volume = {obj.kind_key: {obj.name_key: obj.name, "items": obj.items(), "defaultMode": 0o444}}
             return {"name": self.add(volume), "mountPath": target, "readOnly": True}

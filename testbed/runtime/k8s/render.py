@@ -28,7 +28,7 @@ from testbed.placement import Placement
 from testbed.render import Rendered
 from testbed.render import compose_env as cenv
 from testbed.render import layout
-from testbed.runtime.k8s import data, networks, pods
+from testbed.runtime.k8s import capture, data, networks, pods
 
 DIR = "k8s"
 OBJECTS = f"{DIR}/objects.yaml"
@@ -69,6 +69,7 @@ def settings(options: Mapping[str, str]) -> pods.Settings:
     if not placement_mod._NF.fullmatch(namespace) or len(namespace) > 11:
         raise RuntimeOptionError(f"K8S_NAMESPACE={namespace}: a DNS label of at most 11 characters "
                                  "(it prefixes the nodes' bridge names, at most 15)")
+    capture.parse(options.get(capture.OPTION) or "")
     return pods.Settings(namespace=namespace, multus=multus != "0", prefix=namespace)
 
 
@@ -92,6 +93,11 @@ def build(rendered: Rendered, placement: Placement, options: Mapping[str, str],
                                                                 if rendered.env.get("KEYS_DIR") else {})})
     pod_objects = {name: pods.pod_object(model, pod, s, placement, store, compose_dir)
                    for name, pod in all_pods.items()}
+    registry = (options.get("REGISTRY") or "").strip()
+    tools = images.get("TOOLS_IMAGE", "")
+    capture.add(pod_objects, {name: list(cm.service_networks(model.services[pod.services[0]]))
+                              for name, pod in all_pods.items()}, capture.parse(options.get(capture.OPTION) or ""),
+                f"{registry.rstrip('/')}/{tools}" if registry and tools else tools, s.multus)
     used = sorted({n for name, pod in all_pods.items()
                    for n in cm.service_networks(model.services[pod.services[0]])}) if s.multus else []
     ordered: list[dict[str, Any]] = [{"apiVersion": "v1", "kind": "Namespace",

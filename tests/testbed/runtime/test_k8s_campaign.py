@@ -122,11 +122,52 @@ def test_bad_input_is_refused_before_anything_starts(tmp_path: Path, more: list[
     assert not (tmp_path / "results").exists()
 
 
-def test_the_real_drivers_do_not_run_on_a_cluster_yet(tmp_path: Path) -> None:
+def test_the_drivers_on_a_cluster_are_those_the_k8s_driver_library_runs() -> None:
+    from testbed.cli import campaign_k8s
+    assert campaign_k8s.DRIVERS_ON_K8S == {"n3", "sbi"} == set(campaign_k8s.EXPERIMENTS)
+
+
+OWN_STACK_DRIVER = '''#!/usr/bin/env bash
+# the experiment's own driver as the runner starts it: it brings its stack up itself (here it
+# records what it was given, and that no stack was brought up for it), then fills its slot
+set -euo pipefail
+echo "$SLOT $K8S_NAMESPACE $PLACEMENT $ENGINE ${{K8S_RENDER_DIR:-none}} $STATE" >>"{drivers}"
+"$PYTHON" -c 'import sys
+from testbed import manifest
+run = manifest.create(sys.argv[1], "n3", sys.argv[2], {{"CAMPAIGN": sys.argv[3], "SLOT": sys.argv[4]}}, datapath_facts={{}})
+manifest.finish(run, "complete")
+manifest.set_validity(run, True, 0, 1, "fake driver")' "$RESULTS" "$PROFILE" "$CAMPAIGN" "$SLOT"
+'''
+
+
+def test_the_experiments_own_driver_brings_its_stack_up_in_its_shard_and_the_runner_deletes_it(tmp_path: Path) -> None:
+    """make campaign-n3 ENGINE=k8s: the runner renders and applies nothing itself; each boot's driver
+    gets ENGINE=k8s, its shard's namespace, placement and state, and the namespace is deleted after it."""
+    from testbed import shardrun, shards
+    from testbed.placement import Target
     fake, calls = _fake(tmp_path)
-    res = _campaign(_args(tmp_path / "results"), KUBECTL=str(fake))
-    assert res.returncode == 2 and "run-n3.sh does not run against a cluster's stack yet" in res.stderr
-    assert "apply" not in calls.read_text()
+    drivers = tmp_path / "drivers"
+    driver = tmp_path / "run-n3.sh"
+    driver.write_text(OWN_STACK_DRIVER.format(drivers=str(drivers)))
+    driver.chmod(0o755)
+    results, state = tmp_path / "results", tmp_path / "state"
+    (state / "keys").mkdir(parents=True)
+    slots = campaign.plan(results, "c", "n3", 2, 3, ["baseline"])
+    chosen = shards.shards("2", [Target(node="core"), Target(node="edge")], "g5tb")
+    ctx = shardrun.Context("n3", "c", results, state, "0", 2, {}, driver, own_stack=True)
+    os.environ["KUBECTL"] = str(fake)
+    try:
+        out = shardrun.Runner(ctx, chosen, slots).run()
+    finally:
+        del os.environ["KUBECTL"]
+    assert (out.ran, out.failed, out.stop) == (2, 0, 0)
+    lines = calls.read_text().splitlines()
+    assert not any(line.startswith(("applied", "kubectl apply")) for line in lines)
+    assert sorted(line.split()[3] for line in lines if line.startswith("kubectl delete namespace")) == ["g5tb-s1", "g5tb-s2"]
+    ran = sorted(line.split() for line in drivers.read_text().splitlines())
+    assert [r[1:5] for r in ran] == [["g5tb-s1", "*:core", "k8s", "none"], ["g5tb-s2", "*:edge", "k8s", "none"]]
+    assert all(r[5].endswith(f"shards/s{r[1][-1]}") for r in ran)
+    assert len(list(results.glob("c/n3/baseline/*/manifest.json"))) == 2
 
 
 def test_two_shards_boot_a_fresh_stack_per_slot_in_their_namespaces_into_one_results_tree(tmp_path: Path) -> None:

@@ -123,14 +123,17 @@ def test_up_applies_the_data_first_then_the_pods_wave_by_wave_and_records(tmp_pa
         last_wait = max(at(f" pod/{p} --timeout") for p in before)
         assert min(at(f"applied Pod/{p}") for p in wave) > last_wait, (before, wave)
     assert any("--for=condition=Ready pod/nrf " in line for line in lines)
+    # no pod before the namespace's default service account exists (the API server refuses it)
+    assert at("--for=create serviceaccount/default") < at("applied Pod/")
     assert any("--for=jsonpath={.status.phase}=Succeeded pod/provision " in line for line in lines)
     record = json.loads((r.dir / "k8s" / "placement-record.json").read_text())
     assert record["nodes"]["kind"]["cpu_model"] == "Test CPU" and record["pods"]["upf"]["node"] == "kind"
 
 
 def test_the_compose_bring_up_refuses_another_engine(tmp_path: Path) -> None:
-    """make up and every driver start the stack through scripts/up.sh: with ENGINE=k8s they stop
-    (a run must not land on Docker while its user asked for a cluster)."""
+    """make up starts the Compose stack (scripts/up.sh; the drivers call it through the Compose
+    runtime's driver library only): with ENGINE=k8s it stops (a stack must not land on Docker while
+    its user asked for a cluster)."""
     res = _run(["bash", "scripts/up.sh", "--profile", "baseline"], ENGINE="k8s", STATE=str(tmp_path))
     assert res.returncode == 2 and "ENGINE=k8s: this starts the Docker Compose stack" in res.stderr
     assert "make k8s-up" in res.stderr and not (tmp_path / "stack.current").exists()

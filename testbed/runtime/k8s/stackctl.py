@@ -1,0 +1,331 @@
+"""A running cluster stack through Compose's verbs: what the experiment drivers call as DC.
+
+    python -m testbed.runtime.k8s.stackctl --render-dir R [--profile P ...] VERB ...
+
+The drivers reach a stack through the verbs of `docker compose` (scripts/lib/stack.sh, attach.sh,
+series.sh: `"${DC[@]}" exec -T SERVICE CMD`, `logs`, `up -d --no-deps SERVICE`, `rm -sf SERVICE`);
+testbed/runtime/k8s/driver.sh sets DC to this program, so the same lines reach the pods. A
+Compose service is a container of the pod of its network namespace (testbed/runtime/k8s/pods.py):
+
+    exec [-T] SERVICE CMD...            kubectl exec -i POD -c SERVICE -- CMD (replaces this process)
+    logs [-f] [--timestamps] [--tail N] [--no-color] [SERVICE...]
+                                        each container's log, "SERVICE  | line" as Compose prints it
+                                        (one SERVICE with -f: kubectl logs -f, replacing this process)
+    up [-d] [--no-deps] SERVICE...      apply the pods of those services (run-sbi's UEs)
+    rm [-s] [-f] SERVICE...             delete those pods and wait until they are gone
+    ps [-a] [-q] [SERVICE...]           the pods' containers that exist (POD/CONTAINER)
+    config --services                   every service (container) of the render
+    down                                delete the stack's namespace
+    capture-hold FILE LOCAL             hold until SIGTERM, then stop dumpcap in each pod capturing
+                                        FILE and copy it to LOCAL, merged (testbed/runtime/k8s/capture.py)
+    evidence DIR [SERVICE...]           a failed stack's pods (ps.txt, describe.txt) and logs/<service>.log
+    watch                               one line per container that ended or turned unready:
+                                        NANOS|POD/CONTAINER|die or health_status: unhealthy
+
+`--profile` (Compose's profiles) is taken and ignored: a pod of a profile starts when a driver
+asks (`up`). Exit: kubectl's, 2 usage.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from testbed import environment
+from testbed.runtime.k8s import capture, render
+
+STOP_SECONDS = 30               # for dumpcap to end its file after SIGTERM
+START_SECONDS = 120             # for a pod the driver starts (a UE) to run
+
+
+@dataclasses.dataclass
+class Stack:
+    render_dir: Path
+    namespace: str
+    pods: dict[str, dict[str, Any]]             # pod name -> its object
+    kubectl: str = "kubectl"
+
+    def pod_of(self, service: str) -> str:
+        for name, pod in self.pods.items():
+            if service in containers(pod):
+                return name
+        raise KeyError(f"no container {service} in the pods of {self.render_dir} "
+                       f"(services: {', '.join(self.services())})")
+
+    def services(self) -> list[str]:
+        return [c for pod in self.pods.values() for c in containers(pod) if not c.startswith("cap-")]
+
+    def k(self, *args: str) -> list[str]:
+        return [self.kubectl, "-n", self.namespace, *args]
+
+
+def containers(pod: dict[str, Any]) -> list[str]:
+    spec = pod["spec"]
+    return [c["name"] for c in spec.get("initContainers", []) + spec["containers"]]
+
+
+def load(render_dir: Path, kubectl: str = "kubectl") -> Stack:
+    objs = render.load_objects(render_dir)
+    for f in sorted((render_dir / render.ON_DEMAND).glob("*.yaml")):
+        objs += render.load_all(f)
+    ns = next(o["metadata"]["name"] for o in objs if o["kind"] == "Namespace")
+    return Stack(render_dir, ns, {o["metadata"]["name"]: o for o in objs if o["kind"] == "Pod"}, kubectl)
+
+
+# ------------------------------------------------------------ command lines (tests/testbed/runtime)
+
+def exec_argv(st: Stack, service: str, command: Sequence[str]) -> list[str]:
+    """A command in a service's container, stdin attached (Compose's `exec -T`: no TTY)."""
+    return st.k("exec", "-i", st.pod_of(service), "-c", service, "--", *command)
+
+
+def logs_argv(st: Stack, service: str, *, follow: bool = False, timestamps: bool = False,
+              tail: str | None = None) -> list[str]:
+    return st.k("logs", st.pod_of(service), "-c", service, *(["-f"] if follow else []),
+                *(["--timestamps"] if timestamps else []), *([f"--tail={tail}"] if tail is not None else []))
+
+
+def running_argv(st: Stack, pod: str) -> list[str]:
+    """Wait until a pod's containers were started (its phase Running), at most START_SECONDS."""
+    return st.k("wait", "--for=jsonpath={.status.phase}=Running", f"pod/{pod}", f"--timeout={START_SECONDS}s")
+
+
+def delete_argv(st: Stack, pod: str) -> list[str]:
+    return st.k("delete", "pod", pod, "--ignore-not-found", "--wait=true")
+
+
+def down_argv(st: Stack) -> list[str]:
+    return [st.kubectl, "delete", "namespace", st.namespace, "--ignore-not-found", "--wait=true"]
+
+
+def capture_stop_argv(st: Stack, pod: str, container: str, remote: str) -> list[str]:
+    """SIGTERM to the capture container's dumpcap (it ends its file; a background job of sh ignores
+    SIGINT), waiting until it exited."""
+    script = (f'p="$(cat {remote}.pid)"; kill -TERM "$p" 2>/dev/null; n=0; '
+              f'while kill -0 "$p" 2>/dev/null && [ $n -lt {STOP_SECONDS * 10} ]; do sleep 0.1; n=$((n+1)); done')
+    return st.k("exec", pod, "-c", container, "--", "/bin/sh", "-c", script)
+
+
+def capture_copy_argv(st: Stack, pod: str, container: str, remote: str) -> list[str]:
+    """The capture file on stdout (cat: no tar needed in the image, as `kubectl cp` would)."""
+    return st.k("exec", pod, "-c", container, "--", "cat", remote)
+
+
+# ------------------------------------------------------------ verbs
+
+def _exec(argv: list[str]) -> int:
+    sys.stdout.flush()
+    os.execvp(argv[0], argv)
+    return 127                                   # not reached
+
+
+def _flags(args: list[str], with_value: Sequence[str] = ()) -> tuple[dict[str, str], list[str]]:
+    """Leading Compose flags (-f, --tail N, --tail=N) and the rest."""
+    flags: dict[str, str] = {}
+    i = 0
+    while i < len(args) and args[i].startswith("-"):
+        name, eq, value = args[i].partition("=")
+        if name in with_value and not eq:
+            i += 1
+            value = args[i] if i < len(args) else ""
+        flags[name] = value
+        i += 1
+    return flags, args[i:]
+
+
+def logs(st: Stack, args: list[str]) -> int:
+    flags, services = _flags(args, ("--tail", "-n"))
+    follow = "-f" in flags or "--follow" in flags
+    stamps = "-t" in flags or "--timestamps" in flags
+    tail = flags.get("--tail", flags.get("-n"))
+    if follow and len(services) == 1:
+        return _exec(logs_argv(st, services[0], follow=True, timestamps=stamps, tail=tail))
+    width = max((len(s) for s in st.services()), default=0)
+    rc = 0
+    for svc in services or st.services():
+        res = subprocess.run(logs_argv(st, svc, timestamps=stamps, tail=tail), capture_output=True, text=True,
+                             check=False)
+        if res.returncode != 0 and services:
+            sys.stderr.write(res.stderr)
+            rc = res.returncode
+        for line in res.stdout.splitlines():
+            print(f"{svc:<{width}}  | {line}")
+    return rc
+
+
+def up(st: Stack, args: list[str]) -> int:
+    _, services = _flags(args)
+    pods = list(dict.fromkeys(st.pod_of(s) for s in services))
+    items = [st.pods[p] for p in pods]
+    rc = subprocess.run(st.k("apply", "-f", "-"), input=json.dumps({"apiVersion": "v1", "kind": "List", "items": items}),
+                        text=True, check=False).returncode
+    # as `docker compose up -d` returns with the containers started: the driver reads their logs next
+    for pod in pods if rc == 0 else ():
+        rc = subprocess.run(running_argv(st, pod), check=False).returncode or rc
+    return rc
+
+
+def rm(st: Stack, args: list[str]) -> int:
+    _, services = _flags(args)
+    rc = 0
+    for pod in dict.fromkeys(st.pod_of(s) for s in services):
+        rc = subprocess.run(delete_argv(st, pod), check=False).returncode or rc
+    return rc
+
+
+def ps(st: Stack, args: list[str]) -> int:
+    _, services = _flags(args, ("--format",))
+    res = subprocess.run(st.k("get", "pods", "-o", "json"), capture_output=True, text=True, check=False)
+    if res.returncode != 0:
+        sys.stderr.write(res.stderr)
+        return res.returncode
+    found = {i["metadata"]["name"] for i in json.loads(res.stdout).get("items", [])}
+    for svc in services or st.services():
+        pod = st.pod_of(svc)
+        if pod in found:
+            print(f"{pod}/{svc}")
+    return 0
+
+
+def capture_pods(st: Stack, file: str) -> list[str]:
+    """The pods holding the capture container of FILE (capture.py: one, or every pod on a network)."""
+    name = capture.Capture(file, "", ()).container
+    return [p for p, obj in st.pods.items() if name in containers(obj)]
+
+
+def merge_argv(out: Path, parts: Sequence[Path]) -> list[str]:
+    """The pods' captures of one network as one file, in time order (what each pod sent)."""
+    return ["mergecap", "-w", str(out), *map(str, parts)]
+
+
+def capture_hold(st: Stack, file: str, local: Path) -> int:
+    """Wait for SIGTERM (scripts/lib/capture.sh capture_stop), then end the capture in each pod and
+    copy it out into LOCAL (several pods: merged)."""
+    pods = capture_pods(st, file)
+    if not pods:
+        print(f"error: no pod of {st.render_dir} captures {file}", file=sys.stderr)
+        return 1
+    print(f"holding {file} of {', '.join(pods)}", file=sys.stderr, flush=True)
+    while not _STOP.wait(3600):
+        pass
+    remote, container = f"{capture.MOUNT}/{file}", capture.Capture(file, "", ()).container
+    parts = [local.with_name(f".{local.name}.{pod}") for pod in pods]
+    rc = 0
+    for pod, part in zip(pods, parts):
+        subprocess.run(capture_stop_argv(st, pod, container, remote), check=False)
+        with open(part, "wb") as fh:
+            rc = subprocess.run(capture_copy_argv(st, pod, container, remote), stdout=fh, check=False).returncode or rc
+    if rc == 0 and len(parts) > 1:
+        rc = subprocess.run(merge_argv(local, parts), check=False).returncode
+    elif rc == 0:
+        parts[0].replace(local)
+    for part in parts:
+        part.unlink(missing_ok=True)
+    return rc
+
+
+def evidence(st: Stack, out: Path, services: list[str]) -> int:
+    (out / "logs").mkdir(parents=True, exist_ok=True)
+    for name, argv in (("ps.txt", st.k("get", "pods", "-o", "wide")), ("describe.txt", st.k("describe", "pods"))):
+        with open(out / name, "w", encoding="utf-8") as fh:
+            subprocess.run(argv, stdout=fh, stderr=subprocess.STDOUT, check=False, timeout=120)
+    for svc in services or st.services():
+        with open(out / "logs" / f"{svc}.log", "w", encoding="utf-8") as fh:
+            subprocess.run(logs_argv(st, svc, timestamps=True), stdout=fh, stderr=subprocess.STDOUT, check=False,
+                           timeout=120)
+    return 0
+
+
+def lost(before: dict[str, Any] | None, after: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    """(POD/CONTAINER, ACTION) for each container of a pod that ended (die) or turned unready
+    (health_status: unhealthy) between two states of the pod, in docker events' words
+    (scripts/lib/watch.sh _overlay_lost)."""
+    def statuses(p: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
+        st = (p or {}).get("status") or {}
+        return {c["name"]: c for c in (st.get("initContainerStatuses") or []) + (st.get("containerStatuses") or [])}
+    old, new = statuses(before), statuses(after)
+    pod = after["metadata"]["name"]
+    for name, c in sorted(new.items()):
+        o = old.get(name, {})
+        if c.get("restartCount", 0) > o.get("restartCount", 0) or ("terminated" in (c.get("state") or {})
+                                                                 and "terminated" not in (o.get("state") or {})):
+            yield f"{pod}/{name}", "die"
+        elif o.get("ready") and not c.get("ready") and "running" in (c.get("state") or {}):
+            yield f"{pod}/{name}", "health_status: unhealthy"
+
+
+def watch(st: Stack) -> int:
+    proc = subprocess.Popen(st.k("get", "pods", "--watch", "-o", "json"), stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    seen: dict[str, dict[str, Any]] = {}
+    decoder, buf = json.JSONDecoder(), ""
+    for chunk in iter(lambda: proc.stdout.readline() if proc.stdout else "", ""):
+        buf += chunk
+        while buf.strip():
+            try:
+                obj, end = decoder.raw_decode(buf.lstrip())
+            except ValueError:
+                break
+            buf = buf.lstrip()[end:]
+            name = obj["metadata"]["name"]
+            for who, action in lost(seen.get(name), obj) if name in seen else ():
+                print(f"{time.time_ns()}|{who}|{action}", flush=True)
+            seen[name] = obj
+    return proc.wait()
+
+
+_STOP = threading.Event()           # capture-hold's SIGTERM (or SIGINT), taken from the start
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if "capture-hold" in args:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: _STOP.set())
+    render_dir = None
+    while args and args[0] in ("--render-dir", "--profile"):
+        if len(args) < 2:
+            break
+        if args[0] == "--render-dir":
+            render_dir = Path(args[1])
+        args = args[2:]
+    if render_dir is None or not args:
+        print(__doc__, file=sys.stderr)
+        return 2
+    st = load(render_dir, environment.get("KUBECTL", "kubectl"))
+    verb, rest = args[0], args[1:]
+    try:
+        if verb == "exec":
+            _, rest = _flags(rest)
+            return _exec(exec_argv(st, rest[0], rest[1:]))
+        if verb == "config" and rest == ["--services"]:
+            print("\n".join(st.services()))
+            return 0
+        if verb == "down":
+            return subprocess.run(down_argv(st), check=False).returncode
+        if verb == "capture-hold" and len(rest) == 2:
+            return capture_hold(st, rest[0], Path(rest[1]))
+        if verb == "evidence" and rest:
+            return evidence(st, Path(rest[0]), rest[1:])
+        if verb == "watch":
+            return watch(st)
+        verbs = {"logs": logs, "up": up, "rm": rm, "ps": ps}
+        if verb in verbs:
+            return verbs[verb](st, rest)
+    except KeyError as exc:
+        print(f"error: {exc.args[0]}", file=sys.stderr)
+        return 1
+    print(f"error: stackctl: {verb} {' '.join(rest)}: not a verb it speaks (see its --help)", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,235 @@
+"""The experiment drivers on a cluster without one (issue 29 part 3): the runtime's driver library
+is chosen by ENGINE= through the plug-in contract, the captures render as capture containers
+ahead of each pod's holder, and the kubectl command lines testbed/runtime/k8s/stackctl.py builds
+for the drivers' Compose verbs. What a real cluster run showed is in docs/kubernetes.md."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from testbed import privileges, registry
+from testbed.contract import DRIVER_FUNCTIONS, RuntimeOptionError
+from testbed.runtime.k8s import capture, render as k8s_render, stackctl
+from tests.conftest import ROOT, require_tools
+from tests.testbed.runtime import k8s_schemas
+from tests.testbed.runtime.helpers import by_kind, objects, render_k8s
+
+CAPTURES = "n3.pcap=*:n3 leak-gnb.pcap=gnb:n2,n3"
+
+
+@pytest.fixture(scope="module")
+def captured(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return render_k8s("aes256gcm", "n3", tmp_path_factory.mktemp("k8s") / "r",
+                      options={capture.OPTION: CAPTURES}).dir
+
+
+def _init(pod: dict[str, Any]) -> list[dict[str, Any]]:
+    return list(pod["spec"].get("initContainers", []))
+
+
+def test_every_runtime_has_a_driver_library_with_every_function() -> None:
+    for rt in registry.runtimes():
+        assert rt.problems() == [], rt.name
+        lib = (rt.folder / rt.driver).read_text()
+        assert all(f"\n{f}() {{" in lib for f in DRIVER_FUNCTIONS)
+        assert "ENGINE_EXPERIMENTS=" in lib
+    res = subprocess.run([sys.executable, "-m", "testbed", "plugins", "--driver", "k8s"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=60)
+    assert res.stdout.strip() == str(ROOT / "testbed" / "runtime" / "k8s" / "driver.sh")
+    res = subprocess.run([sys.executable, "-m", "testbed", "plugins", "--driver", ""], cwd=ROOT,
+                         capture_output=True, text=True, timeout=60)
+    assert res.stdout.strip() == str(ROOT / "testbed" / "runtime" / "compose" / "driver.sh")
+
+
+def test_no_core_library_or_driver_names_an_engine() -> None:
+    """The drivers reach the engine through the engine_* functions only (no `ENGINE ==` test)."""
+    scripts = [*sorted((ROOT / "scripts").glob("run-*.sh")), *sorted((ROOT / "scripts" / "lib").glob("*.sh"))]
+    found = [f"{p.name}: {line.strip()}" for p in scripts for line in p.read_text().splitlines()
+             if "ENGINE" in line and ("==" in line or "!=" in line) and "ENGINE_EXPERIMENTS" not in line]
+    assert found == []
+
+
+def test_captures_are_containers_that_start_before_the_holder(captured: Path) -> None:
+    pods = by_kind(k8s_render.load_objects(captured), "Pod")
+    gnb, upf = pods["gnb"], pods["upf"]
+    assert [c["name"] for c in _init(gnb)] == ["cap-n3", "cap-leak-gnb", "gnb-net"]
+    assert [c["name"] for c in _init(upf)] == ["cap-n3", "upf-net"]           # the whole n3: both ends
+    cap = _init(gnb)[0]
+    script = cap["command"][2]
+    assert "dumpcap -q -p -i n3 -f outbound -w /captures/n3.pcap" in script   # each packet once, at its sender
+    assert "-i n2 -i n3 -w /captures/leak-gnb.pcap" in _init(gnb)[1]["command"][2]   # both directions
+    assert cap["restartPolicy"] == "Always" and cap["startupProbe"]["exec"]["command"] == ["test", "-s", "/captures/n3.pcap"]
+    role = privileges.role(capture.ROLE)
+    assert cap["securityContext"]["capabilities"] == {"drop": ["ALL"], "add": sorted(role.capabilities)}
+    assert cap["securityContext"]["readOnlyRootFilesystem"] is True
+    assert cap["image"].startswith("g5tb/tools:")
+    assert {"name": "captures", "emptyDir": {}} in gnb["spec"]["volumes"]
+    assert [e for p in (gnb, upf) for e in k8s_schemas.errors(p)] == []
+    assert not any(c["name"].startswith("cap-") for c in _init(pods["amf"]))
+
+
+def test_a_capture_of_an_unknown_pod_or_a_bad_entry_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    with pytest.raises(RuntimeOptionError, match="on nobody, which the render does not have"):
+        render_k8s("baseline", "n3", tmp_path / "a", options={capture.OPTION: "x.pcap=nobody:n3"})
+    with pytest.raises(RuntimeOptionError, match="is not FILE.pcap=POD:INTERFACE"):
+        render_k8s("baseline", "n3", tmp_path / "b", options={capture.OPTION: "x.pcap=gnb"})
+    with pytest.raises(RuntimeOptionError, match="x.pcap: pod gnb is not on n6 "):
+        render_k8s("baseline", "n3", tmp_path / "c", options={capture.OPTION: "x.pcap=gnb:n3,n6"})
+    with pytest.raises(RuntimeOptionError, match="x.pcap asked for twice"):
+        capture.parse("x.pcap=gnb:n3 x.pcap=upf:n3")
+    assert not (tmp_path / "a" / "k8s").exists()
+
+
+def test_the_pod_network_captures_eth0(tmp_path: Path) -> None:
+    r = render_k8s("baseline", "n3", tmp_path / "r", options={capture.OPTION: "n3.pcap=gnb:n3", "MULTUS": "0"})
+    gnb = by_kind(objects(r), "Pod")["gnb"]
+    assert "-i eth0 -w /captures/n3.pcap" in _init(gnb)[0]["command"][2]
+
+
+def test_the_command_lines_for_the_drivers_verbs(captured: Path) -> None:
+    st = stackctl.load(captured, "kubectl")
+    k = ["kubectl", "-n", "g5tb"]
+    assert stackctl.exec_argv(st, "ue1", ["ping", "-c", "1", "h"]) == k + ["exec", "-i", "ue1", "-c", "ue1", "--",
+                                                                           "ping", "-c", "1", "h"]
+    assert stackctl.exec_argv(st, "gnb-net", ["swanctl", "--list-sas"])[3:8] == ["exec", "-i", "gnb", "-c", "gnb-net"]
+    assert stackctl.logs_argv(st, "ue2", follow=True, tail="1") == k + ["logs", "ue2", "-c", "ue2", "-f", "--tail=1"]
+    assert stackctl.delete_argv(st, "ue1") == k + ["delete", "pod", "ue1", "--ignore-not-found", "--wait=true"]
+    assert stackctl.down_argv(st) == ["kubectl", "delete", "namespace", "g5tb", "--ignore-not-found", "--wait=true"]
+    assert sorted(stackctl.capture_pods(st, "n3.pcap")) == ["gnb", "upf"]
+    stop = stackctl.capture_stop_argv(st, "gnb", "cap-n3", "/captures/n3.pcap")
+    assert stop[:8] == k + ["exec", "gnb", "-c", "cap-n3", "--"] and "kill -TERM" in stop[-1]
+    assert stackctl.capture_copy_argv(st, "gnb", "cap-n3", "/captures/n3.pcap")[-2:] == ["cat", "/captures/n3.pcap"]
+    assert "cap-n3" not in st.services() and {"ue1", "gnb-net", "upf"} <= set(st.services())
+    with pytest.raises(KeyError, match="no container nobody"):
+        st.pod_of("nobody")
+
+
+RECORDING_KUBECTL = '''#!/bin/sh
+printf '%s\\n' "$*" >>"{calls}"
+'''
+
+
+def test_the_verbs_run_kubectl_as_the_drivers_call_them(captured: Path, tmp_path: Path) -> None:
+    """The drivers' own lines ("${DC[@]}" --profile ue2 exec -T ...), against a kubectl that only
+    records its arguments: the exec replaces stackctl, up waits for the pod to run."""
+    calls = tmp_path / "calls"
+    fake = tmp_path / "kubectl"
+    fake.write_text(RECORDING_KUBECTL.format(calls=calls))
+    fake.chmod(0o755)
+    dc = [sys.executable, "-m", "testbed.runtime.k8s.stackctl", "--render-dir", str(captured),
+          "--profile", "ue2", "--profile", "scale"]
+    env = {**os.environ, "KUBECTL": str(fake)}
+    for verb in (["exec", "-T", "ue1", "ip", "-4", "addr"], ["up", "-d", "--no-deps", "ue2"], ["rm", "-sf", "ue2"]):
+        assert subprocess.run(dc + verb, cwd=ROOT, env=env, timeout=60).returncode == 0
+    lines = calls.read_text().splitlines()
+    assert lines[0] == "-n g5tb exec -i ue1 -c ue1 -- ip -4 addr"
+    assert lines[1] == "-n g5tb apply -f -"
+    assert lines[2] == "-n g5tb wait --for=jsonpath={.status.phase}=Running pod/ue2 --timeout=120s"
+    assert lines[3] == "-n g5tb delete pod ue2 --ignore-not-found --wait=true"
+    res = subprocess.run(dc + ["bogus"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert res.returncode == 2 and "not a verb it speaks" in res.stderr
+
+
+def _pod(statuses: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"metadata": {"name": "gnb"}, "status": {"initContainerStatuses": statuses}}
+
+
+def test_the_watcher_names_a_holder_that_ended_or_turned_unready() -> None:
+    up = {"name": "gnb-net", "ready": True, "restartCount": 0, "state": {"running": {}}}
+    assert list(stackctl.lost(_pod([up]), _pod([up]))) == []
+    assert list(stackctl.lost(_pod([up]), _pod([{**up, "restartCount": 1}]))) == [("gnb/gnb-net", "die")]
+    assert list(stackctl.lost(_pod([up]), _pod([{**up, "state": {"terminated": {}}}]))) == [("gnb/gnb-net", "die")]
+    assert list(stackctl.lost(_pod([up]), _pod([{**up, "ready": False}]))) == [("gnb/gnb-net", "health_status: unhealthy")]
+
+
+def test_run_n3_dry_run_on_k8s_renders_the_captures_and_talks_through_stackctl(tmp_path: Path) -> None:
+    require_tools("openssl", "wg")
+    env = {**os.environ, "PYTHON": sys.executable, "ENGINE": "k8s", "DRY_RUN": "1", "STATE": str(tmp_path / "s"),
+           "RESULTS": str(tmp_path / "res"), "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    res = subprocess.run(["bash", "scripts/run-n3.sh", "--profile", "aes256gcm", "--sets", "1", "--sizes", "64"],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    out = res.stdout + res.stderr
+    assert "testbed/runtime/k8s/k8s.sh up " in out and "docker" not in out
+    assert "stackctl --render-dir" in out and "exec -T ue1 timeout" in out and "exec -T gnb-net swanctl --list-sas" in out
+    render = tmp_path / "s" / "render" / "n3" / "aes256gcm"
+    pods = {o["metadata"]["name"]: o for o in stackctl.load(render).pods.values()}
+    assert [c["name"] for c in _init(pods["gnb"])][:3] == ["cap-n3", "cap-leak-gnb", "gnb-net"]
+
+
+def test_a_driver_the_cluster_does_not_run_yet_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHON": sys.executable, "ENGINE": "k8s", "DRY_RUN": "1", "STATE": str(tmp_path / "s"),
+           "RESULTS": str(tmp_path / "res")}
+    res = subprocess.run(["bash", "scripts/run-throughput.sh", "--profile", "baseline"], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 2 and "ENGINE=k8s runs the drivers of n3 sbi, not throughput yet" in res.stderr
+    assert not list((tmp_path / "res").rglob("manifest.json"))
+
+
+def test_the_driver_libraries_are_shellcheck_clean() -> None:
+    require_tools("shellcheck")
+    libs = [str(ROOT / "testbed" / "runtime" / n / "driver.sh") for n in ("k8s", "compose")]
+    res = subprocess.run(["shellcheck", "-x", "-s", "bash", *libs], cwd=ROOT, capture_output=True, text=True,
+                         timeout=120)
+    assert res.returncode == 0, res.stdout
+
+
+def test_the_k8s_watcher_stops_the_pings_through_the_stack_command_when_a_holder_ends(tmp_path: Path) -> None:
+    """engine_watch_start of the k8s library (scripts/lib/watch.sh overlay_watch): it reads `DC
+    watch` (here a stand-in stackctl: a holder's death, then its stream held open), files the
+    death in overlay-died.txt and stops UE 1's pings with `DC exec -T ue1 pkill`."""
+    calls = tmp_path / "calls"
+    dc = tmp_path / "dc"
+    dc.write_text(f'#!/usr/bin/env bash\necho "$*" >>"{calls}"\n[[ "$1" == watch ]] || exit 0\n'
+                  "echo '1767261600500000000|upf/upf-net|die'\nexec sleep 30\n")
+    dc.chmod(0o755)
+    script = (f'source "{ROOT}/scripts/lib/common.sh"; source "{ROOT}/testbed/runtime/k8s/driver.sh"; '
+              f'DRY_RUN=0; PROTOCOL=ipsec; RUN_DIR="{tmp_path}"; DC=("{dc}"); STACK_ALL_PROFILES=(--profile ue2); '
+              'engine_watch_start ue1; for _ in $(seq 100); do [[ -s "$OVERLAY_DIED" ]] && break; sleep 0.1; done; '
+              'sleep 0.5; watch_stop; echo "watch ended"')
+    res = subprocess.run(["bash", "-c", script], env={**os.environ, "TESTBED_ROOT": str(ROOT)},
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0 and "watch ended" in res.stdout, res.stderr[-800:]
+    assert "container upf/upf-net: die" in (tmp_path / "overlay-died.txt").read_text()
+    assert "--profile ue2 exec -T ue1 pkill -INT -x ping" in calls.read_text().splitlines()
+
+
+def _pcap(ts: int) -> bytes:
+    """A classic pcap file with one 60-byte Ethernet frame at second ts."""
+    import struct
+    frame = bytes(12) + b"\x08\x00" + bytes(46)
+    return (struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)
+            + struct.pack("<IIII", ts, 0, len(frame), len(frame)) + frame)
+
+
+def test_a_whole_network_capture_is_stopped_copied_out_of_each_pod_and_merged(captured: Path, tmp_path: Path) -> None:
+    """stackctl capture-hold (capture_stop's TERM): dumpcap stopped in each pod capturing n3.pcap
+    (gnb and upf), each file copied out (a kubectl that answers `cat` with a one-packet pcap) and
+    merged by mergecap in time order."""
+    require_tools("mergecap", "capinfos")
+    import signal
+    calls = tmp_path / "calls"
+    for ts, pod in ((200, "gnb"), (100, "upf")):
+        (tmp_path / f"{pod}.pcap").write_bytes(_pcap(ts))
+    fake = tmp_path / "kubectl"
+    fake.write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >>"{calls}"\n'
+                    f'case "$*" in *" cat /captures/n3.pcap") exec cat "{tmp_path}/$4.pcap" ;; esac\n')
+    fake.chmod(0o755)
+    out = tmp_path / "run" / "n3.pcap"
+    out.parent.mkdir()
+    proc = subprocess.Popen([sys.executable, "-m", "testbed.runtime.k8s.stackctl", "--render-dir", str(captured),
+                             "capture-hold", "n3.pcap", str(out)], cwd=ROOT, env={**os.environ, "KUBECTL": str(fake)},
+                            stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None and proc.stderr.readline().startswith("holding n3.pcap of ")
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 0
+    lines = calls.read_text().splitlines()
+    assert sorted(line.split()[3] for line in lines if "kill -TERM" in line) == ["gnb", "upf"]
+    info = subprocess.run(["capinfos", "-c", "-M", str(out)], capture_output=True, text=True, check=True).stdout
+    assert "Number of packets:   2" in info or "Number of packets: 2" in info, info
+    assert not list(out.parent.glob(".n3.pcap.*"))                  # the pods' parts removed
