@@ -257,15 +257,29 @@ teardown() {
 # nothing leaves in the clear). `wait` returns at once when SIGTERM/SIGINT arrives (the traps then
 # exit through teardown).
 run_foreground() {
-    # stdbuf: ip writes its events through stdio, block-buffered into a pipe (the deletion would
-    # sit in the buffer)
-    stdbuf -oL ip -o monitor link | awk -v dev="$MACSEC_IF" \
-        '$1 == "Deleted" && ($3 == dev ":" || index($3, dev "@") == 1) { print; exit 0 }' &
-    local watcher=$!
+    local watcher
+    _watch_link &
+    watcher=$!
     # deleted before the monitor started: no event will come
     ip link show "$MACSEC_IF" >/dev/null 2>&1 || { log "ERROR: ${MACSEC_IF} is gone (deleted under the holder)"; return 1; }
     wait "$watcher" || true
     log "ERROR: ${MACSEC_IF} was deleted under the holder: the plane is dropped (egress filter and fallback route kept)"
+    return 1
+}
+
+# _watch_link (a background job of run_foreground): returns when the kernel reports MACSEC_IF
+# deleted. The monitor is a process substitution that the job ends on its way out; bash's `read`
+# takes a pipe byte by byte (awk would buffer its input and sit on the event), and stdbuf makes ip
+# write each event as it comes (its stdio would block-buffer them into the pipe).
+_watch_link() {
+    local line mon
+    exec 3< <(exec stdbuf -oL ip -o monitor link)
+    mon=$!
+    trap 'kill "$mon" 2>/dev/null || true' EXIT
+    trap 'exit 0' TERM INT
+    while IFS= read -r line <&3; do
+        [[ "$line" =~ ^Deleted\ [0-9]+:\ ${MACSEC_IF}[@:] ]] && return 0
+    done
     return 1
 }
 
