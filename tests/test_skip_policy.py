@@ -112,6 +112,9 @@ AVOIDABLE = [
     "no sid root (ipsec/pq-root.env): `make pq-roots` (scripts/suite-root.sh ipsec/pq-root.env, root + Debian mirror)",
     "cannot build against libconfig (install libconfig-dev): fatal error: libconfig.h",
     "missing shellcheck: run `make setup`",
+    # make host-tools installs them (issue 30 §2): run as root in CI, no longer allowed to skip
+    "suricata not found: `sudo make host-tools` installs it (sudo apt-get install suricata)",
+    "missing nghttpd, curl: `sudo make host-tools` installs them",
     # .ci/run builds Compose v2 (make compose-plugin)
     "`docker compose` (Compose v2 plugin) missing (make compose-plugin): cannot run `docker compose config` here",
 ]
