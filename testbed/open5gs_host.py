@@ -11,11 +11,10 @@ Standard library only: `make host-tools` runs it with the system Python before t
 from __future__ import annotations
 
 import hashlib
-import os
 import sys
 from pathlib import Path
 
-from testbed import ROOT
+from testbed import ROOT, environment
 
 PATCHES = ROOT / "patches" / "open5gs"
 PINS = (ROOT / "images" / "open5gs" / "sources.env", ROOT / "patches" / "open5gs-host.env")
@@ -51,7 +50,7 @@ def patches_sha256() -> str:
 
 def cache_dir() -> Path:
     """Where `make open5gs-host-build` puts the build by default (G5TB_CACHE)."""
-    base = Path(os.environ.get("G5TB_CACHE") or DEFAULT_CACHE)
+    base = Path(environment.get("G5TB_CACHE") or DEFAULT_CACHE)
     return base / f"open5gs-host-{pins()['OPEN5GS_VERSION']}-{patches_sha256()[:12]}" / "build"
 
 
@@ -80,7 +79,7 @@ def cache_problem(build: Path) -> str | None:
 def library_path(build: Path) -> str:
     """The NFs' LD_LIBRARY_PATH: $OPEN5GS_LIBRARY_PATH, else the libcurl 8 a build's build-info
     names (patches/build-host.sh curl8: unpacked beside it where the host's libcurl is older); ""."""
-    given = os.environ.get("OPEN5GS_LIBRARY_PATH")
+    given = environment.get("OPEN5GS_LIBRARY_PATH")
     if given:
         return given
     info = build / "build-info.txt"
@@ -94,7 +93,7 @@ def how_to_build() -> str:
 
 def find(variable: str = "OPEN5GS_BUILD") -> tuple[Path | None, str]:
     """(the build to use, how it was found) or (None, why there is none and how to make one)."""
-    given = os.environ.get(variable)
+    given = environment.get(variable)
     if given:
         return Path(given), f"${variable}"
     if (BESIDE / "build.ninja").is_file() or (BESIDE / "src").is_dir():
