@@ -55,7 +55,7 @@ def wire_captures(run: Run, timing: RawFile) -> list[RawFile]:
     it = timing.attrs.get("iteration")
     if it is None:
         return [timing]
-    return [f for f in run.files("pcap") if f.attrs.get("iteration") == it
+    return [f for f in run.files("pcap") if f.attrs.get("iteration") == it and f.attrs.get("purpose") != "leak"
             and not f.attrs.get("tap") and not f.attrs.get("view") and f.attrs.get("iface")]
 
 

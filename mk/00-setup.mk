@@ -4,7 +4,10 @@
 setup: host-tools venv ## install the host tools (Debian/Ubuntu, as root) and the project's Python venv (.venv)
 
 host-tools: ## the host programs (strongSwan, wireguard-go, tshark, Suricata, ...) from apt; as root, idempotent
-	@if [ "$$(id -u)" = 0 ]; then bash scripts/setup-host.sh; \
+	@if [ "$$(id -u)" = 0 ]; then \
+	   export G5TB_CACHE="$(G5TB_CACHE)"; \
+	   SETUP_EXTRA_PACKAGES="$$(python3 -m testbed.open5gs_host packages 2>/dev/null || true)" bash scripts/setup-host.sh \
+	   && { python3 -m testbed.open5gs_host status || true; }; \
 	 else echo "setup: not root, host packages left as they are (sudo make host-tools installs them; tests that need a missing one skip naming it)"; fi
 
 setup-roots: ## Debian 12 and 13 roots (minbase) in which the tests run host-tools with apt's simulation (root, debootstrap; cached in G5TB_CACHE)

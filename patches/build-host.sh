@@ -1,41 +1,57 @@
 #!/usr/bin/env bash
-# Build the patched Open5GS NFs the namespace tests run (open5gs-nrfd, open5gs-ausfd) on this
+# Build the patched Open5GS NFs the namespace tests run (patches/open5gs-host.env NFS) on this
 # host, outside the repository: copy a release tree, apply patches/open5gs/*.patch in order,
-# meson setup (no downloads), ninja the two NFs. Documentation: docs/patches.md.
+# meson setup (no downloads), ninja the NFs, then build-info.txt (the commits of the tree and its
+# subprojects, the patches' digest), written last. By default into G5TB_CACHE
+# (/var/cache/g5tb/open5gs-host-<version>-<patches>/), like the post-quantum roots: the tests and
+# CI find a build there whose build-info names the pinned commits (testbed/open5gs_host.py).
+# Documentation: docs/patches.md.
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(dirname "$HERE")"
 EXT="$(dirname "$REPO")/ext"
 readonly HERE REPO EXT
-readonly TARGETS=(src/nrf/open5gs-nrfd src/ausf/open5gs-ausfd)
 readonly MARK=.testbed-patches
+# shellcheck source=images/open5gs/sources.env
+source "$REPO/images/open5gs/sources.env"
+# shellcheck source=patches/open5gs-host.env
+source "$HERE/open5gs-host.env"
+TARGETS=()
+for nf in $NFS; do TARGETS+=("src/$nf/open5gs-${nf}d"); done
+readonly TARGETS
+
+patches_digest() {
+  find "$HERE/open5gs" -maxdepth 1 -name '*.patch' -print0 | LC_ALL=C sort -z | xargs -0 sha256sum \
+    | sed "s#$HERE/##"
+}
+PATCHES_SHA="$(patches_digest | sha256sum | cut -d' ' -f1)"
+CACHE="${G5TB_CACHE:-/var/cache/g5tb}"
+HOME_DIR="$CACHE/open5gs-host-$OPEN5GS_VERSION-${PATCHES_SHA:0:12}"
+readonly PATCHES_SHA CACHE HOME_DIR
 
 SRC="${OPEN5GS_SRC:-$EXT/open5gs-src}"
-WORK="${OPEN5GS_WORK:-$EXT/open5gs-tls}"
-BUILD="${OPEN5GS_BUILD:-$EXT/open5gs-tls-build}"
+WORK="${OPEN5GS_WORK:-$HOME_DIR/src}"
+BUILD="${OPEN5GS_BUILD:-$HOME_DIR/build}"
 JOBS="${JOBS:-2}"
 
 usage() {
   cat <<EOF
 usage: patches/build-host.sh [-h|--help]
 
-Environment (defaults beside the repository, in $EXT):
-  OPEN5GS_SRC    unpacked Open5GS v2.7.7 tree with subprojects/freeDiameter and
-                 subprojects/prometheus-client-c in place   [$SRC]
+Environment:
+  OPEN5GS_SRC    Open5GS $OPEN5GS_VERSION tree with subprojects/freeDiameter and
+                 subprojects/prometheus-client-c in place (git clones at the pinned
+                 commits make a build the tests find by themselves) [$SRC]
   OPEN5GS_WORK   patched copy (re-made when the patches change) [$WORK]
   OPEN5GS_BUILD  meson build dir the tests use                 [$BUILD]
+  G5TB_CACHE     where the two go by default                   [$CACHE]
   JOBS           ninja jobs                                    [$JOBS]
 EOF
 }
 
 log() { printf 'build-host: %s\n' "$*" >&2; }
 die() { printf 'build-host: ERROR: %s\n' "$*" >&2; exit 1; }
-
-patches_digest() {
-  find "$HERE/open5gs" -maxdepth 1 -name '*.patch' -print0 | LC_ALL=C sort -z | xargs -0 sha256sum \
-    | sed "s#$HERE/##"
-}
 
 check_source() {
   [[ -f "$SRC/meson.build" && -f "$SRC/lib/sbi/client.c" ]] \
@@ -78,9 +94,60 @@ build() {
     meson setup --wrap-mode=nodownload "$BUILD" "$WORK" >"$BUILD.setup.log" 2>&1 \
       || die "meson setup failed for $WORK: see $BUILD.setup.log"
   fi
+  rm -f "$BUILD/build-info.txt"
   log "ninja -j$JOBS ${TARGETS[*]}"
   ninja -C "$BUILD" -j"$JOBS" "${TARGETS[@]}" || die "ninja failed in $BUILD"
-  log "built: $BUILD/${TARGETS[0]}, $BUILD/${TARGETS[1]}"
+  curl8
+  write_info
+  log "built: ${TARGETS[*]} in $BUILD (build-info.txt)"
+}
+
+# curl8: libcurl 8 unpacked beside the build where this host's libcurl-gnutls is older
+# (patches/open5gs-host.env CURL8_*); sets LIBPATH ("" where the host's own will do)
+LIBPATH=""
+curl8() {
+  local have dir tmp deb
+  have="$(dpkg-query -W -f='${Version}' libcurl3-gnutls 2>/dev/null || true)"
+  [[ -n "$have" ]] && dpkg --compare-versions "$have" lt 8 || return 0
+  dir="$(dirname "$BUILD")/libcurl8"
+  if [[ ! -f "$dir/lib/libcurl-gnutls.so.4" ]]; then
+    log "this host's libcurl-gnutls is $have: unpacking libcurl 8 from $CURL8_SUITE into $dir (not installed)"
+    tmp="$(mktemp -d)"
+    chmod 755 "$tmp"     # apt-get download fetches as _apt
+    # shellcheck disable=SC2086  # a list of package names
+    (cd "$tmp" && apt-get download ${CURL8_PACKAGES// //$CURL8_SUITE }/"$CURL8_SUITE" >/dev/null) \
+      || { rm -rf "$tmp"; die "apt-get download of $CURL8_PACKAGES from $CURL8_SUITE failed (sudo make host-tools adds that source)"; }
+    for deb in "$tmp"/*.deb; do dpkg -x "$deb" "$tmp/root"; done
+    mkdir -p "$dir/lib"
+    cp -a "$tmp"/root/usr/lib/*/*.so* "$dir/lib/"
+    rm -rf "$tmp"
+  fi
+  LIBPATH="$dir/lib"
+}
+
+# commit DIR: the git commit of a source tree, "unknown" for an unpacked archive
+commit() {
+  git -C "$1" rev-parse --verify -q 'HEAD^{commit}' 2>/dev/null || echo unknown
+}
+
+# write_info: what the build is made of, in the image's build-info.txt keys; written last, so a
+# build that stopped half way has none and is never taken for a finished one
+write_info() {
+  local have
+  have="$(commit "$SRC")"
+  [[ "$have" == "$OPEN5GS_COMMIT" ]] \
+    || log "note: $SRC is at $have, not the pinned $OPEN5GS_VERSION ($OPEN5GS_COMMIT): the tests use this build only through OPEN5GS_BUILD"
+  {
+    echo "open5gs_version=$OPEN5GS_VERSION"
+    echo "open5gs_commit=$have"
+    echo "subproject_freeDiameter=$(commit "$SRC/subprojects/freeDiameter")"
+    echo "subproject_prometheus-client-c=$(commit "$SRC/subprojects/prometheus-client-c")"
+    echo "patches_sha256=$PATCHES_SHA"
+    echo "nfs=$NFS"
+    echo "library_path=$LIBPATH"
+    echo "built=$(date -u +%FT%TZ)"
+  } >"$BUILD/build-info.txt.tmp"
+  mv "$BUILD/build-info.txt.tmp" "$BUILD/build-info.txt"
 }
 
 main() {

@@ -35,6 +35,10 @@ readonly OS_RELEASE="${SETUP_OS_RELEASE:-/etc/os-release}"
 # 1 (default): allow the upgrades of installed packages apt needs, from this host's release; 0: none
 readonly SETUP_UPGRADE="${SETUP_UPGRADE:-1}"
 readonly SETUP_SIMULATE="${SETUP_SIMULATE:-0}"
+# more entries ("a|b" as above) from the caller: `make host-tools` passes the runtime libraries of a
+# cached Open5GS host build when there is one (testbed/open5gs_host.py packages)
+read -r -a EXTRA_PACKAGES <<<"${SETUP_EXTRA_PACKAGES:-}"
+readonly EXTRA_PACKAGES
 HELD=()            # left out: "what (why): the command that installs it"
 UPDATED=0
 VID="" CODENAME="" OWN=""
@@ -209,7 +213,7 @@ main() {
   CODENAME="$(sed -n 's/^VERSION_CODENAME=//p' "$OS_RELEASE" | tr -d '"')"
   export DEBIAN_FRONTEND=noninteractive
   local missing=() entry
-  for entry in "${APT_PACKAGES[@]}"; do
+  for entry in "${APT_PACKAGES[@]}" "${EXTRA_PACKAGES[@]}"; do
     satisfied "$entry" || missing+=("$entry")
   done
   if ((${#missing[@]})); then

@@ -125,6 +125,7 @@ class Export:
         self.rows = rows
         self.fields = fields
         self.path = path
+        self._stacks: dict[str, frozenset[str]] = {}    # frame.protocols text -> its protocols
 
     @staticmethod
     def with_base(fields: Fields) -> Fields:
@@ -135,7 +136,9 @@ class Export:
         """From tshark's export text of `Export.with_base(fields)`, in that field order."""
         names = cls.with_base(fields).names
         n = len(names)
-        rows = [dict(zip(names, (line.split("\t") + [""] * n)[:n])) for line in text.splitlines() if line]
+        # tshark prints every field: a short line (padded) is the exception
+        split = [line.split("\t") for line in text.split("\n") if line]
+        rows = [dict(zip(names, r if len(r) == n else (r + [""] * n)[:n])) for r in split]
         return cls(rows, cls.with_base(fields), path)
 
     @classmethod
@@ -154,12 +157,18 @@ class Export:
     def having(self, *protocols: str) -> list[dict[str, str]]:
         """The frames whose protocol stack holds every one of `protocols` (display filter "a && b")."""
         want = set(protocols)
-        return [r for r in self.rows if want <= set(r["frame.protocols"].split(":"))]
+        stacks = self._stacks      # a capture has a handful of distinct stacks: each split once
+        for text in {r["frame.protocols"] for r in self.rows}.difference(stacks):
+            stacks[text] = frozenset(text.split(":"))
+        return [r for r in self.rows if want <= stacks[r["frame.protocols"]]]
 
 
 def occurs(row: dict[str, str], field: str, values: Collection[str]) -> bool:
     """Whether any occurrence of the field has one of the values (display filter "field == v")."""
-    return any(v in values for v in row.get(field, "").split(","))
+    text = row.get(field, "")
+    if "," not in text:            # one occurrence or none: most frames
+        return text in values
+    return any(v in values for v in text.split(","))
 
 
 def first_of(row: dict[str, str], field: str, values: Collection[str]) -> str:

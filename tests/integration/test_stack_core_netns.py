@@ -5,7 +5,7 @@ provisioned by testbed/provision.py, and each turns healthy by its compose healt
 AMF, SMF and UPF need SCTP/TUN/PFCP peers and are left to the e2e test on a Docker host.
 
 Needs root, an Open5GS build with these NFs ($OPEN5GS_BUILD: a meson build dir or install
-prefix) and FERRETDB_BIN (a FerretDB 1.x binary); skips naming what is missing. The SCP
+prefix, else the cached host build: testbed/open5gs_host.py) and FERRETDB_BIN (a FerretDB 1.x binary); skips naming what is missing. The SCP
 variant also needs libcurl 8 (bookworm's 7.88 breaks every second request on an HTTP/2
 connection, docs/images.md; e.g. LD_LIBRARY_PATH to libcurl3-gnutls from bookworm-backports).
 """
@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from testbed import provision, stack
+from testbed import open5gs_host, provision, stack
 from testbed.render import layout
 from tests.conftest import require_root, require_tools
 from tests.integration.test_stack_healthchecks import healthy
@@ -49,20 +49,22 @@ def _binary(build: Path, nf: str) -> Path | None:
 def build() -> Path:
     require_root()
     require_tools("ip")
-    path = os.environ.get("OPEN5GS_BUILD")
-    if not path:
-        pytest.skip("OPEN5GS_BUILD not set (an Open5GS build with nrf, ausf, udm, udr, pcf, bsf, nssf, scp)")
-    missing = [nf for nf in NFS + ("scp",) if _binary(Path(path), nf) is None]
+    path, why = open5gs_host.find()
+    if path is None:
+        pytest.skip(why)
+    missing = [nf for nf in NFS + ("scp",) if _binary(path, nf) is None]
     if missing:
         pytest.skip(f"the Open5GS build at {path} lacks open5gs-{{{','.join(missing)}}}d")
     if not (os.environ.get("FERRETDB_BIN") and Path(os.environ["FERRETDB_BIN"]).is_file()):
         pytest.skip("FERRETDB_BIN (a FerretDB 1.x binary) not set: UDR and PCF need a MongoDB-compatible server")
-    return Path(path)
+    return path
 
 
-def _libcurl_major(binary: Path) -> int | None:
-    """Major version of the libcurl-gnutls the binary loads (as the dynamic linker resolves it)."""
-    out = subprocess.run(["ldd", str(binary)], capture_output=True, text=True, timeout=30).stdout
+def _libcurl_major(binary: Path, libs: str) -> int | None:
+    """Major version of the libcurl-gnutls the binary loads (as the dynamic linker resolves it,
+    with `libs` as LD_LIBRARY_PATH)."""
+    env = {**os.environ, "LD_LIBRARY_PATH": libs} if libs else None
+    out = subprocess.run(["ldd", str(binary)], capture_output=True, text=True, timeout=30, env=env).stdout
     m = re.search(r"libcurl-gnutls\.so\.4 => (\S+)", out)
     if not m:
         return None
@@ -134,7 +136,8 @@ def _wait(what: str, check, proc: subprocess.Popen[bytes] | None, log: Path) -> 
 
 @pytest.mark.parametrize("use_scp", [False, True], ids=["direct", "scp"])
 def test_core_nfs_register_with_rendered_configs(build: Path, core: Core, tmp_path: Path, use_scp: bool) -> None:
-    if use_scp and (_libcurl_major(_binary(build, "scp")) or 0) < 8:
+    libs = open5gs_host.library_path(build)
+    if use_scp and (_libcurl_major(_binary(build, "scp"), libs) or 0) < 8:
         pytest.skip("the SCP forwards several requests per HTTP/2 connection: needs libcurl 8 "
                     "(this host's libcurl-gnutls is older; docs/images.md)")
     r = render_to("baseline", "sbi", tmp_path / "render", use_scp=use_scp)
@@ -162,6 +165,8 @@ def test_core_nfs_register_with_rendered_configs(build: Path, core: Core, tmp_pa
         path = tmp_path / f"{nf}.yaml"
         path.write_text(yaml.safe_dump(cfg, sort_keys=False))
         extra = {"DB_URI": env["MONGO_URI"]} if nf in ("udr", "pcf") else {}
+        if libs:
+            extra["LD_LIBRARY_PATH"] = libs     # the build's libcurl 8 (patches/build-host.sh curl8)
         core.start(nf, [str(_binary(build, nf)), "-c", str(path)], extra)
         if nf == "nrf":
             # the NRF must be up before the others register (compose: depends_on nrf healthy)

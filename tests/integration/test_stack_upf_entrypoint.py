@@ -72,7 +72,7 @@ def _upfd(build: str | None) -> Path | None:
 
 
 def test_real_upf_behind_the_entrypoint_turns_healthy(netns: str, tmp_path: Path) -> None:
-    """The rendered upf.yaml with the real open5gs-upfd ($OPEN5GS_BUILD): PFCP on n4, GTP-U on n3,
+    """The rendered upf.yaml with the real open5gs-upfd (testbed/open5gs_host.py find): PFCP on n4, GTP-U on n3,
     ogstun as the session device; the compose healthcheck of the upf service then passes."""
     import signal
     import time
@@ -82,9 +82,13 @@ def test_real_upf_behind_the_entrypoint_turns_healthy(netns: str, tmp_path: Path
     from testbed.check.compose_model import interpolate
     from tests.testbed.render.helpers import render_to
 
-    upfd = _upfd(os.environ.get("OPEN5GS_BUILD"))
+    from testbed import open5gs_host
+    build, why = open5gs_host.find()
+    if build is None:
+        pytest.skip(why)
+    upfd = _upfd(str(build))
     if upfd is None:
-        pytest.skip("no open5gs-upfd in $OPEN5GS_BUILD (an Open5GS build dir or install prefix)")
+        pytest.skip(f"no open5gs-upfd in the Open5GS build at {build} ({open5gs_host.how_to_build()})")
     values = stack.load()
     r = render_to("baseline", "n3", tmp_path / "render")
     cfg = yaml.safe_load((r.dir / "open5gs" / "upf.yaml").read_text())

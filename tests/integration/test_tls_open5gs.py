@@ -16,11 +16,12 @@ import pytest
 from testbed import keys, profiles
 from tls import overlay as tls
 from tls import verify as tls_verify
-from tests.integration.tls_support import NfLab, nf_lab, open5gs_build, require_netns, shared_keys
+from tests.integration.tls_support import GROUP_PROFILES, NfLab, nf_lab, open5gs_build, require_netns, shared_keys
 
 pytestmark = [pytest.mark.netns, pytest.mark.open5gs]
 
-TLS_PROFILES = [p for p in profiles.names("sbi") if profiles.get(p).protocol == "tls"]
+# the post-quantum and X25519 profiles need the client on OpenSSL: test_tls_pq_open5gs.py
+TLS_PROFILES = [p for p in profiles.names("sbi") if profiles.get(p).protocol == "tls" and p not in GROUP_PROFILES]
 NFS = ("nrf", "ausf")
 START_S = 15          # deadline for an NF's start-up / the AUSF's registration
 

@@ -19,14 +19,13 @@ import pytest
 
 from testbed import ROOT, keys, profiles
 from tests.integration.suite_roots import require_root_fs
-from tests.integration.tls_support import NfLab, nf_lab, open5gs_build, require_netns, shared_keys, wait_pcap
+from tests.integration.tls_support import GROUP_PROFILES, NfLab, nf_lab, open5gs_build, require_netns, shared_keys, wait_pcap
 from tls import overlay as tls
 from tls import verify as tls_verify
 
 pytestmark = [pytest.mark.netns, pytest.mark.open5gs]
 
-PQ_PROFILES = ["tls13-x25519mlkem768", "tls13-x25519mlkem768-hrr", "tls13-p256mlkem768", "tls13-mlkem768",
-               "tls13-mldsa-x25519mlkem768", "tls13-x25519"]
+PQ_PROFILES = list(GROUP_PROFILES)
 NFS = ("nrf", "ausf")
 START_S = 20
 

@@ -3,9 +3,10 @@
 Keys: `shared_keys()` is the key set of $STATE (`make keys`; idempotent, created if missing),
 made once per test process.
 
-The build is found at $OPEN5GS_BUILD, else ../ext/open5gs-tls-build beside the repository
-(docs/patches.md says how to make one); $OPEN5GS_LIBRARY_PATH, if set, becomes the NFs'
-LD_LIBRARY_PATH (to run them with the images' libcurl 8.14 instead of the host's 7.88). Tests that need it skip with a reason naming what is
+The build is found at $OPEN5GS_BUILD, else ../ext/open5gs-tls-build beside the repository, else
+the one `make open5gs-host-build` cached in G5TB_CACHE (testbed/open5gs_host.py; docs/patches.md); $OPEN5GS_LIBRARY_PATH, if set, else the
+build's own (build-info library_path) becomes the NFs' LD_LIBRARY_PATH (to run them with the
+images' libcurl 8.14 instead of the host's 7.88). Tests that need it skip with a reason naming what is
 missing. The lab is testbed.netns's (baseline profile: namespaces, bridge, stack.yaml
 addresses, no overlay); `ip netns exec` bind-mounts /etc/netns/<namespace>/hosts over
 /etc/hosts, which gives the NFs their FQDNs as Docker's DNS aliases do.
@@ -27,15 +28,19 @@ from typing import Any
 import pytest
 import yaml
 
-from testbed import ROOT, keys, netns, stack
+from testbed import keys, netns, open5gs_host, stack
 from testbed.render import open5gs
 from testbed.render.merge import deep_merge
 
-DEFAULT_BUILD = ROOT.parent / "ext" / "open5gs-tls-build"
 BINARIES = {"nrf": "src/nrf/open5gs-nrfd", "ausf": "src/ausf/open5gs-ausfd"}
 PATCH_MARKERS = {"tls": b"OGS_SBI_TLS_MIN_VERSION", "wait": b"OGS_SBI_WAIT_PEER_MS", "keylog": b"OGS_SBI_TLS_KEYLOG",
                  "groups": b"OGS_SBI_TLS_CLIENT_GROUPS"}
 NETNS_ETC = Path("/etc/netns")
+# The profiles whose key-exchange groups only a client on libcurl built with OpenSSL applies (patch
+# 0004; the host's libcurl-gnutls offers P-256 alone): the Debian 13 build runs them
+# (test_tls_pq_open5gs.py), the host build the others (test_tls_open5gs.py).
+GROUP_PROFILES = ("tls13-x25519mlkem768", "tls13-x25519mlkem768-hrr", "tls13-p256mlkem768", "tls13-mlkem768",
+                  "tls13-mldsa-x25519mlkem768", "tls13-x25519")
 
 
 @functools.lru_cache(maxsize=1)
@@ -51,13 +56,21 @@ def shared_keys() -> Path:
     return _keys_root()
 
 
-def open5gs_build(*needs: str, variable: str = "OPEN5GS_BUILD", default: Path = DEFAULT_BUILD) -> Path:
-    """The build dir with the NF binaries and the patches named in `needs`, or pytest.skip."""
-    build = Path(os.environ.get(variable) or default)
+def open5gs_build(*needs: str, variable: str = "OPEN5GS_BUILD", default: Path | None = None) -> Path:
+    """The build dir with the NF binaries and the patches named in `needs`, or pytest.skip.
+    Without `default`: $variable, else beside the repository, else the cached host build
+    (testbed/open5gs_host.py find)."""
+    if default is None:
+        found, why = open5gs_host.find(variable)
+        if found is None:
+            pytest.skip(why)
+        build = found
+    else:
+        build = Path(os.environ.get(variable) or default)
     missing = [b for b in BINARIES.values() if not (build / b).is_file()]
     if missing:
-        pytest.skip(f"no Open5GS build with {', '.join(missing)} at {build} (set {variable}; "
-                    "`make open5gs-host-build`, docs/patches.md)")
+        how = open5gs_host.how_to_build() if default is None else "docs/patches.md"
+        pytest.skip(f"no Open5GS build with {', '.join(missing)} at {build} (set {variable}; {how})")
     lib = build / "lib" / "sbi" / "libogssbi.so"
     data = lib.read_bytes() if lib.is_file() else b""
     unpatched = [n for n in needs if PATCH_MARKERS[n] not in data]
@@ -123,9 +136,10 @@ class NfLab:
         argv = ["ip", "netns", "exec", self.lab.netns(node), *self.launcher, str(build / BINARIES[node]),
                 "-c", str(config)]
         full_env = {**os.environ, **env}
-        if os.environ.get("OPEN5GS_LIBRARY_PATH"):
+        libs = open5gs_host.library_path(build)
+        if libs:
             # e.g. the libcurl 8.14 of the images (bookworm-backports), unpacked beside the build
-            full_env["LD_LIBRARY_PATH"] = os.environ["OPEN5GS_LIBRARY_PATH"]
+            full_env["LD_LIBRARY_PATH"] = libs
         with open(self.work / f"{node}.out", "wb") as out:
             self.procs[node] = subprocess.Popen(argv, env=full_env, stdout=out,
                                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,

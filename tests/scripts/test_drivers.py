@@ -17,6 +17,10 @@ from tests.conftest import ROOT, require_tools
 
 SCRIPTS = ROOT / "scripts"
 DRIVERS = ["run-n3.sh", "run-sbi.sh", "run-cpu.sh", "run-throughput.sh", "run-overlay.sh", "campaign.sh"]
+RAN_DRIVERS = ("run-ran-procedures.sh", "run-f1u.sh")
+# the RAN drivers' parameters, empty: none comes from the caller's environment
+RAN_VARS = {"RAN": "", "UU": "", "REGISTRATIONS": "", "GAP": "", "SCOPE": "", "IPERF": "", "BOOTS": "",
+            "COMPOSE_PROJECT": "g5tb", "BRIDGE_PREFIX": "g5tb", "STACK_SLOT": "0"}
 PARAM_VARS = ("SIZES", "SETS", "PINGS", "INTERVAL", "WARMUP", "ITERATIONS", "MODE", "UES", "REPS",
               "CAMPAIGN", "SLOT", "PROFILES", "DRY_RUN", "PROFILE")
 
@@ -59,14 +63,21 @@ def test_help(script: str, tmp_path: Path) -> None:
     ("run-cpu.sh", {"UES": "1 5 x"}, "UES='1 5 x'"),
     ("run-throughput.sh", {"DURATION": "0"}, "DURATION='0'"),
     ("run-overlay.sh", {"PROFILE": "tls12-aes128gcm"}, "cannot run on the n3 plane"),
+    # the RAN drivers (tests/scripts/test_ran_drivers.py), in a state directory of their own
+    ("run-ran-procedures.sh", {"RAN": "oai"}, "RAN='oai': must be one of split"),
+    ("run-ran-procedures.sh", {"REGISTRATIONS": "0"}, "REGISTRATIONS='0'"),
+    ("run-f1u.sh", {"RAN": "oai"}, "SCOPE=f1u needs RAN=split"),
+    ("run-f1u.sh", {"UU": "nea3-nia3"}, "UU='nea3-nia3'"),
+    ("run-f1u.sh", {"PROFILE": "tls13-aes128gcm"}, "cannot run on the f1u plane"),
 ])
 def test_wrong_parameters_are_rejected_before_anything_starts(script: str, env: dict, message: str,
                                                                tmp_path: Path) -> None:
-    res = _run(script, tmp_path, **env)
+    ran = {**RAN_VARS, "STATE": str(tmp_path / "state"), "PROFILE": "baseline"} if script in RAN_DRIVERS else {}
+    res = _run(script, tmp_path, **{**ran, **env})
     assert res.returncode == 2, res.stderr
     assert message in res.stderr
     assert "rejected before anything started" in res.stderr
-    assert not (tmp_path / "results").exists()
+    assert not (tmp_path / "results").exists() and not (tmp_path / "state").exists()
 
 
 def test_docker_driver_refuses_a_profile_the_host_cannot_run_before_anything_starts(tmp_path: Path) -> None:
