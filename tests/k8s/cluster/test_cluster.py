@@ -92,13 +92,17 @@ def _pod(name: str, node: str, address: str) -> dict[str, object]:
 
 
 def _netns_of(node_sock: str, pod: str) -> str:
-    """The network namespace path of POD's sandbox, from its containerd."""
-    ctr = ["ctr", "-a", node_sock, "-n", "k8s.io", "containers"]
-    for cid in subprocess.run([*ctr, "ls", "-q"], capture_output=True, text=True, check=True).stdout.split():
-        info = json.loads(subprocess.run([*ctr, "info", cid], capture_output=True, text=True, check=True).stdout)
+    """The network namespace of POD's sandbox, through its pause process: the sandbox's
+    /var/run/netns path is a mount node-b's containerd made, not seen from the guest's namespace."""
+    ctr = ["ctr", "-a", node_sock, "-n", "k8s.io"]
+    tasks = {line.split()[0]: line.split()[1] for line in subprocess.run(
+        [*ctr, "tasks", "ls"], capture_output=True, text=True, check=True).stdout.splitlines()[1:]}
+    for cid in subprocess.run([*ctr, "containers", "ls", "-q"], capture_output=True, text=True, check=True).stdout.split():
+        info = json.loads(subprocess.run([*ctr, "containers", "info", cid], capture_output=True, text=True,
+                                         check=True).stdout)
         labels = info.get("Labels") or {}
         if labels.get("io.kubernetes.pod.name") == pod and labels.get("io.cri-containerd.kind") == "sandbox":
-            return next(n["path"] for n in info["Spec"]["linux"]["namespaces"] if n["type"] == "network")
+            return f"/proc/{tasks[cid]}/ns/net"
     raise AssertionError(f"no sandbox of pod {pod} in {node_sock}")
 
 
@@ -127,6 +131,10 @@ def test_multus_pods_talk_across_the_link(cluster: None) -> None:
                           capture_output=True, text=True, check=False, timeout=60)
     assert ping.returncode == 0, ping.stdout + ping.stderr
     assert " 0% packet loss" in ping.stdout
+    back = _netns_of("/run/g5tb-k8s/node-b/containerd.sock", "on-b")
+    ping = subprocess.run(["nsenter", f"--net={back}", "ping", "-c", "3", "-W", "5", "10.251.0.1"],
+                          capture_output=True, text=True, check=False, timeout=60)
+    assert " 0% packet loss" in ping.stdout, ping.stdout + ping.stderr
 
 
 def test_scripts_shellcheck_clean() -> None:
