@@ -101,7 +101,9 @@ def _netns_of(node_sock: str, pod: str) -> str:
         info = json.loads(subprocess.run([*ctr, "containers", "info", cid], capture_output=True, text=True,
                                          check=True).stdout)
         labels = info.get("Labels") or {}
-        if labels.get("io.kubernetes.pod.name") == pod and labels.get("io.cri-containerd.kind") == "sandbox":
+        # a deleted pod of the same name may leave a sandbox container with no task until GC
+        if labels.get("io.kubernetes.pod.name") == pod and labels.get("io.kubernetes.pod.namespace") == NS \
+                and labels.get("io.cri-containerd.kind") == "sandbox" and cid in tasks:
             return f"/proc/{tasks[cid]}/ns/net"
     raise AssertionError(f"no sandbox of pod {pod} in {node_sock}")
 
