@@ -100,7 +100,7 @@ def test_tls13_h2_decrypted_equals_cleartext(fresh_netns: str, keys_dir: Path, t
     decode = sbi_ops.Decode(prefs={"tls.keylog_file": str(keylog)}, inputs=(keylog,), label="tls")
     decrypted = sbi_ops.requests(tls_pcap, decode)
     assert len(clear) == len(h2.REQUESTS)
-    assert h2.comparable(decrypted) == h2.comparable(clear)
+    h2.assert_same(decrypted, clear)
     assert [r["operation"] for r in clear][:2] == ["PUT /nnrf-nfm/v1/nf-instances/{id}",
                                                  "POST /nausf-auth/v1/ue-authentications"]
     assert all(r["ns_response"] > r["ns_request"] for r in decrypted)
@@ -108,10 +108,11 @@ def test_tls13_h2_decrypted_equals_cleartext(fresh_netns: str, keys_dir: Path, t
     run = _run_dir(tmp_path, "tls", tls_pcap, {"tls-keys.log": keylog})
     plan = decrypt.plan(run, run.files("pcap")[0])
     assert plan.status == "decrypted (TLS key log)" and plan.decode is not None
-    assert h2.comparable(sbi_ops.requests(run.files("pcap")[0].path, plan.decode)) == h2.comparable(clear)
+    h2.assert_same(sbi_ops.requests(run.files("pcap")[0].path, plan.decode), clear)
     # as the results-tree analysis reads it (one pass, the SBI port 7777 left to TLS + ALPN)
     rows, status = sbi_breakdown.read_capture(run, run.files("pcap")[0])
-    assert status == plan.status and h2.comparable(rows) == h2.comparable(clear)
+    assert status == plan.status
+    h2.assert_same(rows, clear)
 
 
 @pytest.fixture
@@ -161,7 +162,7 @@ def test_esp_decrypted_equals_cleartext(make_lab: Callable[..., netns.Lab], tmp_
     decrypted = sbi_ops.requests(esp_pcap, decode)
     clear = sbi_ops.requests(clear_pcap)
     assert len(clear) == len(h2.REQUESTS)
-    assert h2.comparable(decrypted) == h2.comparable(clear)
+    h2.assert_same(decrypted, clear)
     assert {(r["client"], r["server"]) for r in decrypted} == {(lab.address("ausf"), lab.address("nrf"))}
     # the same from a run directory holding both holders' key logs
     for n, text in logs.items():
@@ -169,8 +170,9 @@ def test_esp_decrypted_equals_cleartext(make_lab: Callable[..., netns.Lab], tmp_
     run = _run_dir(tmp_path, "ipsec", esp_pcap, {f"esp-keys-{n}.log": tmp_path / f"{n}.log" for n in logs})
     plan = decrypt.plan(run, run.files("pcap")[0])
     assert plan.status == "decrypted (ESP, 2 SA(s))", plan.status
-    assert h2.comparable(sbi_ops.requests(run.files("pcap")[0].path, plan.decode)) == h2.comparable(clear)
+    h2.assert_same(sbi_ops.requests(run.files("pcap")[0].path, plan.decode), clear)
     rows, status = sbi_breakdown.read_capture(run, run.files("pcap")[0])
-    assert status == plan.status and h2.comparable(rows) == h2.comparable(clear)
+    assert status == plan.status
+    h2.assert_same(rows, clear)
     assert {(r["client_nf"], r["server_nf"]) for r in rows} == {("ausf", "nrf")}
     assert os.environ.get("ANALYSIS_CACHE") == "off"
