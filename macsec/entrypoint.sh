@@ -224,8 +224,9 @@ write_ready() {
     mv "$tmp" "$READY_FILE"
 }
 
-# stop_idler: end the idle `sleep` and reap it, so no process is left in the namespace. Found by
-# `jobs -p`, not by a saved PID: a signal can arrive between `sleep &` and the assignment of `$!`.
+# stop_idler: end the link watcher (run_foreground's job; it ends its monitor on its way out) and
+# reap it, so no process is left in the namespace. Found by `jobs -p`, not by a saved PID: a signal
+# can arrive between `_watch_link &` and the assignment of `$!`.
 stop_idler() {
     local job
     for job in $(jobs -p); do
