@@ -187,8 +187,8 @@ curl_note() {
   local how="this release has no libcurl 8"
   [[ "$CODENAME" != bookworm ]] \
     || how="\`sudo apt-get install --no-install-recommends -t bookworm-backports libcurl3-gnutls\` upgrades it (and curl) from bookworm-backports, which \`sudo make host-tools\` adds"
-  echo "setup-host: keeping libcurl3-gnutls $curl (the Open5GS image runs 8; the host-built NF tests with" \
-    "the SCP skip naming it): $how"
+  echo "setup-host: keeping libcurl3-gnutls $curl (the Open5GS image runs 8; \`make open5gs-host-build\`" \
+    "unpacks libcurl 8 beside the host build for its NF tests, without installing it): $how"
 }
 
 # apt_retry ARGS...: apt-get, once more after `apt-get update` when it fails (a stale or cleaned
