@@ -222,7 +222,8 @@ def verify_capture(pcap: Path, profile: Any, plane: str, values: dict[str, Any] 
     details = (f"tcp.port=={port}: {len(cap.streams)} connection(s), {len(starts)} seen from the SYN, {closed}"
                f"{hellos} final ServerHello(s), {retries} HelloRetryRequest(s); want TLS {s.version} "
                f"{s.cipher} (0x{s.wire_version:04x}/0x{s.suite_id:04x})"
-               + (f", group {s.group} (0x{s.group_id:04x}), {s.retries} HelloRetryRequest(s) per connection"
+               + (f", group {s.group} (0x{s.group_id:04x}), " + (f"{s.retries} HelloRetryRequest(s) per connection"
+                  if declared else "HelloRetryRequests not pinned (the profile declares no groups)")
                   if s.version == "1.3" else "") + f"; {cap.protected} TLS record packet(s), "
                f"{cap.plaintext} cleartext HTTP/2 packet(s), {cap.truncated} truncated (unknown) packet(s)")
     if problems:

@@ -282,6 +282,9 @@ def test_hello_retry_request_is_not_the_final_server_hello(root: Path, loop_ns: 
         wait_pcap(pcap, f"tcp.port=={port} && tcp.flags.fin==1", 2, 15)
     verdict = tls_verify.verify_capture(pcap, prof, "sbi", values)
     assert "1 final ServerHello(s), 1 HelloRetryRequest(s)" in verdict.details, verdict.details
+    # the profile declares no groups: the details must not claim a retry count it never checked
+    assert "HelloRetryRequests not pinned (the profile declares no groups)" in verdict.details, verdict.details
+    assert "HelloRetryRequest(s) per connection" not in verdict.details, verdict.details
     assert verdict.valid, verdict.details
 
 
