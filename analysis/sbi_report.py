@@ -5,6 +5,7 @@ read (cleartext, decrypted, or not, with the reason). Tables go to `sbi-ops/*.cs
 from __future__ import annotations
 
 import logging
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,12 @@ def cli_tables(results: Path) -> tuple[pd.DataFrame, str, pd.DataFrame]:
     runs = discover(results)
     t = _tables(runs, attach(runs))
     ops = t["sbi-operations"]
+    # a capture that gave no request says why (an encrypted SBI without its keys, above all),
+    # or a TLS run's tables are empty with no word (the guest's run-sbi tls13-aes128gcm)
+    status = t["sbi-decryption"]
+    for _, row in status[status["requests"] == 0].iterrows() if not status.empty else ():
+        print(f"{row['run']}/{row['file']}: no SBI request paired ({row['profile']}): {row['decryption']}",
+              file=sys.stderr)
     return (ops[[c for c in OPS_COLUMNS if c in ops.columns]] if not ops.empty else ops,
             "Attach-time budget: SBI share and elsewhere (ms)",
             t["sbi-budget"][[c for c in BUDGET_COLUMNS if c in t["sbi-budget"].columns]]

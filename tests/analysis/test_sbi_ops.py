@@ -237,6 +237,16 @@ def test_results_tree_breakdown(tree: Path, tmp_path: Path) -> None:
     assert (tmp_path / "out" / "sbi-ops" / "sbi-operations.csv").is_file()
 
 
+def test_cli_on_a_tree_names_each_capture_without_a_request(tree: Path) -> None:
+    """The guest's `sbi-ops` over a TLS run without keys printed empty tables and no word."""
+    res = subprocess.run([sys.executable, "-m", "analysis", "sbi-ops", "--format", "csv", str(tree)],
+                         capture_output=True, text=True, check=True)
+    said = [line for line in res.stderr.splitlines() if "no SBI request paired" in line]
+    assert len(said) == 2, res.stderr                                  # its two iterations
+    assert all("(tls13-aes128gcm): not decrypted: the run exported no keys" in s for s in said), res.stderr
+    assert "POST /nausf-auth/v1/ue-authentications" in res.stdout    # the other runs' rows still come
+
+
 def test_union_of_nested_and_parallel_requests() -> None:
     ms = 1_000_000
     assert sbi_breakdown.union_ms([(0, 10 * ms), (2 * ms, 5 * ms), (8 * ms, 12 * ms), (20 * ms, 21 * ms)]) == 13.0
