@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from testbed import images
+from testbed import environment, images
 from testbed.contract import RuntimePlugin
 from testbed.placement import Placement, as_record
 from testbed.render import Rendered
@@ -13,9 +13,11 @@ from testbed.runtime.k8s import render
 
 def _images(options: Mapping[str, str]) -> dict[str, str]:
     """The image references the Compose stack uses (the options' *_IMAGE win, as the environment's
-    do for scripts/lib/compose.sh); none when images/defaults.env cannot be read."""
+    do for scripts/lib/compose.sh); none when images/defaults.env cannot be read. The environment's
+    build knobs (DEBIAN_IMAGE, APPLY_PATCHES, ...) go into the tags' hash as for `make build`: without
+    them the guest's render named tags no image had (`make k8s-images`: reference does not exist)."""
     try:
-        return images.resolve({k: v for k, v in options.items() if k.endswith("_IMAGE")})
+        return images.resolve({**environment.mapping(), **{k: v for k, v in options.items() if k.endswith("_IMAGE")}})
     except images.ImageError:
         return {}
 

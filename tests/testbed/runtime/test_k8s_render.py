@@ -368,3 +368,18 @@ def test_star_puts_every_pod_on_place_even_the_on_demand_ones(tmp_path: Path) ->
     assert pods["upf"]["spec"]["nodeSelector"] == {"kubernetes.io/hostname": "edge"}
     assert on_demand and all(p["spec"]["nodeSelector"] == {"pool": "a"}
                              for p in [*on_demand, *(v for k, v in pods.items() if k != "upf")])
+
+
+def test_the_images_are_the_tags_make_build_gives_with_the_same_build_knobs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A base image override (DEBIAN_IMAGE, as the guest imports its bases) is in the tags' hash:
+    the render names what `make build` built, not the tags of the default bases."""
+    from testbed import images
+    monkeypatch.setenv("DEBIAN_IMAGE", "debian:bookworm-slim-local")
+    monkeypatch.delenv("OPEN5GS_IMAGE", raising=False)
+    monkeypatch.delenv("TOOLS_IMAGE", raising=False)
+    built = images.resolve()
+    named = k8s_plugin._images({})
+    assert named["TOOLS_IMAGE"] == built["TOOLS_IMAGE"]
+    monkeypatch.delenv("DEBIAN_IMAGE")
+    assert images.resolve()["TOOLS_IMAGE"] != named["TOOLS_IMAGE"]     # the knob is in the hash
+    assert k8s_plugin._images({"TOOLS_IMAGE": "me/tools:dev"})["TOOLS_IMAGE"] == "me/tools:dev"
