@@ -11,6 +11,9 @@
 # foreground until SIGTERM, when it deletes the macsec link. The filter, the address on the lower
 # device and its fallback route stay: nothing of the plane leaves in the clear while the namespace
 # lives on, and a sender bound to the node's address (the gNB's GTP-U) keeps a local address.
+# The macsec link deleted under it: the holder stays (in Compose the NF shares its namespace, which
+# Docker strips of its interfaces when the holder's container ends: the gNB then died), says so in
+# its log, removes its ready file (its health check fails) and exits 1 at SIGTERM.
 set -euo pipefail
 
 PROG="macsec/entrypoint.sh"
@@ -21,6 +24,7 @@ TIMEOUT=""
 LOWER=""
 LINK_CREATED=0
 FILTER_LOADED=0
+LINK_LOST=0
 
 usage() {
     cat <<'USAGE'
@@ -224,7 +228,7 @@ write_ready() {
     mv "$tmp" "$READY_FILE"
 }
 
-# stop_idler: end the link watcher (run_foreground's job; it ends its monitor on its way out) and
+# stop_idler: end the link watcher (run_foreground's job; it ends its monitor on its way out) or the idle sleep and
 # reap it, so no process is left in the namespace. Found by `jobs -p`, not by a saved PID: a signal
 # can arrive between `_watch_link &` and the assignment of `$!`.
 stop_idler() {
@@ -238,6 +242,7 @@ stop_idler() {
 teardown() {
     local rc=$?
     trap - EXIT INT TERM
+    (( ! LINK_LOST || rc != 0 )) || rc=1   # stopped after the link was lost: the overlay had failed
     # every step tolerates failure: under `set -e` one failing command would end it half done
     stop_idler
     rm -f "$READY_FILE"
@@ -252,20 +257,28 @@ teardown() {
 }
 
 # Stay in the foreground without polling: the link is the kernel's (no daemon to watch), so the
-# kernel's own link events are read (`ip monitor`, pushed over netlink): the link deleted under the
-# holder ends it with exit 1 and the cause, so that the engine reports the holder's death and a run
-# stops invalid, as when an IPsec or WireGuard daemon dies (the filter and the fallback route stay:
-# nothing leaves in the clear). `wait` returns at once when SIGTERM/SIGINT arrives (the traps then
-# exit through teardown).
+# kernel's own link events are read (`ip monitor`, pushed over netlink). The link deleted under the
+# holder: the cause goes into the log and the ready file goes (the health check fails: the engine
+# reports the holder unhealthy, and the run's own SecY record after the set has no macsec0), but
+# the holder stays until SIGTERM, since the NF lives in its namespace: the NF's packets of the
+# plane are dropped silently (filter and fallback route) and their loss is measured, while ending
+# the holder would take every interface from the NF. `wait` returns at once when SIGTERM/SIGINT
+# arrives (the traps then exit through teardown).
 run_foreground() {
     local watcher
     _watch_link &
     watcher=$!
     # deleted before the monitor started: no event will come
-    ip link show "$MACSEC_IF" >/dev/null 2>&1 || { log "ERROR: ${MACSEC_IF} is gone (deleted under the holder)"; return 1; }
-    wait "$watcher" || true
-    log "ERROR: ${MACSEC_IF} was deleted under the holder: the plane is dropped (egress filter and fallback route kept)"
-    return 1
+    if ip link show "$MACSEC_IF" >/dev/null 2>&1; then
+        wait "$watcher" || true
+    else
+        stop_idler
+    fi
+    LINK_LOST=1
+    rm -f "$READY_FILE"
+    log "ERROR: ${MACSEC_IF} was deleted under the holder: the plane is dropped (egress filter and fallback route kept); not ready any more, staying until SIGTERM so that the namespace keeps its interfaces"
+    sleep infinity &
+    wait "$!"
 }
 
 # _watch_link (a background job of run_foreground): returns when the kernel reports MACSEC_IF

@@ -95,21 +95,47 @@ def end_overlay(lab: netns.Lab, node: str, protocol: str, how: str) -> None:
         for args in (["tx", "sa", "0"], ["rx", "sci", rx, "sa", "0"]):       # the kernel keeps an active SA (EBUSY)
             lab.exec(node, ["ip", "macsec", "set", "macsec0", *args, "off"], check=True)
             lab.exec(node, ["ip", "macsec", "del", "macsec0", *args], check=True)
-    # a dead daemon ends its entrypoint (exit 1), and so does a MACsec link deleted under its
-    # holder (the kernel's link event): the engine then reports the holder's death
-    ends_entrypoint = how.startswith("entrypoint-") or how == "daemon-killed" or (
-        how == "link-deleted" and protocol == "macsec")
+    if how == "link-deleted" and protocol == "macsec":
+        _holder_stays_after_its_link(lab, node)
+    # a dead daemon ends its entrypoint (exit 1): the engine then reports the holder's death
+    ends_entrypoint = how.startswith("entrypoint-") or how == "daemon-killed"
     if ends_entrypoint:
         pid = lab.pids.pop(node)            # a child of this process: reaped here, not by lab.down
         if how.startswith("entrypoint-"):
             os.kill(pid, signal.SIGTERM if how == "entrypoint-sigterm" else signal.SIGKILL)
         deadline = time.monotonic() + 20
-        while not (status := os.waitpid(pid, os.WNOHANG))[0]:
+        while not os.waitpid(pid, os.WNOHANG)[0]:
             assert time.monotonic() < deadline, f"{node}'s entrypoint still running 20 s after {how}"
             time.sleep(0.05)
-        if how == "link-deleted":
-            assert os.waitstatus_to_exitcode(status[1]) == 1
-            assert "macsec0 was deleted under the holder" in lab.log_path(node).read_text()
+
+
+def _holder_stays_after_its_link(lab: netns.Lab, node: str) -> None:
+    """A MACsec link deleted under its holder: the holder says so and stops being ready, but stays
+    (in Compose the NF lives in its namespace, which loses every interface when the holder's
+    container ends: the guest's gNB died 2 s after)."""
+    pid, log = lab.pids[node], lab.log_path(node)
+    deadline = time.monotonic() + 20
+    while "macsec0 was deleted under the holder" not in log.read_text():
+        assert time.monotonic() < deadline, f"{node}'s holder said nothing 20 s after its link was deleted"
+        assert not os.waitpid(pid, os.WNOHANG)[0], f"{node}'s holder ended: {log.read_text()[-800:]}"
+        time.sleep(0.05)
+    assert lab.ready(node) is None, "the holder is still ready without its link"
+    time.sleep(1)
+    assert not os.waitpid(pid, os.WNOHANG)[0], f"{node}'s holder ended: {log.read_text()[-800:]}"
+    assert not pids_in(lab.netns(node), "ip"), "the link watcher's monitor is left"
+
+
+def _stop_holder_after_its_link(lab: netns.Lab, node: str) -> None:
+    """SIGTERM to a holder that lost its link: it exits 1 (the overlay had failed), nothing left."""
+    pid = lab.pids[node]
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 20
+    while not (status := os.waitpid(pid, os.WNOHANG))[0]:
+        assert time.monotonic() < deadline, f"{node}'s holder still running 20 s after SIGTERM"
+        time.sleep(0.05)
+    lab.pids.pop(node)
+    assert os.waitstatus_to_exitcode(status[1]) == 1, "stopped after its link was lost: the overlay had failed"
+    assert not pids_in(lab.netns(node), "sleep") and not pids_in(lab.netns(node), "ip"), "its idle sleep is left"
 
 
 @pytest.mark.parametrize("profile_id,datapath,how", CASES)
@@ -145,5 +171,7 @@ def test_a_dead_overlay_leaves_nothing_in_the_clear_and_no_error_to_the_sender(
         assert tshark.count(pcap, validity.overlay_filter()) >= 1         # the capture saw the overlay before
         v = validity.leak_verdict(pcap, {"profile": profile_id, "experiment": "n3"}, VALUES, "n3", "gnb")
         assert v.valid and v.plaintext_packets == 0, v.details
+        if how == "link-deleted" and protocol == "macsec":
+            _stop_holder_after_its_link(lab, "gnb")          # it stayed through the sends above
     finally:
         subprocess.run(["ip", "netns", "del", other], check=False)
