@@ -59,8 +59,11 @@ start_unit "$UNIT-etcd" -- /usr/bin/etcd --name g5tb --data-dir "$K8S_CLUSTER_DI
   --initial-advertise-peer-urls "http://127.0.0.1:$((ETCD_PORT + 1))" \
   --initial-cluster "g5tb=http://127.0.0.1:$((ETCD_PORT + 1))" --unsafe-no-fsync
 
+# --kubelet-preferred-address-types: exec and logs reach a kubelet at its InternalIP; the nodes'
+# Hostname (node-a, node-b) resolves nowhere, and `kubectl exec` into the stack's UE failed on it
 start_unit "$UNIT-apiserver" -- "$BIN/kube-apiserver" --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
   --bind-address 0.0.0.0 --secure-port "$API_PORT" --advertise-address "$API_ADDR" \
+  --kubelet-preferred-address-types InternalIP,Hostname \
   --tls-cert-file "$PKI/apiserver.crt" --tls-private-key-file "$PKI/apiserver.key" \
   --client-ca-file "$PKI/ca.crt" --authorization-mode Node,RBAC \
   --kubelet-client-certificate "$PKI/apiserver-kubelet-client.crt" \
