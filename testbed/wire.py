@@ -135,10 +135,7 @@ class Export:
     def parse(cls, text: str, fields: Fields, path: Path | None = None) -> Export:
         """From tshark's export text of `Export.with_base(fields)`, in that field order."""
         names = cls.with_base(fields).names
-        n = len(names)
-        # tshark prints every field: a short line (padded) is the exception
-        split = [line.split("\t") for line in text.split("\n") if line]
-        rows = [dict(zip(names, r if len(r) == n else (r + [""] * n)[:n])) for r in split]
+        rows = [dict(zip(names, r)) for r in tshark.rows(text, len(names))]
         return cls(rows, cls.with_base(fields), path)
 
     @classmethod

@@ -101,14 +101,10 @@ def _last(*values: str) -> str:
 def _records(capture: Path | str, decode: Decode, ports: Sequence[int]) -> list[list[str]]:
     # a script tshark cannot run (no Lua in the build) is a warning to tshark, not an error: the
     # preface's connections are then candidates, and undecoded_ports finds their ports
-    n = len(FIELDS)
     text = tshark.export(capture, FIELDS, FILTER, prefs=decode.prefs,
                          extra=("-X", f"lua_script:{PREFACE_LUA}", *decode.extra),
                          decode_as=[f"tcp.port=={p},http2" for p in ports], timeout=None, aggregator=AGG)
-    rows = [line.split("\t") for line in text.split("\n") if line]
-    # tshark prints every field, so a short row is rare: padded only then (the padding of every
-    # row was a sixth of the Python side's CPU on a 123,740-frame capture)
-    return [r if len(r) == n else (r + [""] * n)[:n] for r in rows]
+    return tshark.rows(text, len(FIELDS))
 
 
 def _ints(text: str) -> list[int]:

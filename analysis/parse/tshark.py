@@ -51,9 +51,7 @@ def tshark_records(capture: Path | str, fields: Sequence[str], display_filter: s
                    prefs: Mapping[str, str] | None = None, decode_as: Sequence[str] = ()) -> list[list[str]]:
     """The same table as ``tshark_fields`` as plain rows of strings (no pandas: for the
     command-line paths whose cost must stay near one tshark pass)."""
-    n = len(fields)
-    text = export(capture, fields, display_filter, prefs=prefs, decode_as=decode_as)
-    return [(line.split("\t") + [""] * n)[:n] for line in text.splitlines() if line]
+    return tshark.rows(export(capture, fields, display_filter, prefs=prefs, decode_as=decode_as), len(fields))
 
 
 def field_values(text: str, aggregator: str = ",", keep_empty: bool = False) -> list[str]:
