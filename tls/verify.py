@@ -219,12 +219,13 @@ def verify_capture(pcap: Path, profile: Any, plane: str, values: dict[str, Any] 
     retries = sum(st.retries for st in cap.streams.values())
     closed = (f"{len(unused)} closed by the client before its ClientHello (tcp.stream "
               f"{', '.join(map(str, unused[:5]))}), " if unused else "")
+    pinned = (f"{s.retries} HelloRetryRequest(s) per connection" if declared
+              else "HelloRetryRequests not pinned (the profile declares no groups)")
     details = (f"tcp.port=={port}: {len(cap.streams)} connection(s), {len(starts)} seen from the SYN, {closed}"
                f"{hellos} final ServerHello(s), {retries} HelloRetryRequest(s); want TLS {s.version} "
                f"{s.cipher} (0x{s.wire_version:04x}/0x{s.suite_id:04x})"
-               + (f", group {s.group} (0x{s.group_id:04x}), " + (f"{s.retries} HelloRetryRequest(s) per connection"
-                  if declared else "HelloRetryRequests not pinned (the profile declares no groups)")
-                  if s.version == "1.3" else "") + f"; {cap.protected} TLS record packet(s), "
+               + (f", group {s.group} (0x{s.group_id:04x}), {pinned}" if s.version == "1.3" else "")
+               + f"; {cap.protected} TLS record packet(s), "
                f"{cap.plaintext} cleartext HTTP/2 packet(s), {cap.truncated} truncated (unknown) packet(s)")
     if problems:
         details += "; INVALID: " + "; ".join(problems)
