@@ -103,10 +103,16 @@ def end_overlay(lab: netns.Lab, node: str, protocol: str, how: str) -> None:
         pid = lab.pids.pop(node)            # a child of this process: reaped here, not by lab.down
         if how.startswith("entrypoint-"):
             os.kill(pid, signal.SIGTERM if how == "entrypoint-sigterm" else signal.SIGKILL)
-        deadline = time.monotonic() + 20
-        while not os.waitpid(pid, os.WNOHANG)[0]:
-            assert time.monotonic() < deadline, f"{node}'s entrypoint still running 20 s after {how}"
-            time.sleep(0.05)
+        _reap(pid, f"{node}'s entrypoint still running 20 s after {how}")
+
+
+def _reap(pid: int, still_running: str) -> int:
+    """Wait up to 20 s for a child entrypoint to end; its wait status."""
+    deadline = time.monotonic() + 20
+    while not (done := os.waitpid(pid, os.WNOHANG))[0]:
+        assert time.monotonic() < deadline, still_running
+        time.sleep(0.05)
+    return done[1]
 
 
 def _holder_stays_after_its_link(lab: netns.Lab, node: str) -> None:
@@ -129,12 +135,9 @@ def _stop_holder_after_its_link(lab: netns.Lab, node: str) -> None:
     """SIGTERM to a holder that lost its link: it exits 1 (the overlay had failed), nothing left."""
     pid = lab.pids[node]
     os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + 20
-    while not (status := os.waitpid(pid, os.WNOHANG))[0]:
-        assert time.monotonic() < deadline, f"{node}'s holder still running 20 s after SIGTERM"
-        time.sleep(0.05)
+    status = _reap(pid, f"{node}'s holder still running 20 s after SIGTERM")
     lab.pids.pop(node)
-    assert os.waitstatus_to_exitcode(status[1]) == 1, "stopped after its link was lost: the overlay had failed"
+    assert os.waitstatus_to_exitcode(status) == 1, "stopped after its link was lost: the overlay had failed"
     assert not pids_in(lab.netns(node), "sleep") and not pids_in(lab.netns(node), "ip"), "its idle sleep is left"
 
 
