@@ -16,6 +16,16 @@ STACK_FILE = ROOT / "nf-configs" / "stack.yaml"
 SBI_NFS = ("nrf", "scp", "ausf", "udm", "udr", "pcf", "bsf", "nssf", "amf", "smf")
 
 
+def netns_service(node: str) -> str:
+    """The Compose service that owns the node's network namespace (compose/base.yaml x-netns)."""
+    return f"{node}-ns"
+
+
+def holder_service(node: str) -> str:
+    """The node's namespace holder, the overlay's endpoint (compose/base.yaml x-holder)."""
+    return f"{node}-net"
+
+
 def load(path: Path = STACK_FILE) -> dict[str, Any]:
     """The stack values; for a stack beside another (STACK_SLOT, testbed/instance.py) with its
     addresses moved to that stack's own block."""

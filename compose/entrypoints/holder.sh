@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Baseline command of a namespace holder (<node>-net): owns the node's network namespace,
-# has no overlay, so it is ready at once. Writes /run/testbed/overlay-ready (the holder's
-# healthcheck tests it) and idles until SIGTERM. Overlay fragments replace this command with
+# Baseline command of a namespace holder (<node>-net), in the node's network namespace (its
+# owner is <node>-ns, compose/base.yaml): has no overlay, so it is ready at once. Writes
+# /run/testbed/overlay-ready (the holder's healthcheck tests it) and idles until SIGTERM. Overlay fragments replace this command with
 # their own entrypoint (ipsec/entrypoint.sh, wireguard/entrypoint.sh).
 set -euo pipefail
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Entrypoint of the UPF program container (shares the upf-net holder's network namespace).
+# Entrypoint of the UPF program container (in the namespace of upf-ns, with the upf-net holder).
 # Sets up what Open5GS does not do itself on Linux (docs/stack.md): the ogstun TUN device with
 # the UE subnet's gateway address, and source NAT of UE traffic leaving toward n6, so the UE's
 # pings reach the Docker host (n6 gateway) and the replies come back through the UPF.

@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 import yaml
 
 from testbed import images, instance, planes, registry
+from testbed.stack import holder_service, netns_service
 from testbed.check import Finding
 from testbed.check import compose_model as cm
 from testbed.ran.oai import rules as oai_rules
@@ -207,12 +208,14 @@ class Checker:
         for node, spec in (self.values.get("nodes") or {}).items():
             if spec.get("ran") is not None and ran_variant not in spec["ran"]:
                 continue              # a node of another RAN variant (testbed/ran/)
-            svc = f"{node}-net" if f"{node}-net" in services else node
-            if svc not in services:
+            found = self.node_service(node)
+            if found is None:
                 if not spec.get("optional"):
                     self.add(self.stack_file, f"nodes.{node}",
-                             f"no compose service {node}-net or {node} for this node", "reference")
+                             f"no compose service {netns_service(node)}, {holder_service(node)} "
+                             f"or {node} for this node", "reference")
                 continue
+            svc = cm.netns_owner(services, found)    # the namespace's networks are its owner's
             want = {n: str(a) for n, a in (spec.get("networks") or {}).items()}
             have = cm.service_networks(services[svc])
             f = self.svc_file(svc, "networks")
@@ -460,9 +463,10 @@ class Checker:
         return lk
 
     def node_service(self, node: str) -> str | None:
-        """The compose service of a stack node: <node>-net (its holder) or <node>."""
+        """The compose service of a stack node: <node>-ns (its namespace's owner), <node>-net (its
+        holder) or <node>."""
         services = self.model.services
-        return next((s for s in (f"{node}-net", node) if s in services), None)
+        return next((s for s in (netns_service(node), holder_service(node), node) if s in services), None)
 
     # --- PLMN, TAC, slices, DNN -----------------------------------------------------------
     def check_plmn(self) -> None:

@@ -1,11 +1,12 @@
 """Compose services of a RAN variant, built from the stack values and compose/base.yaml's templates.
 
-A RAN node is two services like every overlay endpoint of the core (docs/contracts.md): the
-namespace holder `<node>-net` (its networks and addresses from nf-configs/stack.yaml, so an overlay
-fragment can turn it into a tunnel endpoint) and the program in its namespace. The holder, the
-labels and the health timing are compose/base.yaml's own `x-holder`, `x-labels` and `x-health`
-blocks, read from that file, so a RAN service is configured like the core's and none of it is
-typed twice. Addresses stay Compose variables (`${GNB_N2_IP}`) that compose.env defines.
+A RAN node is three services like every overlay endpoint of the core (docs/contracts.md): the
+namespace's owner `<node>-ns` (its networks and addresses from nf-configs/stack.yaml), the namespace
+holder `<node>-net` in it (so an overlay fragment can turn it into a tunnel endpoint) and the
+program in the same namespace. The owner, the holder, the labels and the health timing are
+compose/base.yaml's own `x-netns`, `x-holder`, `x-labels` and `x-health` blocks, read from that
+file, so a RAN service is configured like the core's and none of it is typed twice. Addresses stay
+Compose variables (`${GNB_N2_IP}`) that compose.env defines.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from testbed import ROOT, privileges
+from testbed import ROOT, privileges, stack
 from testbed.render import compose_env as cenv
 from testbed.files import comment, dump_yaml
 
@@ -56,18 +57,25 @@ def healthy(*services: str) -> dict[str, dict[str, str]]:
 
 
 def node_networks(node: str, values: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """The Compose `networks:` of a node's holder: every network stack.yaml gives it, with its
+    """The Compose `networks:` of a node's namespace owner: every network stack.yaml gives it, with its
     address as the compose.env variable and the node's name as DNS alias."""
     nets = values["nodes"][node]["networks"]
     return {net: {"ipv4_address": "${" + cenv.var_name(node, net, "ip") + "}", "aliases": [node]}
             for net in nets}
 
 
-def holder(node: str, values: dict[str, Any], **extra: Any) -> dict[str, Any]:
-    svc: dict[str, Any] = copy.deepcopy(templates()["x-holder"])
-    svc["networks"] = node_networks(node, values)
-    svc.update(extra)
-    return svc
+def namespace(node: str, values: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The node's namespace owner `<node>-ns` (its networks) and holder `<node>-net` in it."""
+    owner: dict[str, Any] = copy.deepcopy(templates()["x-netns"])
+    owner["networks"] = node_networks(node, values)
+    holder: dict[str, Any] = copy.deepcopy(templates()["x-holder"])
+    holder["network_mode"] = in_namespace(node)
+    return {stack.netns_service(node): owner, stack.holder_service(node): holder}
+
+
+def in_namespace(node: str) -> str:
+    """The network_mode of a service in the node's namespace."""
+    return f"service:{stack.netns_service(node)}"
 
 
 def network(name: str) -> dict[str, Any]:

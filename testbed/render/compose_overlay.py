@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from testbed import privileges
+from testbed import privileges, stack
 
 FRAGMENT = "overlay.compose.yaml"
 DIMENSION_FRAGMENT = "{}.compose.yaml"           # per dimension name
@@ -41,7 +41,7 @@ def holder_service(protocol: str, node: str, *, userspace: bool, environment: di
         # wireguard-go may run (cap_drop ALL and no-new-privileges come with base.yaml's holder)
         **privileges.role(f"holder-{protocol}").compose_fields(devices=userspace, over_base=True),
         "environment": {**deadline, **environment},
-        "sysctls": dict(sysctls),
+        "sysctls": dict(sysctls),        # set by the namespace's owner (owners_take_sysctls)
         # the entrypoint is in the tools image (images/tools/Dockerfile copies <plug-in>/*.sh)
         "volumes": [f"${{OVERLAY_DIR{_REQUIRED}}}/{node}:/etc/testbed/overlay:ro"],
     }
@@ -57,8 +57,22 @@ def fragment_text(services: dict[str, dict[str, Any]], title: str, source: str =
     return header + yaml.safe_dump({"services": services}, sort_keys=False, default_flow_style=False)
 
 
+def owners_take_sysctls(services: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The services with each holder's sysctls moved to its namespace's owner (`<node>-net` ->
+    `<node>-ns`): a namespace's sysctls are set when it is made, by the container that owns it,
+    before the holder starts (the holder joins it: network_mode service:<node>-ns)."""
+    out = {k: dict(v) for k, v in services.items()}
+    for name, svc in services.items():
+        node = name[: -len(stack.holder_service(""))] if name.endswith(stack.holder_service("")) else None
+        sysctls = out[name].pop("sysctls", None) if node is not None else None
+        if node is not None and sysctls:
+            owner = out.setdefault(stack.netns_service(node), {})
+            owner["sysctls"] = {**owner.get("sysctls", {}), **sysctls}
+    return out
+
+
 def write(render_dir: Path, services: dict[str, dict[str, Any]], title: str, name: str = FRAGMENT,
           source: str = OVERLAY_SOURCE) -> Path:
     path = Path(render_dir) / name
-    path.write_text(fragment_text(services, title, source), encoding="utf-8")
+    path.write_text(fragment_text(owners_take_sysctls(services), title, source), encoding="utf-8")
     return path

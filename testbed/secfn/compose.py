@@ -4,7 +4,7 @@ called through the dimension hooks (testbed/secfn/dimension.py; render writes th
 <render dir>/secfn.compose.yaml with testbed/render/compose_overlay.py).
 
 What it adds to base.yaml (and to whatever the profile's N3 overlay adds):
-- `secfn`: the engine, in the UPF's network namespace (network_mode: service:upf-net), started
+- `secfn`: the engine, in the UPF's network namespace (network_mode: service:upf-ns), started
   once the UPF is healthy (ogstun exists), running testbed/secfn/entrypoint.sh over the engine
   directory rendered here; only NET_ADMIN (queue, iptables, promiscuous) and NET_RAW (AF_PACKET,
   iptables' raw socket). Image: SNORT_IMAGE for Snort 3, TOOLS_IMAGE for Suricata and the
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from testbed import privileges
-from testbed.ran.compose import health
+from testbed.ran.compose import health, in_namespace
 from testbed.secfn import Secfn, collect, engines, rules
 
 NAME = "secfn"                                    # the dimension: <render dir>/secfn/, secfn.compose.yaml
@@ -69,7 +69,7 @@ def services(sf: Secfn, values: dict[str, Any]) -> dict[str, Any]:
         out["secfn"] = {
             **_base(IMAGE_VAR.get(sf.engine, "TOOLS_IMAGE"), "secfn-engine"),
             "command": [f"{SCRIPTS_AT}/entrypoint.sh", str(ENGINE_AT)],
-            "network_mode": "service:upf-net",
+            "network_mode": in_namespace("upf"),
             "volumes": [scripts, f"${{RENDER_DIR}}/{NAME}/engine:{ENGINE_AT}:ro",
                         f"${{SECFN_OUT}}/{collect.ENGINE_DIR}:{LOG_AT}"],
             "environment": {"SECFN_READY": f"/run/testbed/{engines.READY_NAME}"},

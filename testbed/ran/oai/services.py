@@ -104,7 +104,7 @@ def _program(node: str, depends: list[str]) -> dict[str, Any]:
     return {
         **rc.least("oai-ran", image=IMAGE),
         "command": [WRAPPER, PROGRAM[node], "-O", conf, *(cfg.radio_args() if node in RADIO_NODES else [])],
-        "network_mode": f"service:{node}-net",
+        "network_mode": rc.in_namespace(node),
         "volumes": [ENTRYPOINTS, f"${{RENDER_DIR}}/{CONF_DIR}/{node}.conf:{conf}:ro"],
         "env_file": [f"${{RENDER_DIR}}/env/{node}.env"],
         "stop_grace_period": "5s", "restart": "no",
@@ -134,14 +134,14 @@ def _ue(ue: str, variant: str, values: dict[str, Any], **extra: Any) -> dict[str
 def compose(variant: str, values: dict[str, Any]) -> dict[str, Any]:
     services: dict[str, Any] = {}
     if variant == "oai":
-        services["gnb-net"] = rc.holder("gnb", values)
+        services.update(rc.namespace("gnb", values))
         services["gnb"] = _program("gnb", list(rc.CORE_READY))
     else:
         # CU-CP after the core (NG Setup), CU-UP after the CU-CP (E1), the DU after both (F1 Setup
         # with a CU that can already set up bearers)
         order = {"cucp": list(rc.CORE_READY), "cuup": ["cucp"], "du": ["cucp", "cuup"]}
         for node in gnb_nodes(variant):
-            services[f"{node}-net"] = rc.holder(node, values)
+            services.update(rc.namespace(node, values))
             services[node] = _program(node, order[node])
     services["ue1"] = _ue("ue1", variant, values)
     services["ue2"] = _ue("ue2", variant, values, profiles=["ue2"])

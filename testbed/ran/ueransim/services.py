@@ -59,12 +59,12 @@ def _ue(command: list[str], ue: str, **extra: Any) -> dict[str, Any]:
 def compose(variant: str, values: dict[str, Any]) -> dict[str, Any]:
     ue_cmd = ["nr-ue", "-c", "/etc/ueransim/ue.yaml"]
     services = {
-        "gnb-net": rc.holder("gnb", values),
+        **rc.namespace("gnb", values),
         # The gNB starts once the whole core is healthy, so UE 1's attach never waits for an NF.
         "gnb": {
             **rc.least("gnb", image=IMAGE),
             "command": ["nr-gnb", "-c", "/etc/ueransim/gnb.yaml"],
-            "network_mode": "service:gnb-net",
+            "network_mode": rc.in_namespace("gnb"),
             "volumes": ["${RENDER_DIR}/ueransim/gnb.yaml:/etc/ueransim/gnb.yaml:ro"],
             "env_file": ["${RENDER_DIR}/env/gnb.env"],
             "stop_grace_period": "5s", "restart": "no",

@@ -176,7 +176,7 @@ def test_compose_address_differs_from_stack(tmp_path: Path) -> None:
     base = t.compose / "base.yaml"
     t.edit_text(base, 'n2: {ipv4_address: "${AMF_N2_IP}"', 'n2: {ipv4_address: "10.100.2.6"')
     found = t.check()
-    assert_found(found, base, "services.amf-net.networks.n2.ipv4_address", "address", "nodes.amf.networks.n2")
+    assert_found(found, base, "services.amf-ns.networks.n2.ipv4_address", "address", "nodes.amf.networks.n2")
     # and the configs that name the AMF's stack address no longer match the container
     assert_found(found, t.render_dir / "ueransim/gnb.yaml", "amfConfigs[0].address", "address")
 
@@ -185,7 +185,7 @@ def test_duplicate_address_in_compose(tmp_path: Path) -> None:
     t = make_tree(tmp_path)
     base = t.compose / "base.yaml"
     t.edit_text(base, 'sbi: {ipv4_address: "${UDM_SBI_IP}"', 'sbi: {ipv4_address: "${AUSF_SBI_IP}"')
-    assert_found(t.check(), base, "services.udm-net.networks.sbi.ipv4_address", "duplicate", "ausf-net")
+    assert_found(t.check(), base, "services.udm-ns.networks.sbi.ipv4_address", "duplicate", "ausf-ns")
 
 
 @pytest.mark.parametrize("old,new,node,net,kind,text", [
@@ -201,7 +201,7 @@ def test_a_bad_address_in_stack_yaml_is_found_there_and_in_compose(tmp_path: Pat
     t.rerender()
     found = t.check()
     assert_found(found, t.stack_file, f"nodes.{node}.networks.{net}", kind, text)
-    assert_found(found, t.compose / "base.yaml", f"services.{node}-net.networks.{net}.ipv4_address", kind)
+    assert_found(found, t.compose / "base.yaml", f"services.{node}-ns.networks.{net}.ipv4_address", kind)
 
 
 def test_gateway_address_taken_by_a_node(tmp_path: Path) -> None:
@@ -291,11 +291,11 @@ def test_dependency_cycle(tmp_path: Path) -> None:
 def test_unknown_network_mode_target_and_unset_variable(tmp_path: Path) -> None:
     t = make_tree(tmp_path)
     base = t.compose / "base.yaml"
-    t.edit_text(base, "network_mode: service:pcf-net", "network_mode: service:pcf-netns")
+    t.edit_text(base, "network_mode: service:pcf-ns", "network_mode: service:pcf-nsx")
     t.edit_text(base, '"${BSF_SBI_IP}"', '"${BSF_SBI_ADDR}"')
     found = t.check()
-    assert_found(found, base, "services.pcf.network_mode", "reference", "no such service")
-    assert_found(found, base, "services.bsf-net.networks.sbi.ipv4_address", "syntax", "BSF_SBI_ADDR")
+    assert_found(found, base, "services.pcf-net.network_mode", "reference", "no such service")
+    assert_found(found, base, "services.bsf-ns.networks.sbi.ipv4_address", "syntax", "BSF_SBI_ADDR")
 
 
 def test_every_kind_is_covered() -> None:

@@ -50,11 +50,11 @@ def test_split_services_and_start_order() -> None:
     doc = ran.get("split").compose(v)
     s = doc["services"]
     assert set(doc["networks"]) == {"f1c", "f1u", "e1"}
-    assert set(s["cucp-net"]["networks"]) == {"n2", "f1c", "e1"}
-    assert set(s["cuup-net"]["networks"]) == {"n3", "f1u", "e1"}
-    assert set(s["du-net"]["networks"]) == {"f1c", "f1u", "ran"}
+    assert set(s["cucp-ns"]["networks"]) == {"n2", "f1c", "e1"}
+    assert set(s["cuup-ns"]["networks"]) == {"n3", "f1u", "e1"}
+    assert set(s["du-ns"]["networks"]) == {"f1c", "f1u", "ran"}
     for node in ("cucp", "cuup", "du"):
-        for net, spec in s[f"{node}-net"]["networks"].items():
+        for net, spec in s[f"{node}-ns"]["networks"].items():
             var = spec["ipv4_address"].strip("${}")
             assert var == cenv.var_name(node, net, "ip")
             assert cenv.address_vars(v)[var] == stack.address(node, net, v)
@@ -67,7 +67,8 @@ def test_split_services_and_start_order() -> None:
     assert s["ue2"]["profiles"] == ["ue2"]
     for name, svc in s.items():
         # each service holds its role of nf-configs/privileges.yaml and nothing more
-        role = {"ue1": "oai-ue", "ue2": "oai-ue"}.get(name, "holder" if name.endswith("-net") else "oai-ran")
+        role = {"ue1": "oai-ue", "ue2": "oai-ue"}.get(
+            name, "holder" if name.endswith("-net") else "netns" if name.endswith("-ns") else "oai-ran")
         assert svc["labels"]["testbed.role"] == role, name
         assert not svc.get("privileged") and svc["cap_drop"] == ["ALL"] and svc["read_only"] is True, name
         if role == "oai-ue":
@@ -80,9 +81,11 @@ def test_split_services_and_start_order() -> None:
 def test_ueransim_services_match_what_base_yaml_had() -> None:
     """The default RAN moved from compose/base.yaml into testbed/ran/ueransim/services.py unchanged."""
     s = ran.get("ueransim").compose(stack.load())["services"]
-    assert list(s) == ["gnb-net", "gnb", "ue1", "ue2", "ue-scale"]
+    assert list(s) == ["gnb-ns", "gnb-net", "gnb", "ue1", "ue2", "ue-scale"]
+    # the namespace's owner has the networks, the holder and the gNB join it
+    assert s["gnb-net"]["network_mode"] == s["gnb"]["network_mode"] == "service:gnb-ns"
     assert s["gnb"]["command"] == ["nr-gnb", "-c", "/etc/ueransim/gnb.yaml"]
-    assert s["gnb-net"]["networks"]["n2"] == {"ipv4_address": "${GNB_N2_IP}", "aliases": ["gnb"]}
+    assert s["gnb-ns"]["networks"]["n2"] == {"ipv4_address": "${GNB_N2_IP}", "aliases": ["gnb"]}
     assert s["ue-scale"]["command"][-2:] == ["-n", "${UES:-1}"] and s["ue-scale"]["profiles"] == ["scale"]
     assert s["ue1"]["healthcheck"]["start_interval"] == "${UE_HEALTH_START_INTERVAL:-1s}"
     assert s["gnb-net"]["healthcheck"] == {**rc.templates()["x-health"],

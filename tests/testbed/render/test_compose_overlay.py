@@ -2,7 +2,7 @@
 overlay protocol on each of its planes and on all of them: exactly the endpoints' holders
 (tunnels) or NF containers (TLS), the entrypoint and mounts of docs/contracts.md, least
 privilege (the role's fields of nf-configs/privileges.yaml, /dev/net/tun only for a userspace datapath),
-the sysctls the hooks fill; check-config passes on the merged model."""
+the sysctls the hooks fill (on the namespace's owner); check-config passes on the merged model."""
 from __future__ import annotations
 
 import os
@@ -48,8 +48,15 @@ def test_fragment_is_exactly_what_the_planes_need(profile_id: str, plane: str, t
                 in svc["volumes"]
         return
     nodes = channels.endpoints(covered, ran.restrict(VALUES, r.ran))
-    assert sorted(frag) == sorted(f"{n}-net" for n in nodes)
-    for name, svc in frag.items():
+    holders = {k: v for k, v in frag.items() if k.endswith("-net")}
+    assert sorted(holders) == sorted(stack.holder_service(n) for n in nodes)
+    # the sysctls the hooks fill are set by each namespace's owner, which the holder joins
+    want = ({"net.core.xfrm_larval_drop": "${IPSEC_XFRM_LARVAL_DROP:-1}"} if prof.protocol == "ipsec"
+            else {"net.ipv4.conf.all.rp_filter": "2"})
+    assert {k: v for k, v in frag.items() if k not in holders} == {
+        stack.netns_service(n): {"sysctls": want} for n in nodes}
+    assert all(base[stack.holder_service(n)]["network_mode"] == f"service:{stack.netns_service(n)}" for n in nodes)
+    for name, svc in holders.items():
         node = name.removesuffix("-net")
         assert base[name]["command"] == ["/opt/testbed/entrypoints/holder.sh"]
         assert svc["command"] == [f"/opt/testbed/{prof.protocol}/entrypoint.sh", "/etc/testbed/overlay"]
@@ -67,10 +74,7 @@ def test_fragment_is_exactly_what_the_planes_need(profile_id: str, plane: str, t
         # the entrypoint comes with the tools image (images/tools/Dockerfile copies <plug-in>/*.sh),
         # not from a mount of the repository: only the node's rendered dir is mounted
         assert set(mounts) == {"/etc/testbed/overlay"} and os.access(entry, os.X_OK)
-        if prof.protocol == "ipsec":
-            assert svc["sysctls"] == {"net.core.xfrm_larval_drop": "${IPSEC_XFRM_LARVAL_DROP:-1}"}
-        else:
-            assert svc["sysctls"] == {"net.ipv4.conf.all.rp_filter": "2"}
+        assert "sysctls" not in svc
     env = (r.dir / layout.COMPOSE_ENV).read_text()
     assert f"PLANE={planes.expr(covered)}\n" in env
     assert check_render(r.dir, keys_root=keys_root()) == []

@@ -79,7 +79,7 @@ def test_least_privilege_from_the_role_table(tmp_path: Path) -> None:
         caps = {n: set(s.get("cap_add") or []) for n, s in svc.items()}
         if unit == "ips-nat-snort":
             assert caps["secfn"] == {"NET_ADMIN", "NET_RAW"}
-            assert svc["secfn"]["network_mode"] == "service:upf-net"
+            assert svc["secfn"]["network_mode"] == "service:upf-ns"
             assert svc["secfn"]["image"].startswith("${SNORT_IMAGE")
             assert caps["dn"] == {"NET_BIND_SERVICE"}            # NAT: no route to set
         else:

@@ -119,7 +119,7 @@ def test_split_nodes_must_be_in_compose_only_for_split(tmp_path: Path) -> None:
     t.edit_text(t.stack_file, "du:        {kind: oai,      networks: {f1c: 10.100.10.62,",
                 "du:        {kind: oai,      networks: {f1c: 10.100.10.63,")
     found = t.check()
-    assert_found(found, t.render_dir / "compose" / "ran.yaml", "services.du-net.networks.f1c.ipv4_address",
+    assert_found(found, t.render_dir / "compose" / "ran.yaml", "services.du-ns.networks.f1c.ipv4_address",
                  "address", "10.100.10.63")
 
 
