@@ -47,6 +47,8 @@ from testbed.render import compose_env as cenv
 from testbed.runtime.k8s import data, networks
 
 HOLDER_SUFFIX = "-net"
+NETNS_SUFFIX = "-ns"                          # compose/base.yaml x-netns: the namespace's owner
+NETNS_ROLE = "netns"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 OUTPUT_ANNOTATION = "testbed/outputs"         # container:path -> where Compose writes it on the host
 ROLES_ANNOTATION = "testbed/roles"            # container -> its testbed.role
@@ -82,28 +84,41 @@ class PodError(RuntimeOptionError):
 @dataclasses.dataclass
 class Pod:
     name: str
-    services: list[str]                      # the netns owner first
+    services: list[str]                      # its containers, the holder first
     on_demand: str | None = None             # the Compose profile that starts it (ue2, scale)
+    owner: str = ""                          # the service whose namespace it is (networks, sysctls)
+
+    def __post_init__(self) -> None:
+        self.owner = self.owner or self.services[0]
 
 
 def pods(model: cm.ComposeModel) -> dict[str, Pod]:
-    """Pod name -> its services: one pod per network namespace, named after its NF."""
+    """Pod name -> its services: one pod per network namespace, named after its NF. A namespace
+    owner that only sleeps (role netns, `<node>-ns`) is no container: the pod's sandbox holds
+    the namespace, as the owner does in Compose."""
     by_owner: dict[str, list[str]] = {}
     for name in model.services:
         by_owner.setdefault(cm.netns_owner(model.services, name), []).append(name)
     out: dict[str, Pod] = {}
     for owner, members in by_owner.items():
-        nf = owner[: -len(HOLDER_SUFFIX)] if owner.endswith(HOLDER_SUFFIX) and owner[: -len(HOLDER_SUFFIX)] in members else owner
-        ordered = [owner] + [m for m in members if m != owner]
+        node = owner.removesuffix(NETNS_SUFFIX) if _role(model, owner) == NETNS_ROLE else owner
+        holder = f"{node}{HOLDER_SUFFIX}"
+        nf = node if holder in members and node in members else (holder if holder in members else owner)
+        ordered = sorted((m for m in members if _role(model, m) != NETNS_ROLE),
+                         key=lambda m: (m != holder, m != owner))
         # started on demand when its namespace's owner is (a container joining it follows it)
         profiles = sorted(model.services[owner].get("profiles") or ())
-        out[nf] = Pod(nf, ordered, profiles[0] if profiles else None)
+        out[nf] = Pod(nf, ordered, profiles[0] if profiles else None, owner)
     return out
 
 
+def _role(model: cm.ComposeModel, service: str) -> str:
+    return str((model.services[service].get("labels") or {}).get(ROLE_LABEL, ""))
+
+
 def container_pods(all_pods: Mapping[str, Pod]) -> dict[str, str]:
-    """Each container (Compose service) -> its pod."""
-    return {s: p.name for p in all_pods.values() for s in p.services}
+    """Each Compose service -> its pod (a namespace owner's: the pod it is the sandbox of)."""
+    return {s: p.name for p in all_pods.values() for s in (p.owner, *p.services)}
 
 
 def _seconds(value: Any, default: int) -> int:
@@ -300,7 +315,7 @@ class Settings:
 def pod_sysctls(model: cm.ComposeModel, pod: Pod) -> dict[str, str]:
     """The sysctls of the pod's services (one network namespace: one set)."""
     sysctls: dict[str, str] = {}
-    for s in pod.services:
+    for s in dict.fromkeys([pod.owner, *pod.services]):
         given = model.services[s].get("sysctls") or {}
         if isinstance(given, list):                 # Compose's list form: ["net.ipv4.ip_forward=1"]
             given = {str(x).partition("=")[0]: str(x).partition("=")[2] for x in given}
@@ -314,9 +329,9 @@ def pod_sysctls(model: cm.ComposeModel, pod: Pod) -> dict[str, str]:
 def pod_object(model: cm.ComposeModel, pod: Pod, settings: Settings, placement: Placement,
                store: data.Store, compose_dir: Path) -> dict[str, Any]:
     svcs = model.services
-    owner = pod.services[0]
+    owner = pod.owner
     vols = Volumes(compose_dir, store)
-    holder = owner.endswith(HOLDER_SUFFIX) and len(pod.services) > 1
+    holder = pod.services[0].endswith(HOLDER_SUFFIX) and len(pod.services) > 1
     built = [container(s, svcs[s], vols) for s in pod.services]
     if holder:
         built[0]["restartPolicy"] = "Always"     # native sidecar: up before, and beside, the NF

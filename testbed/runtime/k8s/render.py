@@ -95,11 +95,11 @@ def build(rendered: Rendered, placement: Placement, options: Mapping[str, str],
                    for name, pod in all_pods.items()}
     registry = (options.get("REGISTRY") or "").strip()
     tools = images.get("TOOLS_IMAGE", "")
-    capture.add(pod_objects, {name: list(cm.service_networks(model.services[pod.services[0]]))
+    capture.add(pod_objects, {name: list(cm.service_networks(model.services[pod.owner]))
                               for name, pod in all_pods.items()}, capture.parse(options.get(capture.OPTION) or ""),
                 f"{registry.rstrip('/')}/{tools}" if registry and tools else tools, s.multus)
     used = sorted({n for name, pod in all_pods.items()
-                   for n in cm.service_networks(model.services[pod.services[0]])}) if s.multus else []
+                   for n in cm.service_networks(model.services[pod.owner])}) if s.multus else []
     ordered: list[dict[str, Any]] = [{"apiVersion": "v1", "kind": "Namespace",
                                       "metadata": {"name": s.namespace, "labels": {"testbed.stack": s.namespace}}}]
     ordered += networks.definitions(used, model.networks, s.namespace, s.prefix,
