@@ -11,9 +11,9 @@
 # foreground until SIGTERM, when it deletes the macsec link. The filter, the address on the lower
 # device and its fallback route stay: nothing of the plane leaves in the clear while the namespace
 # lives on, and a sender bound to the node's address (the gNB's GTP-U) keeps a local address.
-# The macsec link deleted under it: the holder stays (in Compose the NF shares its namespace, which
-# Docker strips of its interfaces when the holder's container ends: the gNB then died), says so in
-# its log, removes its ready file (its health check fails) and exits 1 at SIGTERM.
+# The macsec link deleted under it: the holder stays (its health check fails: the run's engine
+# watcher sees it at once; an exit would only add a second event), says so in its log, removes its
+# ready file and exits 1 at SIGTERM.
 set -euo pipefail
 
 PROG="macsec/entrypoint.sh"
