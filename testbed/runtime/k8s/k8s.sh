@@ -3,9 +3,12 @@
 #
 #   k8s.sh up RENDER_DIR [--skip POD]...
 #                             preflight (kubectl, cluster, Multus, the placement's nodes), then
-#                             apply the render's k8s/ objects wave by wave (k8s/waves.txt: the
-#                             Compose depends_on order), waiting for each pod; record where it ran.
-#                             --skip: a pod a driver starts itself (run-sbi's UE 1, as up.sh --no-ue)
+#                             apply the render's k8s/ objects: the data, every pod with a holder at
+#                             once (the holders start together, as in Compose), then wave by wave
+#                             (k8s/waves.txt: the Compose depends_on order) open those pods' start
+#                             gates or apply the pods without one, waiting for each pod; record
+#                             where it ran. --skip: a pod a driver starts itself (run-sbi's UE 1,
+#                             as up.sh --no-ue)
 #   k8s.sh down NAMESPACE     delete the stack's namespace (every object of the stack is in it)
 #   k8s.sh images RENDER_DIR  the images its pods run to REGISTRY (docker push; render with the same
 #                             REGISTRY=), or into containerd (ctr -n k8s.io images import) here and
@@ -26,7 +29,7 @@ APPLY=(--server-side --field-manager=g5tb --force-conflicts)
 
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 log() { printf '%s %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
-usage() { sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 
 need_kubectl() {
   command -v "$KUBECTL" >/dev/null 2>&1 \
@@ -54,19 +57,42 @@ sys.stdout.write(yaml.safe_dump_all([o for o in objs if (o["kind"] in kinds) != 
 }
 
 # every Pod of objects.yaml into DIR/<name>.yaml, read once (libyaml where PyYAML has it: the
-# render holds the Secrets, and parsing it once per pod made k8s-up slow)
+# render holds the Secrets, and parsing it once per pod made k8s-up slow); a pod's start gate
+# (its annotation testbed/start-gate, pods.py GATE_ANNOTATION) into DIR/<name>.gate as
+# "CONTAINER COMMAND...", the command in that container that opens it
 split_pods() {
-  "$PYTHON" -c 'import sys, yaml
+  "$PYTHON" -c 'import json, sys, yaml
 loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 for o in yaml.load_all(open(sys.argv[1]), Loader=loader):
     if o and o["kind"] == "Pod":
-        with open(sys.argv[2] + "/" + o["metadata"]["name"] + ".yaml", "w") as fh:
-            fh.write(yaml.safe_dump(o, sort_keys=False))' "$RENDER/k8s/objects.yaml" "$1"
+        base = sys.argv[2] + "/" + o["metadata"]["name"]
+        with open(base + ".yaml", "w") as fh:
+            fh.write(yaml.safe_dump(o, sort_keys=False))
+        gate = (o["metadata"].get("annotations") or {}).get("testbed/start-gate")
+        if gate:
+            gate = json.loads(gate)
+            with open(base + ".gate", "w") as fh:
+                fh.write(" ".join([gate["container"], *gate["open"]]) + "\n")' "$RENDER/k8s/objects.yaml" "$1"
 }
 
 explain_pod() {
   "$KUBECTL" -n "$NS" describe pod "$1" >&2 || true
   "$KUBECTL" -n "$NS" logs "$1" --all-containers --tail=40 >&2 || true
+}
+
+# open_gate POD GATE: let POD's programs start (testbed/runtime/k8s/pods.py start_gate). The
+# kubelet starts the gate container once the sidecars before it (its holder: the overlay in force)
+# have started, so wait for that, then run in it the command that opens it. GATE: the pod's
+# .gate file of split_pods
+open_gate() {
+  local pod="$1" words=()
+  read -r -a words <"$2"
+  log "opening the start gate of pod $pod once its holder started (up to ${TIMEOUT} s)"
+  "$KUBECTL" -n "$NS" wait --for="jsonpath={.status.initContainerStatuses[?(@.name==\"${words[0]}\")].started}=true" \
+    "pod/$pod" --timeout="${TIMEOUT}s" >/dev/null \
+    || { explain_pod "$pod"; die "pod $pod: its start gate did not run within ${TIMEOUT} s: its holder did not start (above: its description and logs)"; }
+  "$KUBECTL" -n "$NS" exec "$pod" -c "${words[0]}" -- "${words[@]:1}" \
+    || { explain_pod "$pod"; die "pod $pod: its start gate did not open (above: its description and logs)"; }
 }
 
 cmd_up() {
@@ -98,12 +124,37 @@ cmd_up() {
   # shellcheck disable=SC2064 # the directory is known now
   trap "rm -rf '$pods_dir'" EXIT
   split_pods "$pods_dir"
-  local wave entry pod cond
+  local wave entry pod cond gated=()
+  # every pod with a holder at once, as Compose starts every holder at once (they have no
+  # depends_on): an overlay's holder waits for its peers' holders, which may belong to a later
+  # wave (the UPF's IPsec holder for the gNB's); each pod's programs wait at its start gate
+  while IFS= read -r wave; do
+    for entry in $wave; do
+      pod="${entry%%=*}"
+      if [[ -z "${skip[$pod]:-}" && -f "$pods_dir/$pod.gate" ]]; then
+        gated+=("$pod")
+      fi
+    done
+  done <"$RENDER/k8s/waves.txt"
+  if ((${#gated[@]})); then
+    log "creating the pods with a holder at once (their programs wait at their start gates): ${gated[*]}"
+    for pod in "${gated[@]}"; do
+      printf -- '---\n'
+      cat "$pods_dir/$pod.yaml"
+    done | "$KUBECTL" apply "${APPLY[@]}" -f - >/dev/null
+  fi
+  # then Compose's order: a wave's pods start their programs (a gate opened, or the pod applied)
+  # once every pod they depend on is ready or done
   while IFS= read -r wave; do
     [[ -n "$wave" ]] || continue
     for entry in $wave; do
-      [[ -z "${skip[${entry%%=*}]:-}" ]] || continue
-      "$KUBECTL" apply "${APPLY[@]}" -f - <"$pods_dir/${entry%%=*}.yaml" >/dev/null
+      pod="${entry%%=*}"
+      [[ -z "${skip[$pod]:-}" ]] || continue
+      if [[ -f "$pods_dir/$pod.gate" ]]; then
+        open_gate "$pod" "$pods_dir/$pod.gate"
+      else
+        "$KUBECTL" apply "${APPLY[@]}" -f - <"$pods_dir/$pod.yaml" >/dev/null
+      fi
     done
     for entry in $wave; do
       pod="${entry%%=*}" cond="${entry#*=}"

@@ -10,6 +10,15 @@ an overlay or a dimension is typed here. Each field maps as follows:
   the pod is named after the NF. The holder is a native sidecar (an init container with
   restartPolicy Always) whose startupProbe is its health check, so the NF starts only once the
   overlay is in force, as `depends_on: service_healthy` orders it in Compose;
+- the start order is Compose's: the holders have no depends_on, so Compose starts them all at
+  once (an overlay's holder waits for its peers' holders, which may be a later wave's), and only
+  the programs wait for their dependencies. So a pod with a holder gets a start gate (`start_gate`):
+  a regular init container after the holder's sidecar, which holds the pod's programs back until
+  a file on its own memory volume exists. `k8s.sh up` creates every pod with a gate at once, then
+  opens the gates wave by wave (waves(): `kubectl exec POD -c start-gate -- touch FILE`, the
+  pod's GATE_ANNOTATION says how), as Compose's depends_on opens them; a pod without a holder
+  (mongo, provision, the UEs) has no gate and is created in its wave. The gate holds nothing
+  (no capability, read-only root, nobody's uid: its role `start-gate` in nf-configs/privileges.yaml);
 - bare Pods with restartPolicy Never, not Deployments: Compose runs every service with
   `restart: "no"` and each boot is a fresh stack; a controller that recreates a failed NF would
   hide the failure from the run's validity and pool a restarted NF with fresh ones;
@@ -38,7 +47,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from testbed import placement as placement_mod
+from testbed import placement as placement_mod, privileges
 from testbed.check import compose_model as cm
 from testbed.contract import RuntimeOptionError
 from testbed.placement import Placement
@@ -53,6 +62,11 @@ HOSTNAME_LABEL = "kubernetes.io/hostname"
 OUTPUT_ANNOTATION = "testbed/outputs"         # container:path -> where Compose writes it on the host
 ROLES_ANNOTATION = "testbed/roles"            # container -> its testbed.role
 LABELS_ANNOTATION = "testbed/labels"          # the Compose labels as they are (a label value cannot hold ",")
+GATE = "start-gate"                           # the start gate's container and role (start_gate)
+GATE_MOUNT = "/run/start-gate"                # its own memory volume
+GATE_FILE = f"{GATE_MOUNT}/open"              # made by whoever opens it (k8s.sh up, stackctl up)
+GATE_ANNOTATION = "testbed/start-gate"        # {"container": GATE, "open": the command, in it, that opens it}
+NOBODY = 65534                                # the gate's uid and gid: it needs no file of anyone's
 
 
 def label_value(text: str) -> str:
@@ -280,6 +294,30 @@ def container(name: str, svc: Mapping[str, Any], vols: Volumes) -> dict[str, Any
     return c
 
 
+def start_gate(holder: Mapping[str, Any], vols: Volumes) -> dict[str, Any]:
+    """The pod's start gate (module docstring): a regular init container, so the kubelet starts it
+    once the holder's sidecar has started (its overlay in force) and the programs once it has
+    ended. It waits, checking once a second (before any measurement), for GATE_FILE on its own memory
+    volume: not the holder's tmpfs, which holds the overlay's sockets (charon's vici in /run).
+    The holder's image (the tools image) has the shell it needs; TERM ends it at once."""
+    role = privileges.role(GATE)
+    ctx: dict[str, Any] = {"capabilities": {"drop": ["ALL"]}, "allowPrivilegeEscalation": False,
+                           "readOnlyRootFilesystem": role.read_only, "privileged": False,
+                           "runAsNonRoot": True, "runAsUser": NOBODY, "runAsGroup": NOBODY}
+    if role.capabilities:
+        ctx["capabilities"]["add"] = sorted(role.capabilities)
+    script = (f"trap 'exit 143' TERM; until [ -e {GATE_FILE} ]; do sleep 1; done; "
+              "echo 'start gate opened: the programs start'")
+    return {"name": GATE, "image": str(holder["image"]), "imagePullPolicy": "IfNotPresent",
+            "command": ["/bin/sh", "-c", script], "securityContext": ctx,
+            "volumeMounts": [{"name": vols.add({"emptyDir": {"medium": "Memory"}}), "mountPath": GATE_MOUNT}]}
+
+
+def gate_annotation() -> str:
+    """How to open a pod's gate, for k8s.sh up and stackctl up: the container and the command in it."""
+    return json.dumps({"container": GATE, "open": ["touch", GATE_FILE]})
+
+
 def host_aliases(model: cm.ComposeModel, owner: str) -> list[dict[str, Any]]:
     """/etc/hosts of the pod: every name Compose's DNS answers on the networks the pod shares
     (service names and aliases), at the address it has on the first network both have."""
@@ -332,9 +370,13 @@ def pod_object(model: cm.ComposeModel, pod: Pod, settings: Settings, placement: 
     owner = pod.owner
     vols = Volumes(compose_dir, store)
     holder = pod.services[0].endswith(HOLDER_SUFFIX) and len(pod.services) > 1
+    if GATE in pod.services:
+        raise PodError(f"services.{GATE}: the name of the pods' start gate (testbed/runtime/k8s/pods.py GATE)")
     built = [container(s, svcs[s], vols) for s in pod.services]
+    gate: list[dict[str, Any]] = []
     if holder:
         built[0]["restartPolicy"] = "Always"     # native sidecar: up before, and beside, the NF
+        gate = [start_gate(built[0], vols)]      # after the holder, before the programs
     compose_labels = {k: str(v) for k, v in (svcs[pod.services[-1] if holder else owner].get("labels") or {}).items()
                       if k.startswith("testbed.")}
     labels = {k: label_value(v) for k, v in compose_labels.items()}
@@ -347,11 +389,13 @@ def pod_object(model: cm.ComposeModel, pod: Pod, settings: Settings, placement: 
         annotations[networks.ANNOTATION] = json.dumps(networks.attachments(nets, model.networks, settings.prefix))
     if vols.outputs:
         annotations[OUTPUT_ANNOTATION] = json.dumps(vols.outputs, sort_keys=True)
+    if gate:
+        annotations[GATE_ANNOTATION] = gate_annotation()
     spec: dict[str, Any] = {"restartPolicy": "Never", "enableServiceLinks": False,
                             "terminationGracePeriodSeconds": max(_seconds(svcs[s].get("stop_grace_period"), 10)
                                                                  for s in pod.services)}
     if holder:
-        spec["initContainers"] = built[:1]
+        spec["initContainers"] = built[:1] + gate
         spec["containers"] = built[1:]
     else:
         spec["containers"] = built
@@ -376,7 +420,9 @@ def pod_object(model: cm.ComposeModel, pod: Pod, settings: Settings, placement: 
 def waves(model: cm.ComposeModel, all_pods: Mapping[str, Pod]) -> list[list[tuple[str, str]]]:
     """The start order Compose's depends_on gives, pod by pod: waves of (pod, condition), each
     pod after every pod it depends on; condition `succeeded` for a pod others need completed
-    (the provisioning), else `ready`. On-demand pods are left out."""
+    (the provisioning), else `ready`. On-demand pods are left out. A pod's wave is when its
+    programs start: a pod with a start gate exists (its holder runs) from the start, and its
+    wave opens the gate; a pod without one is created in its wave."""
     where = container_pods(all_pods)
     deps: dict[str, set[str]] = {p: set() for p, pod in all_pods.items() if pod.on_demand is None}
     done: set[str] = set()

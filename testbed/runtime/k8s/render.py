@@ -3,7 +3,13 @@
     k8s/objects.yaml        every object `make k8s-up` applies, in order: the Namespace, the
                             network attachments (MULTUS=1), the ConfigMaps and Secrets, the pods
     k8s/on-demand/<p>.yaml  pods of a Compose profile (ue2, scale), applied by the run that needs them
-    k8s/waves.txt           the start order: one wave a line, `pod=ready|succeeded` each
+    k8s/waves.txt           the start order: one wave a line, `pod=ready|succeeded` each. A wave
+                            is when its pods' programs start: `k8s.sh up` creates every pod with
+                            a holder (a start gate, pods.py start_gate) at once first, so the
+                            holders start together as in Compose, and opens each gate in its
+                            pod's wave; a pod without a holder is created in its wave. (Before,
+                            every pod was created in its wave, and an IPsec holder waited for a
+                            peer of a later wave: docs/kubernetes.md.)
     k8s/values.yaml         the same objects as the values of the chart testbed/runtime/k8s/chart
                             (`helm template` renders exactly objects.yaml from it), written as JSON
     k8s/placement.yaml      the placement asked for ({NF: node or label=value})

@@ -14,7 +14,7 @@ import pytest
 
 from testbed import privileges, registry
 from testbed.contract import DRIVER_FUNCTIONS, RuntimeOptionError
-from testbed.runtime.k8s import capture, render as k8s_render, stackctl
+from testbed.runtime.k8s import capture, pods as k8s_pods, render as k8s_render, stackctl
 from tests.conftest import ROOT, require_tools
 from tests.testbed.runtime import k8s_schemas
 from tests.testbed.runtime.helpers import by_kind, objects, render_k8s
@@ -57,8 +57,9 @@ def test_no_core_library_or_driver_names_an_engine() -> None:
 def test_captures_are_containers_that_start_before_the_holder(captured: Path) -> None:
     pods = by_kind(k8s_render.load_objects(captured), "Pod")
     gnb, upf = pods["gnb"], pods["upf"]
-    assert [c["name"] for c in _init(gnb)] == ["cap-n3", "cap-leak-gnb", "gnb-net"]
-    assert [c["name"] for c in _init(upf)] == ["cap-n3", "upf-net"]           # the whole n3: both ends
+    # the captures first, then the holder, then its start gate (pods.py)
+    assert [c["name"] for c in _init(gnb)] == ["cap-n3", "cap-leak-gnb", "gnb-net", k8s_pods.GATE]
+    assert [c["name"] for c in _init(upf)] == ["cap-n3", "upf-net", k8s_pods.GATE]   # the whole n3: both ends
     cap = _init(gnb)[0]
     script = cap["command"][2]
     assert "dumpcap -q -p -i n3 -f outbound -w /captures/n3.pcap" in script   # each packet once, at its sender

@@ -62,7 +62,10 @@ def problems_of(render_dir: Path, objs: list[dict[str, Any]] | None = None) -> l
     model = _compose(render_dir)
     seen: list[str] = []
     for pod in (o for o in objs if o["kind"] == "Pod"):
+        out += gate_problems(pod)
         for name, c in containers(pod).items():
+            if name == pods.GATE:                   # no Compose service: gate_problems judges it
+                continue
             seen.append(name)
             svc = model.services[name]
             ctx = c["securityContext"]
@@ -89,6 +92,27 @@ def problems_of(render_dir: Path, objs: list[dict[str, Any]] | None = None) -> l
     for cmap in (o for o in objs if o["kind"] == "ConfigMap"):
         out += [f"ConfigMap {cmap['metadata']['name']}: {k} holds a private key"
                 for k, v in cmap.get("data", {}).items() if "PRIVATE KEY" in v]
+    return out
+
+
+def gate_problems(pod: dict[str, Any]) -> list[str]:
+    """A pod has a start gate exactly when it has a holder: right after the holder's sidecar (so
+    before the programs), holding nothing (its role), with the annotation that says how to open it."""
+    name, init = pod["metadata"]["name"], [c["name"] for c in pod["spec"].get("initContainers", [])]
+    holders = [c for c in init if c.endswith(pods.HOLDER_SUFFIX)]
+    annotated = pods.GATE_ANNOTATION in pod["metadata"]["annotations"]
+    if not holders:
+        return [f"pod {name}: a start gate without a holder"] if pods.GATE in init or annotated else []
+    out: list[str] = []
+    if init[init.index(holders[0]) + 1:] != [pods.GATE] or not annotated:
+        out.append(f"pod {name}: init containers {init}: the start gate (annotated) not last, after the holder")
+    gate = containers(pod).get(pods.GATE, {})
+    ctx, role = gate.get("securityContext", {}), privileges.role(pods.GATE)
+    if ctx.get("capabilities") != {"drop": ["ALL"]} or role.capabilities:
+        out.append(f"pod {name}: the start gate holds capabilities {ctx.get('capabilities')}")
+    if ctx.get("readOnlyRootFilesystem") is not True or ctx.get("allowPrivilegeEscalation") is not False \
+            or ctx.get("runAsUser") != pods.NOBODY or "restartPolicy" in gate:
+        out.append(f"pod {name}: the start gate is not a read-only regular init container of nobody's")
     return out
 
 
@@ -219,14 +243,60 @@ def ipsec(ipsec_render: Rendered) -> list[dict[str, Any]]:
 
 def test_a_pod_is_an_nf_with_its_holder_as_a_sidecar_that_starts_first(ipsec: list[dict[str, Any]]) -> None:
     upf = by_kind(ipsec, "Pod")["upf"]
-    init, = upf["spec"]["initContainers"]
-    assert init["name"] == "upf-net" and init["restartPolicy"] == "Always"
+    init, gate = upf["spec"]["initContainers"]            # the gate: the next test
+    assert init["name"] == "upf-net" and init["restartPolicy"] == "Always" and gate["name"] == pods.GATE
     assert init["startupProbe"]["exec"]["command"] == ["test", "-f", "/run/testbed/overlay-ready"]
     assert [c["name"] for c in upf["spec"]["containers"]] == ["upf"]
     assert upf["spec"]["restartPolicy"] == "Never"         # a failed NF fails the boot, as in Compose
     assert {"name": "net.ipv4.ip_forward", "value": "1"} in upf["spec"]["securityContext"]["sysctls"]
     roles = json.loads(upf["metadata"]["annotations"][pods.ROLES_ANNOTATION])
     assert roles == {"upf": "upf", "upf-net": "holder-ipsec"}
+
+
+def test_the_ipsec_n3_ends_start_their_nf_behind_a_gate_after_the_holder(ipsec: list[dict[str, Any]]) -> None:
+    """aes256gcm: IPsec on N3 between the gNB and the UPF, whose holders wait for each other while
+    Compose's depends_on puts the gNB's pod three waves after the UPF's. Both pods' holders run
+    from the start (k8s.sh up); a gate after each holder holds its NF back until its wave."""
+    p = by_kind(ipsec, "Pod")
+    for nf in ("upf", "gnb"):
+        pod = p[nf]
+        init = pod["spec"]["initContainers"]
+        assert [c["name"] for c in init] == [f"{nf}-net", pods.GATE]     # holder, then gate
+        assert [c["name"] for c in pod["spec"]["containers"]] == [nf]    # then the NF
+        holder, gate = init
+        assert holder["restartPolicy"] == "Always" and "restartPolicy" not in gate   # a gate ends
+        assert gate["image"] == holder["image"]                                   # the tools image
+        assert gate["command"][:2] == ["/bin/sh", "-c"] and f"until [ -e {pods.GATE_FILE} ]" in gate["command"][2]
+        assert "sleep 1;" in gate["command"][2]
+        mount, = gate["volumeMounts"]
+        assert mount["mountPath"] == pods.GATE_MOUNT and mount["mountPath"] not in {
+            m["mountPath"] for c in (holder, *pod["spec"]["containers"]) for m in c.get("volumeMounts", [])}
+        volume = next(v for v in pod["spec"]["volumes"] if v["name"] == mount["name"])
+        assert volume == {"name": mount["name"], "emptyDir": {"medium": "Memory"}}
+        assert gate["securityContext"] == {"capabilities": {"drop": ["ALL"]}, "allowPrivilegeEscalation": False,
+                                           "readOnlyRootFilesystem": True, "privileged": False,
+                                           "runAsNonRoot": True, "runAsUser": 65534, "runAsGroup": 65534}
+        assert json.loads(pod["metadata"]["annotations"][pods.GATE_ANNOTATION]) == {
+            "container": pods.GATE, "open": ["touch", pods.GATE_FILE]}
+        assert gate_problems(pod) == [] and k8s_schemas.errors(pod) == []
+
+
+def test_a_pod_without_a_holder_has_no_gate(ipsec: list[dict[str, Any]]) -> None:
+    p = by_kind(ipsec, "Pod")
+    for name in ("mongo", "provision", "ue1"):
+        assert "initContainers" not in p[name]["spec"], name
+        assert pods.GATE_ANNOTATION not in p[name]["metadata"]["annotations"], name
+    # every pod with a holder has one
+    assert {n for n, o in p.items() if pods.GATE_ANNOTATION in o["metadata"]["annotations"]} == \
+        {n for n, o in p.items() if o["spec"].get("initContainers")}
+
+
+def test_a_compose_service_named_like_the_gate_is_refused(tmp_path: Path) -> None:
+    model = cm.ComposeModel(services={"x-net": {"image": "t"}, pods.GATE: {"image": "i", "network_mode": "service:x-net"}},
+                            networks={}, origin={}, files=[], problems=[])
+    pod = pods.Pod("x", ["x-net", pods.GATE])
+    with pytest.raises(RuntimeOptionError, match=f"services.{pods.GATE}: the name of the pods' start gate"):
+        pods.pod_object(model, pod, pods.Settings("g5tb", False, "g5tb"), {}, k8s_data.Store({}), tmp_path)
 
 
 def test_each_interface_is_a_network_attachment_with_the_catalogue_address(ipsec_render: Rendered,

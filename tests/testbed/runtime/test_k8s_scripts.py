@@ -1,5 +1,6 @@
 """The Kubernetes runtime's scripts without a cluster: make doctor ENGINE=k8s and k8s-up/down say
-what is missing (kubectl, the cluster, the render) and start nothing."""
+what is missing (kubectl, the cluster, the render) and start nothing; k8s-up's start order against
+a kubectl that records its calls (every pod with a holder at once, then the gates wave by wave)."""
 from __future__ import annotations
 
 import json
@@ -9,9 +10,11 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
+from testbed.runtime.k8s import pods, render as k8s_render
 from tests.conftest import ROOT, require_tools
-from tests.testbed.runtime.helpers import render_k8s
+from tests.testbed.runtime.helpers import by_kind, render_k8s
 
 K8S_SH = ROOT / "testbed" / "runtime" / "k8s" / "k8s.sh"
 
@@ -73,12 +76,15 @@ def test_the_scripts_are_shellcheck_clean() -> None:
 
 FAKE_CLUSTER = '''#!{python}
 """kubectl as a one-node cluster with Multus would answer k8s-up: every call logged, applied
-objects logged as kind/name, every wait met at once."""
-import json, sys
+objects logged as kind/name, every wait met at once but the start gate's of the pod FAIL_GATE
+names (its holder never starts)."""
+import json, os, sys
 import yaml
 args = sys.argv[1:]
 log = open({calls!r}, "a")
 log.write("kubectl " + " ".join(args) + "\\n")
+if "wait" in args[2:3] and f"pod/{{os.environ.get('FAIL_GATE')}}" in args and "started}}=true" in " ".join(args):
+    sys.exit(1)
 if args[:1] == ["apply"]:
     for o in yaml.safe_load_all(sys.stdin.read()):
         if o:
@@ -95,39 +101,111 @@ elif args[:1] == ["get"] and "pods" in args:
     print(json.dumps({{"items": [{{"metadata": {{"name": "upf", "annotations": {{}}}},
                                  "spec": {{"nodeName": "kind", "containers": [{{"name": "upf"}}]}},
                                  "status": {{"phase": "Running", "podIP": "10.244.0.9"}}}}]}}))
-elif args[:1] == ["exec"]:
+elif "exec" in args[:3] and args[-1] == "/proc/cpuinfo":
     print("model name\\t: Test CPU")
 '''
 
 
-def test_up_applies_the_data_first_then_the_pods_wave_by_wave_and_records(tmp_path: Path) -> None:
-    r = render_k8s("baseline", "n3", tmp_path / "r")
+def _fake_cluster(tmp_path: Path) -> tuple[Path, Path]:
     calls = tmp_path / "calls"
     fake = tmp_path / "kubectl"
     fake.write_text(FAKE_CLUSTER.format(python=sys.executable, calls=str(calls)))
     fake.chmod(0o755)
-    res = _run(["bash", str(K8S_SH), "up", str(r.dir)], KUBECTL=str(fake))
+    return fake, calls
+
+
+@pytest.fixture(scope="module")
+def ipsec_n3(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """aes256gcm: IPsec on N3, the UPF's and the gNB's holders wait for each other, and Compose's
+    depends_on puts the gNB three waves after the UPF."""
+    return render_k8s("aes256gcm", "n3", tmp_path_factory.mktemp("k8s") / "r").dir
+
+
+def _gated(render_dir: Path) -> set[str]:
+    return {n for n, o in by_kind(k8s_render.load_objects(render_dir), "Pod").items()
+            if pods.GATE_ANNOTATION in o["metadata"]["annotations"]}
+
+
+def _waves(render_dir: Path) -> list[list[str]]:
+    return [[e.split("=")[0] for e in w.split()] for w in (render_dir / k8s_render.WAVES).read_text().splitlines()]
+
+
+def test_up_creates_every_holder_pod_at_once_then_opens_their_gates_wave_by_wave(ipsec_n3: Path, tmp_path: Path) -> None:
+    """The data first; then every pod with a holder in one apply, before any wave (Compose starts
+    all holders at once: the UPF's IPsec holder finds the gNB's); then wave by wave each pod's
+    programs start, a gate opened (its container waited for, then `touch` in it) or a pod without
+    a holder applied, after the waits of the wave before; the record last."""
+    fake, calls = _fake_cluster(tmp_path)
+    res = _run(["bash", str(K8S_SH), "up", str(ipsec_n3)], KUBECTL=str(fake))
     assert res.returncode == 0, res.stderr
     lines = calls.read_text().splitlines()
     applied = [line.split()[1] for line in lines if line.startswith("applied ")]
     pods_at = [i for i, a in enumerate(applied) if a.startswith("Pod/")]
     assert applied[0] == "Namespace/g5tb" and min(pods_at) > max(i for i, a in enumerate(applied)
                                                                  if not a.startswith("Pod/"))
-    order = [a.split("/")[1] for a in applied if a.startswith("Pod/")]
-    waves = [[e.split("=")[0] for e in w.split()] for w in (r.dir / "k8s" / "waves.txt").read_text().splitlines()]
-    assert order == [p for w in waves for p in w]
-    # each pod applied after the waits for every pod of the wave before
-    def at(prefix: str) -> int:
-        return next(i for i, line in enumerate(lines) if line.startswith(prefix) or prefix in line)
+    waves, gated = _waves(ipsec_n3), _gated(ipsec_n3)
+    assert {"upf", "gnb"} <= gated and not {"mongo", "provision", "ue1"} & gated
+
+    def at(text: str) -> int:
+        return next(i for i, line in enumerate(lines) if text in line)
+
+    def call_of(i: int) -> int:                  # the kubectl call a log line belongs to
+        return max(j for j in range(i + 1) if lines[j].startswith("kubectl "))
+
+    def condition_wait(pod: str) -> int:         # the wave's wait: ready, or the provisioning done
+        return next(i for i, line in enumerate(lines) if f" pod/{pod} --timeout" in line
+                    and ("--for=condition=Ready " in line or "=Succeeded " in line))
+
+    # every pod with a holder in one call, in the waves' order, before any wait or gate
+    created = {p: lines.index(f"applied Pod/{p}") for p in gated}
+    assert len({call_of(i) for i in created.values()}) == 1
+    assert max(created.values()) < min(i for i, line in enumerate(lines) if " wait " in line and "serviceaccount" not in line)
+    assert sorted(gated, key=created.__getitem__) == [p for w in waves for p in w if p in gated]
+    # then wave by wave: a gate opened once its container runs, a pod without a holder applied
+    for p in gated:
+        started = at(f'--for=jsonpath={{.status.initContainerStatuses[?(@.name=="{pods.GATE}")].started}}=true pod/{p} ')
+        assert created[p] < started < at(f"exec {p} -c {pods.GATE} -- touch {pods.GATE_FILE}") < condition_wait(p), p
+    start = {p: at(f"exec {p} -c {pods.GATE} --") if p in gated else lines.index(f"applied Pod/{p}")
+             for w in waves for p in w}
+    assert sorted(start, key=start.__getitem__) == [p for w in waves for p in w]
     for before, wave in zip(waves, waves[1:]):
-        last_wait = max(at(f" pod/{p} --timeout") for p in before)
-        assert min(at(f"applied Pod/{p}") for p in wave) > last_wait, (before, wave)
-    assert any("--for=condition=Ready pod/nrf " in line for line in lines)
-    # no pod before the namespace's default service account exists (the API server refuses it)
-    assert at("--for=create serviceaccount/default") < at("applied Pod/")
-    assert any("--for=jsonpath={.status.phase}=Succeeded pod/provision " in line for line in lines)
-    record = json.loads((r.dir / "k8s" / "placement-record.json").read_text())
+        assert min(start[p] for p in wave) > max(condition_wait(p) for p in before), (before, wave)
+    assert at("--for=create serviceaccount/default") < min(created.values())
+    assert "=Succeeded pod/provision " in lines[condition_wait("provision")]
+    record = json.loads((ipsec_n3 / "k8s" / "placement-record.json").read_text())
     assert record["nodes"]["kind"]["cpu_model"] == "Test CPU" and record["pods"]["upf"]["node"] == "kind"
+
+
+def test_a_gate_that_never_runs_stops_up_naming_the_pod_with_its_description(ipsec_n3: Path, tmp_path: Path) -> None:
+    """The UPF's holder never starts: k8s.sh up stops at its gate, names the pod, shows its
+    description and logs (explain_pod), opens nothing more and applies no later wave."""
+    fake, calls = _fake_cluster(tmp_path)
+    res = _run(["bash", str(K8S_SH), "up", str(ipsec_n3), "--skip", "ue1"], KUBECTL=str(fake), FAIL_GATE="upf")
+    assert res.returncode == 1
+    assert "pod upf: its start gate did not run within 300 s: its holder did not start" in res.stderr
+    lines = calls.read_text().splitlines()
+    assert "kubectl -n g5tb describe pod upf" in lines and "kubectl -n g5tb logs upf --all-containers --tail=40" in lines
+    assert not any(" exec upf " in line or "Ready pod/upf " in line for line in lines)
+    assert not any(line.startswith("applied Pod/ue1") for line in lines)       # --skip: never created
+    assert "applied Pod/upf" in lines and "applied Pod/gnb" in lines            # every holder pod was
+
+
+def test_up_applies_a_render_without_gates_wave_by_wave(tmp_path: Path) -> None:
+    """A pod without a holder has no gate: it is applied in its wave (here every pod of a render
+    whose gates' annotations are taken out)."""
+    r = render_k8s("baseline", "n3", tmp_path / "r")
+    objs = k8s_render.load_objects(r.dir)
+    for o in objs:
+        if o["kind"] == "Pod":
+            o["metadata"]["annotations"].pop(pods.GATE_ANNOTATION, None)
+    (r.dir / k8s_render.OBJECTS).write_text(yaml.safe_dump_all(objs, sort_keys=False))
+    fake, calls = _fake_cluster(tmp_path)
+    res = _run(["bash", str(K8S_SH), "up", str(r.dir)], KUBECTL=str(fake))
+    assert res.returncode == 0, res.stderr
+    lines = calls.read_text().splitlines()
+    assert not any(" exec " in line and pods.GATE in line for line in lines)
+    order = [line.split()[1].split("/")[1] for line in lines if line.startswith("applied Pod/")]
+    assert order == [p for w in _waves(r.dir) for p in w]
 
 
 def test_the_compose_bring_up_refuses_another_engine(tmp_path: Path) -> None:
