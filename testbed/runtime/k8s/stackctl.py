@@ -11,7 +11,8 @@ Compose service is a container of the pod of its network namespace (testbed/runt
     logs [-f] [--timestamps] [--tail N] [--no-color] [SERVICE...]
                                         each container's log, "SERVICE  | line" as Compose prints it
                                         (one SERVICE with -f: kubectl logs -f, replacing this process)
-    up [-d] [--no-deps] SERVICE...      apply the pods of those services (run-sbi's UEs)
+    up [-d] [--no-deps] SERVICE...      apply the pods of those services (run-sbi's UEs), open their
+                                        start gates (pods.py start_gate), wait until they run
     rm [-s] [-f] SERVICE...             delete those pods and wait until they are gone
     ps [-a] [-q] [SERVICE...]           the pods' containers that exist (POD/CONTAINER)
     config --services                   every service (container) of the render
@@ -40,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from testbed import environment
-from testbed.runtime.k8s import capture, render
+from testbed.runtime.k8s import capture, pods as pods_mod, render
 
 STOP_SECONDS = 30               # for dumpcap to end its file after SIGTERM
 START_SECONDS = 120             # for a pod the driver starts (a UE) to run
@@ -61,7 +62,8 @@ class Stack:
                        f"(services: {', '.join(self.services())})")
 
     def services(self) -> list[str]:
-        return [c for pod in self.pods.values() for c in containers(pod) if not c.startswith("cap-")]
+        return [c for pod in self.pods.values() for c in containers(pod)
+                if not c.startswith("cap-") and c != pods_mod.GATE]
 
     def k(self, *args: str) -> list[str]:
         return [self.kubectl, "-n", self.namespace, *args]
@@ -96,6 +98,19 @@ def logs_argv(st: Stack, service: str, *, follow: bool = False, timestamps: bool
 def running_argv(st: Stack, pod: str) -> list[str]:
     """Wait until a pod's containers were started (its phase Running), at most START_SECONDS."""
     return st.k("wait", "--for=jsonpath={.status.phase}=Running", f"pod/{pod}", f"--timeout={START_SECONDS}s")
+
+
+def gate_argvs(st: Stack, pod: str) -> list[list[str]]:
+    """Opening a pod's start gate (testbed/runtime/k8s/pods.py start_gate), as k8s.sh up does: wait
+    until the gate container runs (its holder has started), at most START_SECONDS, then make the
+    file it waits for. Nothing for a pod without a gate."""
+    given = (st.pods[pod]["metadata"].get("annotations") or {}).get(pods_mod.GATE_ANNOTATION)
+    if not given:
+        return []
+    gate = json.loads(given)
+    started = f'jsonpath={{.status.initContainerStatuses[?(@.name=="{gate["container"]}")].started}}=true'
+    return [st.k("wait", f"--for={started}", f"pod/{pod}", f"--timeout={START_SECONDS}s"),
+            st.k("exec", pod, "-c", gate["container"], "--", *gate["open"])]
 
 
 def delete_argv(st: Stack, pod: str) -> list[str]:
@@ -167,9 +182,13 @@ def up(st: Stack, args: list[str]) -> int:
     items = [st.pods[p] for p in pods]
     rc = subprocess.run(st.k("apply", "-f", "-"), input=json.dumps({"apiVersion": "v1", "kind": "List", "items": items}),
                         text=True, check=False).returncode
-    # as `docker compose up -d` returns with the containers started: the driver reads their logs next
+    # as `docker compose up -d` returns with the containers started: the driver reads their logs
+    # next (the driver starts a service once its dependencies are up: its gate opens at once)
     for pod in pods if rc == 0 else ():
-        rc = subprocess.run(running_argv(st, pod), check=False).returncode or rc
+        for argv in [*gate_argvs(st, pod), running_argv(st, pod)]:
+            rc = subprocess.run(argv, check=False).returncode
+            if rc != 0:
+                return rc
     return rc
 
 
@@ -254,6 +273,8 @@ def lost(before: dict[str, Any] | None, after: dict[str, Any]) -> Iterator[tuple
     old, new = statuses(before), statuses(after)
     pod = after["metadata"]["name"]
     for name, c in sorted(new.items()):
+        if name == pods_mod.GATE:         # its end is the programs' start, not a loss
+            continue
         o = old.get(name, {})
         if c.get("restartCount", 0) > o.get("restartCount", 0) or ("terminated" in (c.get("state") or {})
                                                                  and "terminated" not in (o.get("state") or {})):

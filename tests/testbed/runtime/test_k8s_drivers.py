@@ -106,6 +106,12 @@ def test_the_command_lines_for_the_drivers_verbs(captured: Path) -> None:
     assert stop[:8] == k + ["exec", "gnb", "-c", "cap-n3", "--"] and "kill -TERM" in stop[-1]
     assert stackctl.capture_copy_argv(st, "gnb", "cap-n3", "/captures/n3.pcap")[-2:] == ["cat", "/captures/n3.pcap"]
     assert "cap-n3" not in st.services() and {"ue1", "gnb-net", "upf"} <= set(st.services())
+    assert k8s_pods.GATE not in st.services()                     # no Compose service either
+    wait, opened = stackctl.gate_argvs(st, "upf")
+    assert wait == k + ["wait", '--for=jsonpath={.status.initContainerStatuses[?(@.name=="start-gate")].started}=true',
+                        "pod/upf", "--timeout=120s"]
+    assert opened == k + ["exec", "upf", "-c", k8s_pods.GATE, "--", "touch", k8s_pods.GATE_FILE]
+    assert stackctl.gate_argvs(st, "ue1") == []               # no holder, no gate
     with pytest.raises(KeyError, match="no container nobody"):
         st.pod_of("nobody")
 
@@ -113,6 +119,24 @@ def test_the_command_lines_for_the_drivers_verbs(captured: Path) -> None:
 RECORDING_KUBECTL = '''#!/bin/sh
 printf '%s\\n' "$*" >>"{calls}"
 '''
+
+
+def test_up_opens_the_gate_of_a_pod_with_a_holder_before_waiting_for_it_to_run(captured: Path, tmp_path: Path) -> None:
+    """A driver starts a service once what it depends on is up: `up` applies its pod, opens its
+    start gate (waits for the gate container, then `touch` in it), then waits for the pod to run."""
+    calls = tmp_path / "calls"
+    fake = tmp_path / "kubectl"
+    fake.write_text(RECORDING_KUBECTL.format(calls=calls))
+    fake.chmod(0o755)
+    res = subprocess.run([sys.executable, "-m", "testbed.runtime.k8s.stackctl", "--render-dir", str(captured),
+                          "up", "-d", "--no-deps", "upf"], cwd=ROOT, env={**os.environ, "KUBECTL": str(fake)}, timeout=60)
+    assert res.returncode == 0
+    assert calls.read_text().splitlines() == [
+        "-n g5tb apply -f -",
+        '-n g5tb wait --for=jsonpath={.status.initContainerStatuses[?(@.name=="start-gate")].started}=true pod/upf '
+        "--timeout=120s",
+        f"-n g5tb exec upf -c {k8s_pods.GATE} -- touch {k8s_pods.GATE_FILE}",
+        "-n g5tb wait --for=jsonpath={.status.phase}=Running pod/upf --timeout=120s"]
 
 
 def test_the_verbs_run_kubectl_as_the_drivers_call_them(captured: Path, tmp_path: Path) -> None:
@@ -146,6 +170,10 @@ def test_the_watcher_names_a_holder_that_ended_or_turned_unready() -> None:
     assert list(stackctl.lost(_pod([up]), _pod([{**up, "restartCount": 1}]))) == [("gnb/gnb-net", "die")]
     assert list(stackctl.lost(_pod([up]), _pod([{**up, "state": {"terminated": {}}}]))) == [("gnb/gnb-net", "die")]
     assert list(stackctl.lost(_pod([up]), _pod([{**up, "ready": False}]))) == [("gnb/gnb-net", "health_status: unhealthy")]
+    # the start gate ends when it opens: the programs start, nothing is lost
+    gate = {"name": k8s_pods.GATE, "ready": False, "restartCount": 0, "state": {"running": {}}}
+    opened = {**gate, "ready": True, "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}}
+    assert list(stackctl.lost(_pod([up, gate]), _pod([up, opened]))) == []
 
 
 def test_run_n3_dry_run_on_k8s_renders_the_captures_and_talks_through_stackctl(tmp_path: Path) -> None:
