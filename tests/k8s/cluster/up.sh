@@ -85,9 +85,28 @@ start_unit "$UNIT-scheduler" -- "$BIN/kube-scheduler" --kubeconfig "$K8S_CLUSTER
   --authorization-kubeconfig "$K8S_CLUSTER_DIR/scheduler.kubeconfig" --leader-elect=false --profiling=false
 kubectl_admin apply -f "$HERE/nad-crd.yaml" >/dev/null
 
+# Every controller the kernel has, enabled for the kubelets' cgroup roots (/$UNIT-<node>): after a
+# boot systemd leaves hugetlb off and the kubelet exited at once ("cgroup [...] has some missing
+# controllers: hugetlb"; the guest, 2026-11-29).
+for c in $(</sys/fs/cgroup/cgroup.controllers); do
+  grep -qw "$c" /sys/fs/cgroup/cgroup.subtree_control || echo "+$c" >/sys/fs/cgroup/cgroup.subtree_control
+done
 for i in $(seq 1 "$K8S_NODES"); do bash "$HERE/node.sh" up "$i"; done
+# Ready as its running kubelet reported it: a node's Ready from before a reboot stays in the API
+# until its grace period ends, and said Ready for kubelets that had exited (a starting kubelet
+# reports its status at once, so its heartbeat is no older than its unit's start).
+fresh_ready() {
+  local node="$1" got status beat since
+  since="$(systemctl show -P ActiveEnterTimestamp "$UNIT-kubelet-$node")" || return 1
+  unit_active "$UNIT-kubelet-$node" && [[ -n "$since" ]] || return 1
+  got="$(kubectl_admin get node "$node" -o \
+    jsonpath='{.status.conditions[?(@.type=="Ready")].status} {.status.conditions[?(@.type=="Ready")].lastHeartbeatTime}')" \
+    || return 1
+  read -r status beat <<<"$got"
+  [[ "$status" == True && -n "$beat" ]] && (( $(date -d "$beat" +%s) >= $(date -d "$since" +%s) ))
+}
 for i in $(seq 1 "$K8S_NODES"); do
-  wait_for 600 "$(node_name "$i") Ready" kubectl_admin wait --for=condition=Ready "node/$(node_name "$i")" --timeout=5s
+  wait_for 600 "$(node_name "$i") Ready (reported by its running kubelet)" fresh_ready "$(node_name "$i")"
 done
 # pods are admitted only once the namespace's default service account exists
 wait_for 300 "service account default/default" kubectl_admin -n default get serviceaccount default
