@@ -156,9 +156,17 @@ def key(record: Mapping[str, Any] | None) -> str:
     each node named by its CPU model and kernel ("amf+gnb+... @ CPU, kernel; upf @ ..."); "" without
     one (a run on one Docker host). Node names are left out: a sharded campaign's boots of one
     profile run on different nodes of one kind and pool; runs whose NFs were grouped otherwise, or
-    ran on other hardware or kernels, never do."""
+    ran on other hardware or kernels, never do. Networks the record's `networks` puts on another
+    CNI than the bridge (K8S_CNI per network: a link over macvlan) are named after them ("...; macvlan
+    n2,n3"): a bridge-only record keys as one from before the CNI was recorded."""
     nodes = (record or {}).get("nodes")
     if not isinstance(nodes, Mapping) or not nodes:
         return ""
-    return "; ".join(sorted(f"{'+'.join(sorted(n.get('pods') or ()))} @ {n.get('cpu_model') or '?'}, "
-                             f"{n.get('kernel') or '?'}" for n in nodes.values() if isinstance(n, Mapping)))
+    out = "; ".join(sorted(f"{'+'.join(sorted(n.get('pods') or ()))} @ {n.get('cpu_model') or '?'}, "
+                            f"{n.get('kernel') or '?'}" for n in nodes.values() if isinstance(n, Mapping)))
+    cni = (record or {}).get("networks")
+    other: dict[str, list[str]] = {}
+    for net, kind in sorted(cni.items() if isinstance(cni, Mapping) else ()):
+        if kind != "bridge":
+            other.setdefault(str(kind), []).append(str(net))
+    return out + "".join(f"; {kind} {','.join(nets)}" for kind, nets in sorted(other.items()))

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from testbed import ROOT, campaign, instance, keys, placement, registry, shards, shardrun
 from testbed.cli import campaign as campaign_cli
-from testbed.runtime.k8s import cluster, tool
+from testbed.contract import RuntimeOptionError
+from testbed.runtime.k8s import cluster, render, tool
 
 # Experiments a sharded campaign runs, and those whose drivers run against a cluster's stack: the
 # k8s runtime's driver library says which (testbed/runtime/k8s/driver.sh ENGINE_EXPERIMENTS).
@@ -34,6 +35,15 @@ DRIVERS_ON_K8S = drivers_on()
 
 def _env(name: str) -> str:
     return os.environ.get(name, "") or ""
+
+
+def _bridged() -> bool:
+    """Whether K8S_CNI leaves any network a node-local bridge (a bad K8S_CNI counts: the boot's
+    render refuses it, naming the word)."""
+    try:
+        return "bridge" in render.cni_choice({"K8S_CNI": _env("K8S_CNI"), "K8S_MASTER": _env("K8S_MASTER")}).values()
+    except RuntimeOptionError:
+        return True
 
 
 def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
@@ -93,7 +103,7 @@ def _plan_lines(args: argparse.Namespace, chosen: list[shards.Shard],
         on = (" ".join(n.name for n in shards.members(sh.group, nodes)) if isinstance(nodes, list)
               else "(not checked: " + nodes.split(";")[0] + ")")
         out.append(f"  s{sh.index}  node group {sh.group.text():<20} namespace {sh.namespace:<12} nodes {on}")
-        if isinstance(nodes, list) and len(shards.members(sh.group, nodes)) > 1 and _env("K8S_CNI") != "macvlan":
+        if isinstance(nodes, list) and len(shards.members(sh.group, nodes)) > 1 and _bridged():
             out.append(f"      warning: s{sh.index}'s pods may spread over its {len(shards.members(sh.group, nodes))} "
                   "nodes, and the bridge CNI keeps each network on one node: one node per group, or K8S_CNI=macvlan")
     seconds, how = shards.estimates(args.results, args.experiment)

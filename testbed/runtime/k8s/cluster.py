@@ -173,10 +173,11 @@ def pod_addresses(pod: Mapping[str, Any]) -> dict[str, str]:
 
 
 def record(node_list: Mapping[str, Any], pod_list: Mapping[str, Any], cpuinfo: Mapping[str, str],
-           placement: Mapping[str, str]) -> dict[str, Any]:
+           placement: Mapping[str, str], cni: Mapping[str, str] | None = None) -> dict[str, Any]:
     """What a run's manifest keeps of where it ran: the placement asked for, and per node that ran
     a pod of the stack its name, kernel, CPU model, OS, kubelet and runtime, and per pod its node
-    and the address each interface took (N3 and N2 among them)."""
+    and the address each interface took (N3 and N2 among them); with `cni` (the render's
+    k8s/networks.yaml) the CNI each network took, as `networks`."""
     by_name = {n.name: n for n in nodes(node_list)}
     pods_out: dict[str, Any] = {}
     used: dict[str, list[str]] = {}
@@ -194,5 +195,8 @@ def record(node_list: Mapping[str, Any], pod_list: Mapping[str, Any], cpuinfo: M
                            "kubelet": n.kubelet if n else "", "container_runtime": n.runtime if n else "",
                            "cpus": n.cpus if n else "", "internal_ip": (n.addresses.get("InternalIP", "") if n else ""),
                            "pods": sorted(members)}
-    return {"engine": "k8s", "requested": dict(sorted(placement.items())), "nodes": nodes_out,
-            "pods": dict(sorted(pods_out.items()))}
+    out = {"engine": "k8s", "requested": dict(sorted(placement.items())), "nodes": nodes_out,
+           "pods": dict(sorted(pods_out.items()))}
+    if cni is not None:
+        out["networks"] = dict(sorted(cni.items()))
+    return out

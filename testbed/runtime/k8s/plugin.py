@@ -4,6 +4,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+import yaml
+
 from testbed import environment, images
 from testbed.contract import RuntimePlugin
 from testbed.placement import Placement, as_record
@@ -33,9 +35,17 @@ class Kubernetes(RuntimePlugin):
         s = render.settings(options)
         waves = (rendered.dir / render.WAVES).read_text(encoding="utf-8").split("\n")
         where = ", ".join(f"{nf} on {node}" for nf, node in as_record(placement).items()) or "where the scheduler puts them"
-        nets = (f"Multus attachments ({options.get('K8S_CNI') or 'bridge'}), fixed addresses" if s.multus
+        nets_file = rendered.dir / render.NETWORKS
+        chosen = yaml.safe_load(nets_file.read_text(encoding="utf-8")) or {} if nets_file.is_file() else {}
+        by_cni: dict[str, list[str]] = {}
+        for net, cni in sorted((chosen.get("cni") or {}).items()):
+            by_cni.setdefault(cni, []).append(net)
+        master = f" on {chosen['master']}" if chosen.get("master") else ""
+        each = "; ".join(f"{cni}{master if cni == 'macvlan' else ''}: {' '.join(n)}" for cni, n in sorted(by_cni.items()))
+        nets = (f"Multus attachments ({each or 'none'}), fixed addresses" if s.multus
                 else "the pod network (no fixed addresses: MULTUS=0)")
         return [f"engine    k8s: namespace {s.namespace}, {render.OBJECTS} (make k8s-up applies it)",
                 f"networks  {nets}",
+                *(f"warning   {w}" for w in chosen.get("warnings") or ()),
                 f"placement {where}",
                 f"order     {len([w for w in waves if w])} waves ({render.WAVES})"]

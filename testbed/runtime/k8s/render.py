@@ -13,6 +13,9 @@
     k8s/values.yaml         the same objects as the values of the chart testbed/runtime/k8s/chart
                             (`helm template` renders exactly objects.yaml from it), written as JSON
     k8s/placement.yaml      the placement asked for ({NF: node or label=value})
+    k8s/networks.yaml       the CNI each network of the render took ({cni: {n3: macvlan ...}, master},
+                            K8S_CNI per network: networks.py) and the warnings of its check
+                            against the placement (the plan prints them; the record keeps `cni`)
 
 objects.yaml and values.yaml hold the Secrets: they are written 0600, like the keys they carry.
 """
@@ -21,13 +24,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from testbed import ROOT, placement as placement_mod
+from testbed import ROOT, placement as placement_mod, stack
 from testbed.check import compose_model as cm
 from testbed.contract import RuntimeOptionError
 from testbed.placement import Placement
@@ -42,6 +45,7 @@ ON_DEMAND = f"{DIR}/on-demand"
 WAVES = f"{DIR}/waves.txt"
 VALUES = f"{DIR}/values.yaml"
 PLACEMENT = f"{DIR}/placement.yaml"
+NETWORKS = f"{DIR}/networks.yaml"
 MULTUS_CHOICES = ("1", "0", "auto")
 
 
@@ -51,6 +55,8 @@ class Objects:
     on_demand: dict[str, list[dict[str, Any]]]     # Compose profile -> its pods
     waves: list[list[tuple[str, str]]]
     pods: dict[str, pods.Pod]
+    cni: dict[str, str]                            # used network -> its CNI (empty: MULTUS=0)
+    warnings: list[str]                            # networks.crossings' warnings
 
 
 def model_of(render_dir: Path, images: Mapping[str, str]) -> cm.ComposeModel:
@@ -76,7 +82,15 @@ def settings(options: Mapping[str, str]) -> pods.Settings:
         raise RuntimeOptionError(f"K8S_NAMESPACE={namespace}: a DNS label of at most 11 characters "
                                  "(it prefixes the nodes' bridge names, at most 15)")
     capture.parse(options.get(capture.OPTION) or "")
+    cni_choice(options)
     return pods.Settings(namespace=namespace, multus=multus != "0", prefix=namespace)
+
+
+def cni_choice(options: Mapping[str, str], also: Iterable[str] = ()) -> dict[str, str]:
+    """K8S_CNI as {network: CNI} over the catalogue's networks (nf-configs/stack.yaml) and `also`
+    (the render's own, which take the default); RuntimeOptionError names a bad word."""
+    known = dict.fromkeys([*(stack.load().get("networks") or {}), *also])
+    return networks.choice(options.get("K8S_CNI") or "", options.get("K8S_MASTER") or "", known)
 
 
 def _images(model: cm.ComposeModel, registry: str) -> None:
@@ -104,12 +118,21 @@ def build(rendered: Rendered, placement: Placement, options: Mapping[str, str],
     capture.add(pod_objects, {name: list(cm.service_networks(model.services[pod.owner]))
                               for name, pod in all_pods.items()}, capture.parse(options.get(capture.OPTION) or ""),
                 f"{registry.rstrip('/')}/{tools}" if registry and tools else tools, s.multus)
-    used = sorted({n for name, pod in all_pods.items()
-                   for n in cm.service_networks(model.services[pod.owner])}) if s.multus else []
+    members: dict[str, dict[str, str | None]] = {}
+    if s.multus:
+        for name, pod in all_pods.items():
+            target = placement_mod.target_of(placement, name)
+            for n in cm.service_networks(model.services[pod.owner]):
+                members.setdefault(n, {})[name] = target.text() if target is not None else None
+    used = sorted(members)
+    chosen = cni_choice(options, used)
+    cni = {n: chosen[n] for n in used}
+    refusals, warnings = networks.crossings(members, cni)
+    if refusals:
+        raise RuntimeOptionError("PLACEMENT and K8S_CNI: " + "; ".join(refusals))
     ordered: list[dict[str, Any]] = [{"apiVersion": "v1", "kind": "Namespace",
                                       "metadata": {"name": s.namespace, "labels": {"testbed.stack": s.namespace}}}]
-    ordered += networks.definitions(used, model.networks, s.namespace, s.prefix,
-                                    (options.get("K8S_CNI") or "bridge").strip(),
+    ordered += networks.definitions(used, model.networks, s.namespace, s.prefix, cni,
                                     (options.get("K8S_MASTER") or "").strip(), labels)
     ordered += store.manifests(s.namespace, labels)
     ordered += [pod_objects[n] for n, pod in all_pods.items() if pod.on_demand is None]
@@ -117,7 +140,7 @@ def build(rendered: Rendered, placement: Placement, options: Mapping[str, str],
     for n, pod in all_pods.items():
         if pod.on_demand is not None:
             on_demand.setdefault(pod.on_demand, []).append(pod_objects[n])
-    return Objects(ordered, on_demand, pods.waves(model, all_pods), all_pods)
+    return Objects(ordered, on_demand, pods.waves(model, all_pods), all_pods, cni, warnings)
 
 
 class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
@@ -151,6 +174,9 @@ def write(rendered: Rendered, placement: Placement, options: Mapping[str, str],
     # JSON is YAML (Helm reads it as a values file) and is written many times faster
     out.append(_write(d / VALUES, json.dumps({"objects": objs.ordered}, indent=1) + "\n"))
     out.append(_write(d / PLACEMENT, yaml.safe_dump(placement_mod.as_record(placement), sort_keys=True)))
+    out.append(_write(d / NETWORKS, yaml.safe_dump({"cni": objs.cni, "master": (options.get("K8S_MASTER") or "").strip()
+                                                    if "macvlan" in objs.cni.values() else "",
+                                                    "warnings": objs.warnings}, sort_keys=True)))
     return out
 
 

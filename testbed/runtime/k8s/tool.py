@@ -167,7 +167,9 @@ def record(render_dir: Path, run_dir: Path | None) -> int:
             if res.returncode == 0:
                 cpuinfo[node] = res.stdout
     placement = yaml.safe_load((render_dir / render.PLACEMENT).read_text(encoding="utf-8")) or {}
-    rec = cluster.record(k.json("get", "nodes"), pods, cpuinfo, placement)
+    nets = render_dir / render.NETWORKS       # absent in a render from before the CNI per network
+    cni = (yaml.safe_load(nets.read_text(encoding="utf-8")) or {}).get("cni") if nets.is_file() else None
+    rec = cluster.record(k.json("get", "nodes"), pods, cpuinfo, placement, cni)
     (render_dir / RECORD).write_text(json.dumps(rec, indent=2) + "\n", encoding="utf-8")
     if run_dir is not None:
         manifest.set_field(run_dir, "placement", rec)
