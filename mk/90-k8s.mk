@@ -1,8 +1,8 @@
 # The stack on a Kubernetes cluster (ENGINE=k8s, testbed/runtime/k8s/, docs/kubernetes.md).
 # `make render ENGINE=k8s PROFILE=...` writes the objects and starts nothing; `make doctor
 # ENGINE=k8s` checks the cluster. Variables: PROFILE, PLANE, PLACEMENT ("upf:edge gnb:ran" or a
-# YAML file), MULTUS (1, 0, auto), K8S_CNI (bridge, macvlan), K8S_MASTER, K8S_NAMESPACE (g5tb),
-# REGISTRY, IMPORT_HOSTS, STACK_UP_TIMEOUT, KUBECTL.
+# YAML file), MULTUS (1, 0, auto), K8S_CNI (bridge, macvlan, or per network: "bridge n3:macvlan"),
+# K8S_MASTER, K8S_NAMESPACE (g5tb), REGISTRY, IMPORT_HOSTS, STACK_UP_TIMEOUT, KUBECTL.
 .PHONY: k8s-up k8s-down k8s-images
 
 K8S_SH = bash testbed/runtime/k8s/k8s.sh

@@ -18,7 +18,8 @@ from tests.testbed.runtime.helpers import by_kind, objects, render_k8s
 
 CATALOGUE = ("sbi", "n2", "n3", "n4", "n6", "ran", "db")
 MIXED = {"K8S_CNI": "bridge n2:macvlan n3:macvlan", "K8S_MASTER": "eth1"}
-APART = "*:node-a gnb:node-b ue1:node-b ue2:node-b ue-scale:node-b"     # issue 29: the core and UPF on A
+# docs/kubernetes.md "Networks": the core and the UPF on node-a, the gNB and the UEs on node-b
+APART = "*:node-a gnb:node-b ue1:node-b ue2:node-b ue-scale:node-b"
 
 
 @pytest.fixture(scope="module")
