@@ -62,7 +62,7 @@ def choice(option: str, master: str, known: Iterable[str]) -> dict[str, str]:
             pairs[net] = cni
     out = {net: pairs.get(net, default or DEFAULT) for net in names}
     on_macvlan = [net for net in names if out[net] == "macvlan"]
-    if on_macvlan and not master.strip() and not problems:
+    if on_macvlan and not master.strip():
         problems.append(f"macvlan ({', '.join(on_macvlan) if pairs else 'every network'}) {MASTER_NEEDED}")
     if problems:
         raise RuntimeOptionError(f"K8S_CNI={text}: " + "; ".join(problems)

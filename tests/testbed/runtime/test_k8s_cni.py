@@ -133,3 +133,8 @@ def test_the_sharded_dry_run_warns_while_any_network_is_a_bridge(cni: str, maste
     monkeypatch.setenv("K8S_CNI", cni)
     monkeypatch.setenv("K8S_MASTER", master)
     assert campaign_k8s._bridged() is bridged
+
+
+def test_a_missing_master_is_named_beside_the_other_bad_words() -> None:
+    with pytest.raises(RuntimeOptionError, match=r"'n9' is not a network.*; macvlan \(every network\) needs K8S_MASTER"):
+        networks.choice("macvlan n9:bridge", "", CATALOGUE)
