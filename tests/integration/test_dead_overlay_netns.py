@@ -156,6 +156,10 @@ def test_a_dead_overlay_leaves_nothing_in_the_clear_and_no_error_to_the_sender(
         assert lab.ready("gnb").splitlines()[0] == f"datapath: {protocol}={datapath}"
         cap = lab.capture_namespace("gnb", tmp_path / "gnb-ifaces.pcap")
         assert udp_send(lab, "gnb", UPF, bind=GNB) == "4"                        # through the overlay, before
+        # a round trip through the overlay before its end, so the capture holds overlay packets: a
+        # send alone raced a killed charon under load (libipsec had not yet sent its ESP: CI, 2026-11-29)
+        before = lab.exec("gnb", ["ping", "-c", "1", "-W", "10", UPF])
+        assert before.returncode == 0, f"no round trip through the overlay before its end: {before.stdout}"
         end_overlay(lab, "gnb", protocol, how)
         assert [udp_send(lab, "gnb", UPF, bind=GNB) for _ in range(3)] == ["4", "4", "4"]
         assert [udp_send(lab, "gnb", UPF) for _ in range(3)] == ["4", "4", "4"]
