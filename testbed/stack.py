@@ -16,14 +16,18 @@ STACK_FILE = ROOT / "nf-configs" / "stack.yaml"
 SBI_NFS = ("nrf", "scp", "ausf", "udm", "udr", "pcf", "bsf", "nssf", "amf", "smf")
 
 
+NETNS_SUFFIX = "-ns"
+HOLDER_SUFFIX = "-net"
+
+
 def netns_service(node: str) -> str:
     """The Compose service that owns the node's network namespace (compose/base.yaml x-netns)."""
-    return f"{node}-ns"
+    return f"{node}{NETNS_SUFFIX}"
 
 
 def holder_service(node: str) -> str:
     """The node's namespace holder, the overlay's endpoint (compose/base.yaml x-holder)."""
-    return f"{node}-net"
+    return f"{node}{HOLDER_SUFFIX}"
 
 
 def load(path: Path = STACK_FILE) -> dict[str, Any]:

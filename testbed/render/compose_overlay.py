@@ -63,7 +63,7 @@ def owners_take_sysctls(services: dict[str, dict[str, Any]]) -> dict[str, dict[s
     before the holder starts (the holder joins it: network_mode service:<node>-ns)."""
     out = {k: dict(v) for k, v in services.items()}
     for name, svc in services.items():
-        node = name[: -len(stack.holder_service(""))] if name.endswith(stack.holder_service("")) else None
+        node = name.removesuffix(stack.HOLDER_SUFFIX) if name.endswith(stack.HOLDER_SUFFIX) else None
         sysctls = out[name].pop("sysctls", None) if node is not None else None
         if node is not None and sysctls:
             owner = out.setdefault(stack.netns_service(node), {})

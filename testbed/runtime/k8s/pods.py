@@ -47,7 +47,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from testbed import placement as placement_mod, privileges
+from testbed import placement as placement_mod, privileges, stack
 from testbed.check import compose_model as cm
 from testbed.contract import RuntimeOptionError
 from testbed.placement import Placement
@@ -55,8 +55,7 @@ from testbed.privileges import NO_NEW_PRIVILEGES, ROLE_LABEL, normalise_capabili
 from testbed.render import compose_env as cenv
 from testbed.runtime.k8s import data, networks
 
-HOLDER_SUFFIX = "-net"
-NETNS_SUFFIX = "-ns"                          # compose/base.yaml x-netns: the namespace's owner
+HOLDER_SUFFIX = stack.HOLDER_SUFFIX
 NETNS_ROLE = "netns"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 OUTPUT_ANNOTATION = "testbed/outputs"         # container:path -> where Compose writes it on the host
@@ -115,8 +114,8 @@ def pods(model: cm.ComposeModel) -> dict[str, Pod]:
         by_owner.setdefault(cm.netns_owner(model.services, name), []).append(name)
     out: dict[str, Pod] = {}
     for owner, members in by_owner.items():
-        node = owner.removesuffix(NETNS_SUFFIX) if _role(model, owner) == NETNS_ROLE else owner
-        holder = f"{node}{HOLDER_SUFFIX}"
+        node = owner.removesuffix(stack.NETNS_SUFFIX) if _role(model, owner) == NETNS_ROLE else owner
+        holder = stack.holder_service(node)
         nf = node if holder in members and node in members else (holder if holder in members else owner)
         ordered = sorted((m for m in members if _role(model, m) != NETNS_ROLE),
                          key=lambda m: (m != holder, m != owner))
