@@ -101,18 +101,22 @@ cmd_up() {
   [[ -x "$BIN/kubelet" ]] || die "$BIN/kubelet missing: run up.sh BIN_DIR (it copies the binaries)"
   link_up
   write_config "$i"
-  local ns props=()
+  local ns in_ns=()
   ns="$(node_netns "$i")"
-  [[ -n "$ns" ]] && props+=(-p "NetworkNamespacePath=/run/netns/$ns")
-  start_unit "$UNIT-containerd-$name" "${props[@]}" -p Delegate=yes -p KillMode=process \
-    -p LimitNOFILE=1048576 -- /usr/bin/containerd --config "$d/containerd.toml"
+  # node-b's containerd and kubelet enter only its network namespace. systemd's
+  # NetworkNamespacePath= (and `ip netns exec`) also give each a mount namespace of its own: the
+  # kubelet's tmpfs volumes (Secrets, memory emptyDirs) were then invisible to containerd, and a
+  # pod on node-b saw its Secret volume empty (the IPsec holder: overlay.env missing).
+  [[ -n "$ns" ]] && in_ns=(nsenter "--net=/run/netns/$ns" --)
+  start_unit "$UNIT-containerd-$name" -p Delegate=yes -p KillMode=process \
+    -p LimitNOFILE=1048576 -- "${in_ns[@]}" /usr/bin/containerd --config "$d/containerd.toml"
   wait_for 120 "$name: containerd answers" ctr -a "$(node_sock "$i")" version
   if ! ctr -a "$(node_sock "$i")" -n k8s.io images ls -q | grep -qxF "$PAUSE_IMAGE"; then
     [[ -f "$K8S_CLUSTER_DIR/pause.tar" ]] || die "$K8S_CLUSTER_DIR/pause.tar missing (up.sh makes it)"
     ctr -a "$(node_sock "$i")" -n k8s.io images import "$K8S_CLUSTER_DIR/pause.tar" >/dev/null
     log "$name: imported $PAUSE_IMAGE"
   fi
-  start_unit "$UNIT-kubelet-$name" "${props[@]}" -- "$BIN/kubelet" --config "$d/kubelet.yaml" \
+  start_unit "$UNIT-kubelet-$name" -- "${in_ns[@]}" "$BIN/kubelet" --config "$d/kubelet.yaml" \
     --kubeconfig "$K8S_CLUSTER_DIR/kubelet-$name.kubeconfig" --root-dir "/var/lib/$UNIT/$name/kubelet" \
     --hostname-override "$name" --node-ip "$(node_ip "$i")" \
     --node-labels "testbed/node=$name,testbed/netns=${ns:-host}"
