@@ -30,6 +30,9 @@ APPLY=(--server-side --field-manager=g5tb --force-conflicts)
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 log() { printf '%s %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
 usage() { sed -n '2,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+# Ctrl-C while a `kubectl wait` runs: say so and exit 130 before its failure branch blames the pod
+# (a guest run interrupted at 19 min said "did not run within 3600 s: its holder did not start")
+trap 'printf "error: interrupted\n" >&2; exit 130' INT TERM
 
 need_kubectl() {
   command -v "$KUBECTL" >/dev/null 2>&1 \

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -85,6 +87,9 @@ log = open({calls!r}, "a")
 log.write("kubectl " + " ".join(args) + "\\n")
 if "wait" in args[2:3] and f"pod/{{os.environ.get('FAIL_GATE')}}" in args and "started}}=true" in " ".join(args):
     sys.exit(1)
+if "wait" in args[2:3] and f"pod/{{os.environ.get('HANG_GATE')}}" in args and "started}}=true" in " ".join(args):
+    log.write("hanging\\n"); log.flush()
+    import time; time.sleep(120)
 if args[:1] == ["apply"]:
     for o in yaml.safe_load_all(sys.stdin.read()):
         if o:
@@ -188,6 +193,23 @@ def test_a_gate_that_never_runs_stops_up_naming_the_pod_with_its_description(ips
     assert not any(" exec upf " in line or "Ready pod/upf " in line for line in lines)
     assert not any(line.startswith("applied Pod/ue1") for line in lines)       # --skip: never created
     assert "applied Pod/upf" in lines and "applied Pod/gnb" in lines            # every holder pod was
+
+
+def test_ctrl_c_at_a_gate_says_interrupted_not_that_the_holder_failed(ipsec_n3: Path, tmp_path: Path) -> None:
+    """Ctrl-C while k8s.sh waits for a gate: exit 130 and "interrupted"; the wait's failure branch
+    (which blames the pod's holder and its timeout) is not taken."""
+    fake, calls = _fake_cluster(tmp_path)
+    env = {**os.environ, "KUBECTL": str(fake), "HANG_GATE": "upf", "PYTHON": sys.executable}
+    proc = subprocess.Popen(["bash", str(K8S_SH), "up", str(ipsec_n3), "--skip", "ue1"], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while "hanging" not in (calls.read_text() if calls.exists() else ""):
+        assert proc.poll() is None and time.monotonic() < deadline, "k8s.sh never reached the gate's wait"
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGINT)          # as a terminal's Ctrl-C: the whole process group
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "error: interrupted" in err and "did not run within" not in err
 
 
 def test_up_applies_a_render_without_gates_wave_by_wave(tmp_path: Path) -> None:
