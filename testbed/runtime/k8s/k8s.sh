@@ -78,6 +78,27 @@ for o in yaml.load_all(open(sys.argv[1]), Loader=loader):
                 fh.write(" ".join([gate["container"], *gate["open"]]) + "\n")' "$RENDER/k8s/objects.yaml" "$1"
 }
 
+# wait_pod POD TIMEOUT_MESSAGE WAIT_ARGS...: `kubectl wait WAIT_ARGS pod/POD` up to TIMEOUT s, in
+# slices of up to 30 s; between them a pod that can no longer get there (podstate.py: a container
+# ended with an error or could not start; restartPolicy Never) stops it at once, named
+wait_pod() {
+  local pod="$1" message="$2" end=$((SECONDS + TIMEOUT)) slice failed
+  shift 2
+  while :; do
+    slice=$((end - SECONDS))
+    ((slice <= 30)) || slice=30
+    ((slice >= 1)) || slice=1
+    "$KUBECTL" -n "$NS" wait "$@" "pod/$pod" --timeout="${slice}s" >/dev/null 2>&1 && return 0
+    failed="$("$KUBECTL" -n "$NS" get "pod/$pod" -o json 2>/dev/null | "$PYTHON" "$ROOT/testbed/runtime/k8s/podstate.py" 2>/dev/null)" \
+      || failed=""
+    if [[ -n "$failed" ]]; then
+      explain_pod "$pod"
+      die "pod $pod failed: $failed (above: its description and logs)"
+    fi
+    ((SECONDS < end)) || { explain_pod "$pod"; die "pod $pod: $message (above: its description and logs)"; }
+  done
+}
+
 explain_pod() {
   "$KUBECTL" -n "$NS" describe pod "$1" >&2 || true
   "$KUBECTL" -n "$NS" logs "$1" --all-containers --tail=40 >&2 || true
@@ -91,9 +112,8 @@ open_gate() {
   local pod="$1" words=()
   read -r -a words <"$2"
   log "opening the start gate of pod $pod once its holder started (up to ${TIMEOUT} s)"
-  "$KUBECTL" -n "$NS" wait --for="jsonpath={.status.initContainerStatuses[?(@.name==\"${words[0]}\")].started}=true" \
-    "pod/$pod" --timeout="${TIMEOUT}s" >/dev/null \
-    || { explain_pod "$pod"; die "pod $pod: its start gate did not run within ${TIMEOUT} s: its holder did not start (above: its description and logs)"; }
+  wait_pod "$pod" "its start gate did not run within ${TIMEOUT} s: its holder did not start" \
+    --for="jsonpath={.status.initContainerStatuses[?(@.name==\"${words[0]}\")].started}=true"
   "$KUBECTL" -n "$NS" exec "$pod" -c "${words[0]}" -- "${words[@]:1}" \
     || { explain_pod "$pod"; die "pod $pod: its start gate did not open (above: its description and logs)"; }
 }
@@ -164,11 +184,9 @@ cmd_up() {
       [[ -z "${skip[$pod]:-}" ]] || continue
       log "waiting for pod $pod ($cond, up to ${TIMEOUT} s)"
       if [[ "$cond" == succeeded ]]; then
-        "$KUBECTL" -n "$NS" wait --for=jsonpath='{.status.phase}'=Succeeded "pod/$pod" --timeout="${TIMEOUT}s" >/dev/null \
-          || { explain_pod "$pod"; die "pod $pod did not complete (above: its description and logs)"; }
+        wait_pod "$pod" "did not complete within ${TIMEOUT} s" --for=jsonpath='{.status.phase}'=Succeeded
       else
-        "$KUBECTL" -n "$NS" wait --for=condition=Ready "pod/$pod" --timeout="${TIMEOUT}s" >/dev/null \
-          || { explain_pod "$pod"; die "pod $pod not ready (above: its description and logs)"; }
+        wait_pod "$pod" "not ready within ${TIMEOUT} s" --for=condition=Ready
       fi
     done
   done <"$RENDER/k8s/waves.txt"

@@ -90,6 +90,15 @@ if "wait" in args[2:3] and f"pod/{{os.environ.get('FAIL_GATE')}}" in args and "s
 if "wait" in args[2:3] and f"pod/{{os.environ.get('HANG_GATE')}}" in args and "started}}=true" in " ".join(args):
     log.write("hanging\\n"); log.flush()
     import time; time.sleep(120)
+if "get" in args[2:3] and f"pod/{{os.environ.get('GATE_ERROR')}}" in args:
+    print(json.dumps({{"spec": {{"initContainers": [{{"name": "upf-net", "restartPolicy": "Always"}}, {{"name": "start-gate"}}]}},
+                      "status": {{"phase": "Pending", "initContainerStatuses": [
+                          {{"name": "upf-net", "state": {{"running": {{}}}}}},
+                          {{"name": "start-gate", "state": {{"terminated": {{"exitCode": 128, "reason": "StartError",
+                              "message": "failed to create containerd task: lstat /proc/0/ns/ipc"}}}}}}]}}}}))
+    sys.exit(0)
+if "wait" in args[2:3] and f"pod/{{os.environ.get('GATE_ERROR')}}" in args:
+    sys.exit(1)
 if args[:1] == ["apply"]:
     for o in yaml.safe_load_all(sys.stdin.read()):
         if o:
@@ -185,14 +194,28 @@ def test_a_gate_that_never_runs_stops_up_naming_the_pod_with_its_description(ips
     """The UPF's holder never starts: k8s.sh up stops at its gate, names the pod, shows its
     description and logs (explain_pod), opens nothing more and applies no later wave."""
     fake, calls = _fake_cluster(tmp_path)
-    res = _run(["bash", str(K8S_SH), "up", str(ipsec_n3), "--skip", "ue1"], KUBECTL=str(fake), FAIL_GATE="upf")
+    res = _run(["bash", str(K8S_SH), "up", str(ipsec_n3), "--skip", "ue1"], KUBECTL=str(fake), FAIL_GATE="upf",
+               STACK_UP_TIMEOUT="3")
     assert res.returncode == 1
-    assert "pod upf: its start gate did not run within 300 s: its holder did not start" in res.stderr
+    assert "pod upf: its start gate did not run within 3 s: its holder did not start" in res.stderr
     lines = calls.read_text().splitlines()
     assert "kubectl -n g5tb describe pod upf" in lines and "kubectl -n g5tb logs upf --all-containers --tail=40" in lines
     assert not any(" exec upf " in line or "Ready pod/upf " in line for line in lines)
     assert not any(line.startswith("applied Pod/ue1") for line in lines)       # --skip: never created
     assert "applied Pod/upf" in lines and "applied Pod/gnb" in lines            # every holder pod was
+
+
+def test_a_gate_that_could_not_start_stops_up_at_once_naming_why(ipsec_n3: Path, tmp_path: Path) -> None:
+    """containerd could not start the UPF's gate (restartPolicy Never: it never will): k8s.sh up
+    stops at its first look, not after STACK_UP_TIMEOUT, and names the container and the cause."""
+    fake, calls = _fake_cluster(tmp_path)
+    started = time.monotonic()
+    res = _run(["bash", str(K8S_SH), "up", str(ipsec_n3), "--skip", "ue1"], KUBECTL=str(fake), GATE_ERROR="upf",
+               STACK_UP_TIMEOUT="600")
+    assert res.returncode == 1 and time.monotonic() - started < 120
+    assert ("pod upf failed: start-gate: StartError (exit 128): failed to create containerd task: "
+            "lstat /proc/0/ns/ipc") in res.stderr
+    assert "kubectl -n g5tb describe pod upf" in calls.read_text().splitlines()
 
 
 def test_ctrl_c_at_a_gate_says_interrupted_not_that_the_holder_failed(ipsec_n3: Path, tmp_path: Path) -> None:
