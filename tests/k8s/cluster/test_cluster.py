@@ -91,9 +91,10 @@ def _pod(name: str, node: str, address: str) -> dict[str, object]:
                                      "imagePullPolicy": "Never"}]}}
 
 
-def _netns_of(node_sock: str, pod: str) -> str:
-    """The network namespace of POD's sandbox, through its pause process: the sandbox's
-    /var/run/netns path is a mount node-b's containerd made, not seen from the guest's namespace."""
+def _pid_of(node_sock: str, pod: str, container: str = "") -> int:
+    """The host pid of POD's sandbox (or of its CONTAINER), through the node's containerd: the
+    sandbox's /var/run/netns path is a mount node-b's containerd made, not seen from the guest's
+    namespace."""
     ctr = ["ctr", "-a", node_sock, "-n", "k8s.io"]
     tasks = {line.split()[0]: line.split()[1] for line in subprocess.run(
         [*ctr, "tasks", "ls"], capture_output=True, text=True, check=True).stdout.splitlines()[1:]}
@@ -101,11 +102,26 @@ def _netns_of(node_sock: str, pod: str) -> str:
         info = json.loads(subprocess.run([*ctr, "containers", "info", cid], capture_output=True, text=True,
                                          check=True).stdout)
         labels = info.get("Labels") or {}
+        kind = ("container", container) if container else ("sandbox", None)
         # a deleted pod of the same name may leave a sandbox container with no task until GC
         if labels.get("io.kubernetes.pod.name") == pod and labels.get("io.kubernetes.pod.namespace") == NS \
-                and labels.get("io.cri-containerd.kind") == "sandbox" and cid in tasks:
-            return f"/proc/{tasks[cid]}/ns/net"
-    raise AssertionError(f"no sandbox of pod {pod} in {node_sock}")
+                and labels.get("io.cri-containerd.kind") == kind[0] \
+                and labels.get("io.kubernetes.container.name") == kind[1] and cid in tasks:
+            return int(tasks[cid])
+    raise AssertionError(f"no {container or 'sandbox'} of pod {pod} in {node_sock}")
+
+
+def _netns_of(node_sock: str, pod: str) -> str:
+    return f"/proc/{_pid_of(node_sock, pod)}/ns/net"
+
+
+def _wait_ready(*pods: str) -> None:
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        if _kubectl("-n", NS, "wait", "--for=condition=Ready", *(f"pod/{p}" for p in pods), "--timeout=10s",
+                    check=False).returncode == 0:
+            return
+    pytest.fail(_kubectl("-n", NS, "describe", "pods", check=False).stdout[-4000:])
 
 
 def test_multus_pods_talk_across_the_link(cluster: None) -> None:
@@ -117,13 +133,7 @@ def test_multus_pods_talk_across_the_link(cluster: None) -> None:
     objs = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}, nad,
             _pod("on-a", "node-a", "10.251.0.1"), _pod("on-b", "node-b", "10.251.0.2")]
     _kubectl("apply", "-f", "-", input="\n".join(json.dumps(o) for o in objs))
-    deadline = time.monotonic() + 600
-    while time.monotonic() < deadline:
-        if _kubectl("-n", NS, "wait", "--for=condition=Ready", "pod/on-a", "pod/on-b", "--timeout=10s",
-                    check=False).returncode == 0:
-            break
-    else:
-        pytest.fail(_kubectl("-n", NS, "describe", "pods", check=False).stdout[-4000:])
+    _wait_ready("on-a", "on-b")
     pods = {p["metadata"]["name"]: p for p in json.loads(_kubectl("-n", NS, "get", "pods", "-o", "json").stdout)["items"]}
     assert {n: p["spec"]["nodeName"] for n, p in pods.items()} == {"on-a": "node-a", "on-b": "node-b"}
     status = json.loads(pods["on-a"]["metadata"]["annotations"]["k8s.v1.cni.cncf.io/network-status"])
@@ -137,6 +147,29 @@ def test_multus_pods_talk_across_the_link(cluster: None) -> None:
     ping = subprocess.run(["nsenter", f"--net={back}", "ping", "-c", "3", "-W", "5", "10.251.0.1"],
                           capture_output=True, text=True, check=False, timeout=60)
     assert " 0% packet loss" in ping.stdout, ping.stdout + ping.stderr
+
+
+@pytest.mark.parametrize("node", ["node-a", "node-b"])
+def test_a_secret_volume_reaches_the_container_on_each_node(cluster: None, node: str) -> None:
+    """The kubelet mounts a Secret as tmpfs; containerd must see that mount. node-b's daemons once
+    ran in mount namespaces of their own (systemd's NetworkNamespacePath=), the container found its
+    Secret volume empty, and the stack's IPsec holder on node-b stopped: overlay.env missing."""
+    name = f"secret-{node}"
+    value = os.urandom(8).hex()
+    objs = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}},
+            {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": NS},
+             "stringData": {"value": value}},
+            {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": NS},
+             "spec": {"nodeSelector": {"kubernetes.io/hostname": node}, "restartPolicy": "Never",
+                      "volumes": [{"name": "s", "secret": {"secretName": name}}],
+                      "containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10.1",
+                                      "imagePullPolicy": "Never",
+                                      "volumeMounts": [{"name": "s", "mountPath": "/s", "readOnly": True}]}]}}]
+    _kubectl("apply", "-f", "-", input="\n".join(json.dumps(o) for o in objs))
+    _wait_ready(name)
+    pid = _pid_of(f"/run/g5tb-k8s/{node}/containerd.sock", name, "pause")
+    seen = Path(f"/proc/{pid}/root/s/value")         # the container's own view of its volume
+    assert seen.exists() and seen.read_text() == value, f"{node}: the container's /s holds {sorted(os.listdir(seen.parent))}"
 
 
 def test_scripts_shellcheck_clean() -> None:
