@@ -10,12 +10,15 @@ packet of the pod from before its first one, as Compose's captures on the bridge
 after their networks (Multus, testbed/runtime/k8s/networks.py), or on eth0 on the pod network
 (MULTUS=0: the captures then hold the pod's other traffic too, told apart by address).
 
-    K8S_CAPTURES="n3.pcap=*:n3 leak-gnb.pcap=gnb:n2,n3"   (FILE=POD:INTERFACE[,INTERFACE...])
+    K8S_CAPTURES="n3.pcap=*:n3 leak-gnb.pcap=gnb:n2,n3"   (FILE=POD:INTERFACE[,INTERFACE...][:COUNT])
 
 POD `*` is the whole network, as a Compose capture on its bridge: a capture container in every pod
 attached to it, each keeping the packets its pod sends (`-f outbound`: each packet once, at its
 sender), merged into FILE when copied out. A named pod's capture keeps both directions (an
 overlay endpoint's leak capture: what leaves any of its interfaces, and what comes back).
+A COUNT stops each pod's dumpcap after that many packets (`-c`, as run-throughput's capture of
+the n3 bridge stops on Compose: iperf3 fills a disk in seconds); a whole network's file then holds
+each pod's first COUNT packets, at most COUNT times its pods.
 dumpcap writes /captures/FILE on the pod's captures volume (an emptyDir) and its PID beside it;
 the driver stops it and copies the file out (testbed/runtime/k8s/stackctl.py capture-hold), then
 the stack is deleted. The container's privileges are the `capture` role's (nf-configs/privileges.yaml).
@@ -36,7 +39,8 @@ VOLUME = "captures"
 MOUNT = "/captures"
 POD_NETWORK_INTERFACE = "eth0"
 WHOLE_NETWORK = "*"
-_SPEC = re.compile(r"(?P<file>[A-Za-z0-9][A-Za-z0-9._-]*\.pcap)=(?P<pod>\*|[a-z0-9][-a-z0-9]*):(?P<ifaces>[a-z0-9][-a-z0-9,]*)")
+_SPEC = re.compile(r"(?P<file>[A-Za-z0-9][A-Za-z0-9._-]*\.pcap)=(?P<pod>\*|[a-z0-9][-a-z0-9]*):(?P<ifaces>[a-z0-9][-a-z0-9,]*)"
+                   r"(?::(?P<count>[1-9][0-9]*))?")
 STARTUP_SECONDS = 60            # dumpcap writes its header within a second; more is a broken image
 
 
@@ -45,6 +49,7 @@ class Capture:
     file: str
     pod: str
     interfaces: tuple[str, ...]
+    count: int | None = None                 # packets per pod, then dumpcap stops (-c)
 
     @property
     def container(self) -> str:
@@ -62,8 +67,9 @@ def parse(text: str) -> list[Capture]:
     for entry in text.split():
         m = _SPEC.fullmatch(entry)
         if not m:
-            raise RuntimeOptionError(f"{OPTION}: {entry!r} is not FILE.pcap=POD:INTERFACE[,INTERFACE...]")
-        cap = Capture(m["file"], m["pod"], tuple(i for i in m["ifaces"].split(",") if i))
+            raise RuntimeOptionError(f"{OPTION}: {entry!r} is not FILE.pcap=POD:INTERFACE[,INTERFACE...][:COUNT]")
+        cap = Capture(m["file"], m["pod"], tuple(i for i in m["ifaces"].split(",") if i),
+                      int(m["count"]) if m["count"] else None)
         if cap.pod == WHOLE_NETWORK and len(cap.interfaces) != 1:
             raise RuntimeOptionError(f"{OPTION}: {entry}: the whole network ({WHOLE_NETWORK}) is one network")
         if any(c.file == cap.file or c.container == cap.container for c in out):
@@ -79,6 +85,8 @@ def script(cap: Capture, multus: bool, outbound: bool = False) -> str:
     (the packet type the kernel gives libpcap's filter: each packet of a whole network once)."""
     ifaces = cap.interfaces if multus else (POD_NETWORK_INTERFACE,)
     args = " ".join(f"-i {i}" + (" -f outbound" if outbound else "") for i in ifaces)
+    if cap.count is not None:
+        args += f" -c {cap.count}"
     return (f"dumpcap -q -p {args} -w {cap.path} & echo $! >{cap.path}.pid; wait; "
             "exec sleep 2147483647")
 

@@ -86,6 +86,18 @@ def test_a_capture_of_an_unknown_pod_or_a_bad_entry_is_refused_before_anything_i
     assert not (tmp_path / "a" / "k8s").exists()
 
 
+def test_a_capture_count_is_dumpcaps_c_per_pod_and_a_bad_one_is_refused(tmp_path: Path) -> None:
+    """run-throughput's n3 capture stops after VALIDATION_PACKETS on Compose; on a cluster each
+    pod's capture container does (FILE=POD:INTERFACES:COUNT)."""
+    r = render_k8s("baseline", "n3", tmp_path / "r", options={capture.OPTION: "n3.pcap=*:n3:200000"})
+    pods = by_kind(objects(r), "Pod")
+    for name in ("gnb", "upf"):
+        assert "-i n3 -f outbound -c 200000 -w /captures/n3.pcap" in _init(pods[name])[0]["command"][2]
+    assert capture.parse("n3.pcap=*:n3")[0].count is None
+    with pytest.raises(RuntimeOptionError, match=r"INTERFACE\.\.\.\]\[:COUNT\]"):
+        capture.parse("n3.pcap=*:n3:0")
+
+
 def test_the_pod_network_captures_eth0(tmp_path: Path) -> None:
     r = render_k8s("baseline", "n3", tmp_path / "r", options={capture.OPTION: "n3.pcap=gnb:n3", "MULTUS": "0"})
     gnb = by_kind(objects(r), "Pod")["gnb"]
