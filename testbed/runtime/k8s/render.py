@@ -47,6 +47,12 @@ VALUES = f"{DIR}/values.yaml"
 PLACEMENT = f"{DIR}/placement.yaml"
 NETWORKS = f"{DIR}/networks.yaml"
 MULTUS_CHOICES = ("1", "0", "auto")
+# Variables a driver sets when it starts a service, which Compose interpolates at that `up`
+# (scripts/run-cpu.sh: `env UES=N ... up -d --no-deps ue-scale`). The pods carry each as a
+# Kubernetes dependent variable, `$(UES)` in the args, taken from the container's env, whose value
+# is compose.env's and which stackctl up sets from its own environment, as Compose's
+# interpolation takes the environment over compose.env.
+UP_VARIABLES = ("UES",)
 
 
 @dataclasses.dataclass
@@ -63,6 +69,7 @@ def model_of(render_dir: Path, images: Mapping[str, str]) -> cm.ComposeModel:
     """The render's merged Compose services (its compose.files, interpolated with its compose.env
     and the image references)."""
     env = {**images, **cenv.parse_env((render_dir / layout.COMPOSE_ENV).read_text(encoding="utf-8"))}
+    env.update({v: f"$({v})" for v in UP_VARIABLES if v in env})
     files = [Path(f) for f in (render_dir / layout.COMPOSE_FILES).read_text(encoding="utf-8").split() if f]
     model = cm.load(files, env)
     errors = [p for p in model.problems if "required" in p.message or "does not exist" in p.message
@@ -93,6 +100,17 @@ def cni_choice(options: Mapping[str, str], also: Iterable[str] = ()) -> dict[str
     return networks.choice(options.get("K8S_CNI") or "", options.get("K8S_MASTER") or "", known)
 
 
+def up_values(pod_objects: Iterable[dict[str, Any]], values: Mapping[str, str]) -> None:
+    """Each UP_VARIABLES entry of a container's env takes VALUES' value (compose.env's when
+    rendered, the caller's environment in stackctl up); the args keep `$(NAME)`."""
+    for obj in pod_objects:
+        spec = obj["spec"]
+        for c in spec.get("initContainers", []) + spec["containers"]:
+            for e in c.get("env") or ():
+                if e["name"] in UP_VARIABLES and values.get(e["name"]):
+                    e["value"] = values[e["name"]]
+
+
 def _images(model: cm.ComposeModel, registry: str) -> None:
     if registry:
         for svc in model.services.values():
@@ -113,6 +131,7 @@ def build(rendered: Rendered, placement: Placement, options: Mapping[str, str],
                                                                 if rendered.env.get("KEYS_DIR") else {})})
     pod_objects = {name: pods.pod_object(model, pod, s, placement, store, compose_dir)
                    for name, pod in all_pods.items()}
+    up_values(pod_objects.values(), cenv.parse_env((rendered.dir / layout.COMPOSE_ENV).read_text(encoding="utf-8")))
     registry = (options.get("REGISTRY") or "").strip()
     tools = images.get("TOOLS_IMAGE", "")
     capture.add(pod_objects, {name: list(cm.service_networks(model.services[pod.owner]))

@@ -12,7 +12,8 @@ Compose service is a container of the pod of its network namespace (testbed/runt
                                         each container's log, "SERVICE  | line" as Compose prints it
                                         (one SERVICE with -f: kubectl logs -f, replacing this process)
     up [-d] [--no-deps] SERVICE...      apply the pods of those services (run-sbi's UEs), open their
-                                        start gates (pods.py start_gate), wait until they run
+                                        start gates (pods.py start_gate), wait until they run; UES
+                                        from the environment as Compose takes it (render.py UP_VARIABLES)
     rm [-s] [-f] SERVICE...             delete those pods and wait until they are gone
     ps [-a] [-q] [SERVICE...]           the pods' containers that exist (POD/CONTAINER)
     config --services                   every service (container) of the render
@@ -180,6 +181,8 @@ def up(st: Stack, args: list[str]) -> int:
     _, services = _flags(args)
     pods = list(dict.fromkeys(st.pod_of(s) for s in services))
     items = [st.pods[p] for p in pods]
+    # Compose interpolates these at this `up` from the caller's environment (render.py UP_VARIABLES)
+    render.up_values(items, {v: environment.get(v) or "" for v in render.UP_VARIABLES})
     rc = subprocess.run(st.k("apply", "-f", "-"), input=json.dumps({"apiVersion": "v1", "kind": "List", "items": items}),
                         text=True, check=False).returncode
     # as `docker compose up -d` returns with the containers started: the driver reads their logs

@@ -4,6 +4,7 @@ ahead of each pod's holder, and the kubectl command lines testbed/runtime/k8s/st
 for the drivers' Compose verbs. What a real cluster run showed is in docs/kubernetes.md."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -149,6 +150,25 @@ def test_up_opens_the_gate_of_a_pod_with_a_holder_before_waiting_for_it_to_run(c
         "--timeout=120s",
         f"-n g5tb exec upf -c {k8s_pods.GATE} -- touch {k8s_pods.GATE_FILE}",
         "-n g5tb wait --for=jsonpath={.status.phase}=Running pod/upf --timeout=120s"]
+
+
+def test_up_takes_ues_from_its_environment_as_compose_does(captured: Path, tmp_path: Path) -> None:
+    """run-cpu's `env UES=N ... up -d --no-deps ue-scale`: Compose interpolates UES at that up;
+    the render keeps `$(UES)` in the args (a Kubernetes variable of the container's env, compose.env's
+    value), and up sets the env from its environment."""
+    applied = tmp_path / "applied"
+    fake = tmp_path / "kubectl"
+    fake.write_text(f'#!/bin/sh\ncase "$*" in *"apply -f -") cat >"{applied}" ;; esac\n')
+    fake.chmod(0o755)
+    res = subprocess.run([sys.executable, "-m", "testbed.runtime.k8s.stackctl", "--render-dir", str(captured),
+                          "up", "-d", "--no-deps", "ue-scale"], cwd=ROOT,
+                         env={**os.environ, "KUBECTL": str(fake), "UES": "5"}, timeout=60)
+    assert res.returncode == 0
+    (pod,) = json.loads(applied.read_text())["items"]
+    (c,) = pod["spec"]["containers"]
+    assert c["args"][-2:] == ["-n", "$(UES)"] and {"name": "UES", "value": "5"} in c["env"]
+    kept = stackctl.load(captured).pods[pod["metadata"]["name"]]["spec"]["containers"][0]
+    assert {"name": "UES", "value": "1"} in kept["env"]              # the render: compose.env's
 
 
 def test_the_verbs_run_kubectl_as_the_drivers_call_them(captured: Path, tmp_path: Path) -> None:
