@@ -7,8 +7,8 @@ steal), so the busy time of a window is exactly what the whole host spent. An id
 the same length measured the same way (the stack down) is subtracted: what remains is what the
 stack added.
 
-Snapshot lines (written by scripts/run-cpu.sh, one per instant):
-    <label> <unix time ns> cpu <user> <nice> <system> <idle> <iowait> <irq> <softirq> <steal> ...
+Snapshot lines (written by the runtime's engine_cpu_read for scripts/run-cpu.sh, one per instant):
+    <label>[@<node>] <unix time ns> cpu <user> <nice> <system> <idle> <iowait> <irq> <softirq> <steal> ...
 """
 from __future__ import annotations
 
@@ -52,14 +52,28 @@ def window(snaps: dict[str, tuple[int, dict[str, int]]], start: str, end: str) -
 def rows(path: Path) -> list[tuple[str, int]]:
     """(service, cpu_usec) rows for the CPU accounting CSV: host:<field> over the measured window
     (boot-start -> last-pdu), host:busy, host:idle-busy (the same length of idle, scaled to the
-    window's wall time) and host:net = busy - idle-busy."""
+    window's wall time) and host:net = busy - idle-busy. Labels may name a node (`last-pdu@node-a`,
+    ENGINE=k8s: testbed/runtime/k8s/cpu.py, one line per node's kernel): each node that has a
+    last-pdu snapshot (one the stack ran on) is its own window, and the rows are their sums
+    (host:wall the longest window)."""
     snaps = parse(path)
-    w = window(snaps, "boot-start", "last-pdu")
-    idle = window(snaps, "idle-start", "idle-end")
-    idle_busy = idle["busy_s"] * (w["wall_s"] / idle["wall_s"]) if idle["wall_s"] > 0 else 0.0
-    out = [(f"host:{f}", round(w[f"{f}_s"] * 1e6)) for f in BUSY]
-    out += [("host:busy", round(w["busy_s"] * 1e6)), ("host:idle-busy", round(idle_busy * 1e6)),
-            ("host:net", round((w["busy_s"] - idle_busy) * 1e6)), ("host:wall", round(w["wall_s"] * 1e6))]
+    nodes = sorted({label.partition("@")[2] for label in snaps if label.partition("@")[0] == "last-pdu"})
+    if not nodes:
+        raise HostCpuError(f"no 'last-pdu' snapshot (have: {', '.join(snaps) or 'none'})")
+    busy = {f: 0.0 for f in BUSY}
+    total = idle_total = wall = 0.0
+    for node in nodes:
+        at = f"@{node}" if node else ""
+        w = window(snaps, f"boot-start{at}", f"last-pdu{at}")
+        idle = window(snaps, f"idle-start{at}", f"idle-end{at}")
+        for f in BUSY:
+            busy[f] += w[f"{f}_s"]
+        total += w["busy_s"]
+        idle_total += idle["busy_s"] * (w["wall_s"] / idle["wall_s"]) if idle["wall_s"] > 0 else 0.0
+        wall = max(wall, w["wall_s"])
+    out = [(f"host:{f}", round(busy[f] * 1e6)) for f in BUSY]
+    out += [("host:busy", round(total * 1e6)), ("host:idle-busy", round(idle_total * 1e6)),
+            ("host:net", round((total - idle_total) * 1e6)), ("host:wall", round(wall * 1e6))]
     return out
 
 

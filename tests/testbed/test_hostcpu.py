@@ -31,6 +31,24 @@ def test_rows_from_constructed_snapshots(tmp_path: Path) -> None:
     assert rows["host:net"] == 2_500_000 and rows["host:wall"] == 2_000_000
 
 
+def test_rows_sum_the_nodes_the_stack_ran_on(tmp_path: Path) -> None:
+    """ENGINE=k8s: a line per node's kernel (testbed/runtime/k8s/cpu.py); a node counts when it has
+    a last-pdu snapshot (a pod of the stack ran there at the last PDU session)."""
+    hz = hostcpu.HZ
+    f = tmp_path / "s.txt"
+    lines = []
+    for node, busy in (("node-a", hz), ("node-c", 2 * hz)):
+        lines += [f"boot-start@{node} 0 cpu 0 0 0 0 0 0 0 0 0 0",
+                  f"last-pdu@{node} 2000000000 cpu {busy} 0 0 0 0 0 0 0 0 0",
+                  f"idle-start@{node} 3000000000 cpu 0 0 0 0 0 0 0 0 0 0",
+                  f"idle-end@{node} 4000000000 cpu {hz // 4} 0 0 0 0 0 0 0 0 0"]
+    lines.append("boot-start@node-z 0 cpu 0 0 0 0 0 0 0 0 0 0")      # no stack pod there: not counted
+    f.write_text("\n".join(lines) + "\n")
+    rows = dict(hostcpu.rows(f))
+    assert rows["host:busy"] == 3_000_000 and rows["host:idle-busy"] == 1_000_000
+    assert rows["host:net"] == 2_000_000 and rows["host:wall"] == 2_000_000
+
+
 def test_missing_snapshot_is_named(tmp_path: Path) -> None:
     f = tmp_path / "s.txt"
     f.write_text("boot-start 0 cpu 0 0 0 0 0 0 0 0\n")
