@@ -37,7 +37,7 @@ def test_compose_fields_drop_everything_first() -> None:
 
 
 def test_unknown_role_lists_the_roles() -> None:
-    with pytest.raises(privileges.PrivilegeError, match="unknown role 'root'; roles in privileges.yaml: capture, db, gnb"):
+    with pytest.raises(privileges.PrivilegeError, match="unknown role 'root'; roles in privileges.yaml: capture, cpu-reader, db, gnb"):
         privileges.role("root")
 
 

@@ -5,6 +5,8 @@
                             Multus where the render attaches networks, the placement's nodes
     record RENDER_DIR       after k8s-up: where the stack ran (k8s/placement-record.json, and with
                             --run-dir into that run's manifest as `placement`)
+    cni NETWORK             the CNI K8S_CNI (and K8S_MASTER) give NETWORK, as the render takes it
+                            (a driver's check before anything starts: run-throughput needs n6 a bridge)
 
 Exit 0 fine, 1 a problem (each line says what and what to do), 2 usage. kubectl missing is a
 problem named as such, before anything is started.
@@ -21,6 +23,7 @@ from typing import Any
 import yaml
 
 from testbed import environment, images, manifest
+from testbed.contract import RuntimeOptionError
 from testbed.runtime.k8s import cluster, render
 
 RECORD = f"{render.DIR}/placement-record.json"
@@ -177,6 +180,17 @@ def record(render_dir: Path, run_dir: Path | None) -> int:
     return 0
 
 
+def cni(network: str) -> int:
+    try:
+        chosen = render.cni_choice({"K8S_CNI": environment.get("K8S_CNI") or "",
+                                    "K8S_MASTER": environment.get("K8S_MASTER") or ""}, [network])
+    except RuntimeOptionError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(chosen[network])
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m testbed.runtime.k8s.tool", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -186,7 +200,10 @@ def main(argv: list[str] | None = None) -> int:
         sp.add_argument("render_dir", type=Path)
         if name == "record":
             sp.add_argument("--run-dir", type=Path)
+    sub.add_parser("cni").add_argument("network")
     args = parser.parse_args(argv)
+    if args.command == "cni":
+        return cni(args.network)
     try:
         if args.command == "doctor":
             return doctor()
