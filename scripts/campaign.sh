@@ -34,7 +34,7 @@ to each run unchanged (see scripts/run-<experiment>.sh --help).
              [default: every one: none-none nat-none ids-nat-suricata ... ips-nat-passthrough]
   DRY_RUN=1  print the plan (with each slot's status) and its ETA, and start nothing
   ENGINE=k8s up to SHARDS stacks at once on a cluster, one per node group (SHARD_GROUPS,
-             SHARD_LABEL; python -m testbed campaign-k8s --help, docs/kubernetes.md): n3, sbi
+             SHARD_LABEL; python -m testbed campaign-k8s --help, docs/kubernetes.md): n3, sbi, throughput, cpu
 
 Exit: 0 all slots done, 1 some run failed or was invalid, 2 usage error, 130 interrupted.
 EOF

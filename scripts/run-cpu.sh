@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # run-cpu: CPU time per container (cgroup v2 cpu.stat usage_usec) from core boot to the last
-# UE's PDU session (paper 4.3), for each UE count in UES, REPS times. Each repetition boots a
+# UE's PDU session (paper 4.3), for each UE count in UES, REPS times; on a cluster (ENGINE=k8s) per
+# pod container and node (testbed/runtime/k8s/cpu.py). Each repetition boots a
 # fresh stack (scripts/up.sh --no-ue), starts UES UEs in the ue-scale container, waits until all
 # have a PDU session and reads every running container's CPU time (containers start at zero, so
 # the reading is the boot -> last-PDU-session total). The namespace holders (<nf>-net) carry the
@@ -23,48 +24,6 @@ Writes \$RESULTS/<campaign>/cpu/<profile>/<run>/: manifest.json, cpu-uNN-rNN.csv
 (service,cpu_usec), sbi-uNN-rNN.pcap (validation), logs.
 Exit: 0 valid run, 1 failure or invalid run, 2 usage error, 130 interrupted.
 EOF
-}
-
-# cpu_usec CONTAINER_ID: usage_usec of the container's cgroup (host path first, then inside).
-cpu_usec() {
-  local cid="$1" full f
-  full="$(docker inspect -f '{{.Id}}' "$cid")"
-  for f in "/sys/fs/cgroup/system.slice/docker-$full.scope/cpu.stat" "/sys/fs/cgroup/docker/$full/cpu.stat"; do
-    if [[ -r "$f" ]]; then
-      awk '$1 == "usage_usec" {print $2}' "$f"
-      return 0
-    fi
-  done
-  docker exec "$cid" cat /sys/fs/cgroup/cpu.stat | awk '$1 == "usage_usec" {print $2}'
-}
-
-# host_snapshot FILE LABEL: one /proc/stat aggregate line with the time (testbed/hostcpu.py).
-host_snapshot() {
-  [[ "$DRY_RUN" == 1 ]] && { _record_command host_snapshot "$2"; return 0; }
-  printf '%s %s %s\n' "$2" "$(date +%s%N)" "$(head -n 1 /proc/stat)" >>"$1"
-}
-
-# cpu_table: service,cpu_usec for every running container, read at one instant: one `docker
-# inspect` for all of them, then every cgroup file in one pass (no per-service round trips
-# while the counters keep running).
-cpu_table() {
-  local ids=() line full svc f usec
-  echo "service,cpu_usec"
-  mapfile -t ids < <("${DC[@]}" "${STACK_ALL_PROFILES[@]}" ps -q --status running)
-  ((${#ids[@]})) || return 0
-  while read -r line; do
-    full="${line%% *}"
-    svc="${line#* }"
-    usec=""
-    for f in "/sys/fs/cgroup/system.slice/docker-$full.scope/cpu.stat" "/sys/fs/cgroup/docker/$full/cpu.stat"; do
-      if [[ -r "$f" ]]; then
-        usec="$(awk '$1 == "usage_usec" {print $2}' "$f")"
-        break
-      fi
-    done
-    [[ -n "$usec" ]] || usec="$(cpu_usec "$full")" || { warn "no cpu.stat for $svc ($full)"; continue; }
-    echo "$svc,$usec"
-  done < <(docker inspect -f '{{.Id}} {{index .Config.Labels "com.docker.compose.service"}}' "${ids[@]}")
 }
 
 # scale_attach_failed N REP TAG: the boot's failed attach in the manifest (attach_failures: the
@@ -97,10 +56,11 @@ one_rep() {
   log "=== $n UE(s), repetition $rep/$REPS: fresh stack ($PROFILE on the SBI)"
   # whole packets from before the first NF starts (the NF-to-NRF channels of the start-up)
   stack_create "$tag-stack-up.log" --no-ue
-  capture_start "sbi-$tag" "sbi-$tag.pcap" iface=sbi purpose=validation -- \
-    dumpcap -q -i "$(bridge_of sbi)" -w "${RUN_DIR:-.}/sbi-$tag.pcap"
+  engine_net_capture "sbi-$tag" "sbi-$tag.pcap" "" sbi -- iface=sbi purpose=validation
   local snaps="${RUN_DIR:-.}/hostcpu-$tag.txt"
-  host_snapshot "$snaps" boot-start
+  # the window's edges: one read at one instant each, nothing polled in between (the runtime's
+  # engine_cpu_read: this host on Compose, each node and the stack's containers on a cluster)
+  engine_cpu_read "$snaps" boot-start
   # the drivers' one start path; nothing exec'd into the stack until the CPU sample is read
   stack_run_start --quiet-start "$tag-stack-up.log" --no-ue
   # UES here is compose's interpolation for the ue-scale container only: never exported, so the
@@ -111,21 +71,15 @@ one_rep() {
     scale_attach_failed "$n" "$rep" "$tag"
     die "only $(ue_sessions ue-scale) of $n UEs got a PDU session within ${ATTACH_TIMEOUT}s ($tag): the CPU sample is not taken" 1
   fi
-  if [[ "$DRY_RUN" == 1 ]]; then
-    _record_command cat "/sys/fs/cgroup/.../cpu.stat" "(every running container)"
-    host_snapshot "$snaps" last-pdu
-  else
-    host_snapshot "$snaps" last-pdu
-    cpu_table >"$RUN_DIR/cpu-$tag.csv"
-  fi
+  engine_cpu_read "$snaps" last-pdu "${RUN_DIR:-.}/cpu-$tag.csv"
   capture_stop "sbi-$tag"
   # what the overlay negotiated (the validity check needs it), the logs, the teardown
   stack_boot_end
   # an idle window of the measured window's length, measured the same way, stack down
   local idle_s=$(( $(stack_window_s "$snaps") ))
-  host_snapshot "$snaps" idle-start
+  engine_cpu_read "$snaps" idle-start
   [[ "$DRY_RUN" == 1 ]] || sleep "$idle_s"      # pacing: the idle window itself
-  host_snapshot "$snaps" idle-end
+  engine_cpu_read "$snaps" idle-end
   if [[ "$DRY_RUN" != 1 ]]; then
     "$PYTHON" -m testbed.hostcpu rows "$snaps" >>"$RUN_DIR/cpu-$tag.csv" \
       || die "host CPU snapshots of $tag unreadable (see $snaps)" 1
@@ -134,10 +88,13 @@ one_rep() {
   fi
 }
 
-# stack_window_s SNAPSHOTS: whole seconds between boot-start and last-pdu (at least 1).
+# stack_window_s SNAPSHOTS: whole seconds between boot-start and last-pdu (at least 1); the longest
+# of the nodes' windows where the labels name nodes (label@node, testbed/hostcpu.py).
 stack_window_s() {
   [[ "$DRY_RUN" == 1 ]] && { echo 1; return 0; }
-  awk '$1 == "boot-start" {a = $2} $1 == "last-pdu" {b = $2} END {s = int((b - a) / 1e9 + 0.5); print (s < 1 ? 1 : s)}' "$1"
+  awk '{split($1, l, "@")} l[1] == "boot-start" {a[l[2]] = $2} l[1] == "last-pdu" {b[l[2]] = $2}
+       END {s = 0; for (n in b) if (n in a && (b[n] - a[n]) / 1e9 > s) s = (b[n] - a[n]) / 1e9
+            s = int(s + 0.5); print (s < 1 ? 1 : s)}' "$1"
 }
 
 main() {

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # run-throughput: iperf3 TCP and UDP from UE 1 through its PDU session (and so through N3 with
-# PROFILE's overlay) to an iperf3 server on the host's n6 gateway address: throughput, and for
-# UDP jitter and loss. Raw `iperf3 -J` JSON kept (client side; the server's beside it as a log).
-# A capture on n3 checks the overlay. Docs: docs/experiments.md.
+# PROFILE's overlay) to an iperf3 server on the n6 gateway address (the host's on Compose; on a
+# cluster the UPF's node's, in a pod there): throughput, and for UDP jitter and loss. Raw `iperf3
+# -J` JSON kept (client side; the server's beside it as a log). A capture on n3 (its bridge; on a
+# cluster, in the pods) checks the overlay. Docs: docs/experiments.md, docs/kubernetes.md.
 set -euo pipefail
 
 # shellcheck source=scripts/lib/common.sh
@@ -33,8 +34,7 @@ main() {
   # whole packets from before the first NF starts; iperf3 fills a disk in seconds, so the
   # validation capture stops after its first VALIDATION_PACKETS packets (whole, never cut)
   stack_create stack-up.log
-  capture_start n3 n3.pcap iface=n3 purpose=validation -- \
-    dumpcap -q -i "$(bridge_of n3)" -c "${VALIDATION_PACKETS:-200000}" -w "${RUN_DIR:-.}/n3.pcap"
+  engine_net_capture -c "${VALIDATION_PACKETS:-200000}" n3 n3.pcap "" n3 -- iface=n3 purpose=validation
   stack_run_start stack-up.log
 
   iperf_series ue1

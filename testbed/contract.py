@@ -752,6 +752,7 @@ class RuntimeOptionError(ValueError):
 # reach the engine (scripts/lib/stack.sh documents each beside its one caller):
 DRIVER_FUNCTIONS = (
     "engine_require",         # the engine is reachable (not for DRY_RUN); dies naming what is missing
+    "engine_check",           # EXPERIMENT: what this engine cannot run of it refused (exit 2), DRY_RUN too
     "engine_create",          # REL ARGS...: what exists before the first NF starts (Compose: containers)
     "engine_up",              # REL ARGS...: the stack up and ready; sets RENDER and DC (Compose's verbs)
     "engine_down",            # tear the stack of RENDER down
@@ -760,6 +761,9 @@ DRIVER_FUNCTIONS = (
     "engine_watch_start",     # SVC: the overlay watcher while SVC pings
     "engine_evidence",        # DIR [SVC...]: every container's log and state of a failed stack
     "engine_record",          # where the stack ran, into the run's manifest
+    "engine_n6_server_start", # REL PORT ADDRESS -- CMD: a server where the n6 gateway ADDRESS is
+    "engine_n6_server_stop",  # that server stopped, its output kept in REL
+    "engine_cpu_read",        # SNAPS LABEL [TABLE]: host-wide CPU at one instant (and every container's)
 )
 
 

@@ -93,33 +93,16 @@ ping_series() {
 # ----------------------------------------------------------------- iperf3
 
 IPERF_PORT=5201
-IPERF_SERVER_PID=""
 
-iperf_server_stop() {
-  [[ -n "$IPERF_SERVER_PID" ]] || return 0
-  kill -TERM "$IPERF_SERVER_PID" 2>/dev/null || true
-  wait "$IPERF_SERVER_PID" 2>/dev/null || true
-  IPERF_SERVER_PID=""
-}
-
-iperf_server_listening() {
-  ss -Hltn "sport = :$IPERF_PORT" | grep -q .
-}
-
-# iperf_series UE_SERVICE: iperf3 from the UE's PDU session address to a server on TARGET (the
-# host's n6 gateway): TRANSPORTS x REPS tests of DURATION s (UDP at UDP_BITRATE, STREAMS streams),
-# raw `iperf3 -J` JSON each into iperf3-<transport>-rNN.json, the server's output beside them.
+# iperf_series UE_SERVICE: iperf3 from the UE's PDU session address to a server on TARGET (the n6
+# gateway: the runtime's engine_n6_server_start runs it where that address is, this host on
+# Compose, the UPF's node on a cluster): TRANSPORTS x REPS tests of DURATION s (UDP at
+# UDP_BITRATE, STREAMS streams), raw `iperf3 -J` JSON each into iperf3-<transport>-rNN.json, the
+# server's output beside them (iperf3-server.json).
 iperf_series() {
   local svc="$1" ue_ip transport rep rel cmd=() rc
   ue_ip="$(ue_address "$svc")"
-  _record_command iperf3 -s -B "$TARGET" -p "$IPERF_PORT" -J
-  if [[ "$DRY_RUN" != 1 ]]; then
-    iperf3 -s -B "$TARGET" -p "$IPERF_PORT" -J >"$RUN_DIR/iperf3-server.json" 2>&1 &
-    IPERF_SERVER_PID=$!
-    cleanup_push iperf_server_stop
-    wait_for 10 "iperf3 server on $TARGET:$IPERF_PORT" iperf_server_listening \
-      || die "the iperf3 server on $TARGET:$IPERF_PORT did not start; see iperf3-server.json" 1
-  fi
+  engine_n6_server_start iperf3-server.json "$IPERF_PORT" "$TARGET" -- iperf3 -s -B "$TARGET" -p "$IPERF_PORT" -J
   for transport in $TRANSPORTS; do
     for ((rep = 1; rep <= REPS; rep++)); do
       rel="$(printf 'iperf3-%s-r%02d.json' "$transport" "$rep")"
@@ -132,5 +115,5 @@ iperf_series() {
       ((rc == 0)) || die "iperf3 $transport (repetition $rep) failed (exit $rc); see $rel" 1
     done
   done
-  iperf_server_stop
+  engine_n6_server_stop
 }

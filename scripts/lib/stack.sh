@@ -17,7 +17,7 @@ _DRY_RENDER=""
 # docker_begin [EXPERIMENT]: the stack wrapper, the runtime's driver library (ENGINE=: compose, the
 # default, or k8s; testbed/contract.py RuntimePlugin.driver: the engine_* functions below call it),
 # the experiment refused before anything starts where that runtime does not run its driver, and
-# the engine (not needed for DRY_RUN).
+# the engine's own refusals for it (engine_check), the engine (not needed for DRY_RUN).
 docker_begin() {
   # shellcheck source=scripts/lib/compose.sh
   source "$TESTBED_ROOT/scripts/lib/compose.sh"
@@ -29,6 +29,7 @@ docker_begin() {
   if [[ -n "${1:-}" && "$ENGINE_EXPERIMENTS" != "*" && " $ENGINE_EXPERIMENTS " != *" $1 "* ]]; then
     die "ENGINE=$ENGINE runs the drivers of $ENGINE_EXPERIMENTS, not $1 yet (docs/kubernetes.md); nothing was started" 2
   fi
+  [[ -z "${1:-}" ]] || engine_check "$1"
   [[ "$DRY_RUN" == 1 ]] || engine_require
 }
 
@@ -277,14 +278,18 @@ _stack_tag() {
 # what the overlay negotiated ([TAG]sa-before-<node>.txt); stack_boot_end / stack_run_end record it
 # again at the end ([TAG]sa-after, what the validity check reads), and the exit trap does on any
 # failure, with every container's log (failure/[TAG]at-exit/). --quiet-start: nothing is exec'd
-# into the stack at its start (run-cpu: the CPU time it measures runs from the boot).
+# into the stack at its start (run-cpu: the CPU time it measures runs from the boot), so where it
+# ran (engine_record: on a cluster it reads each node's CPU model in a pod) is recorded by
+# stack_boot_end instead.
 STACK_TAG=""
+_STACK_RECORD_LATER=0
 stack_run_start() {
   local quiet=0
   [[ "${1:-}" != --quiet-start ]] || { quiet=1; shift; }
   STACK_TAG="$(_stack_tag "$1")"
   stack_up "$@"
-  engine_record
+  _STACK_RECORD_LATER=$quiet
+  ((quiet)) || engine_record
   render_hashes "$RENDER" "${STACK_TAG}rendered-configs.sha256"
   ((quiet)) || stack_overlay_state "${STACK_TAG}sa-before"
 }
@@ -293,6 +298,8 @@ stack_run_start() {
 # repetitions): what the overlay negotiated, the containers' logs (and the datapath line from
 # them), then the teardown.
 stack_boot_end() {
+  ((!_STACK_RECORD_LATER)) || engine_record
+  _STACK_RECORD_LATER=0
   stack_overlay_state "${STACK_TAG}sa-after"
   stack_logs "${STACK_TAG}containers.log"
   [[ "$DRY_RUN" == 1 ]] || datapath_from_log "$RUN_DIR/${STACK_TAG}containers.log"

@@ -13,15 +13,10 @@ import re
 import sys
 from pathlib import Path
 
-from testbed import ROOT, campaign, instance, keys, placement, registry, shards, shardrun
+from testbed import ROOT, campaign, instance, keys, placement, registry, runparams, shards, shardrun
 from testbed.cli import campaign as campaign_cli
 from testbed.contract import RuntimeOptionError
 from testbed.runtime.k8s import cluster, render, tool
-
-# Experiments a sharded campaign runs, and those whose drivers run against a cluster's stack: the
-# k8s runtime's driver library says which (testbed/runtime/k8s/driver.sh ENGINE_EXPERIMENTS).
-EXPERIMENTS = ("n3", "sbi")
-
 
 def drivers_on(runtime: str = "k8s") -> frozenset[str]:
     """The experiments whose drivers run on that runtime (its driver library's ENGINE_EXPERIMENTS)."""
@@ -31,6 +26,9 @@ def drivers_on(runtime: str = "k8s") -> frozenset[str]:
 
 
 DRIVERS_ON_K8S = drivers_on()
+# Experiments a sharded campaign runs: those whose drivers run against a cluster's stack, as the
+# k8s runtime's driver library says (testbed/runtime/k8s/driver.sh ENGINE_EXPERIMENTS).
+EXPERIMENTS = tuple(e for e in runparams.EXPERIMENTS if e in DRIVERS_ON_K8S)
 
 
 def _env(name: str) -> str:

@@ -12,6 +12,11 @@ engine_require() {
   stack_require_compose
 }
 
+# engine_check EXPERIMENT: Compose runs every driver as it is.
+engine_check() {
+  return 0
+}
+
 # engine_create REL_LOG [up.sh args...]: networks and containers, nothing started (up.sh
 # --create-only): the captures started next on the bridges see the first NF's first packet.
 engine_create() {
@@ -92,9 +97,15 @@ engine_down() {
   stack_down "$RENDER"
 }
 
-# engine_net_capture NAME REL NODE NETWORK... -- ATTRS...: whole packets of NODE's NETWORKs into
-# RUN_DIR/REL, from the networks' bridges on this host (every endpoint's packets are on them).
+# engine_net_capture [-c COUNT] NAME REL NODE NETWORK... -- ATTRS...: whole packets of NODE's
+# NETWORKs into RUN_DIR/REL, from the networks' bridges on this host (every endpoint's packets are
+# on them); -c: the first COUNT packets only.
 engine_net_capture() {
+  local count=()
+  if [[ "$1" == -c ]]; then
+    count=(-c "$2")
+    shift 2
+  fi
   local name="$1" rel="$2" args=()
   shift 3
   while (($#)) && [[ "$1" != -- ]]; do
@@ -102,7 +113,7 @@ engine_net_capture() {
     shift
   done
   shift
-  capture_start "$name" "$rel" "$@" -- dumpcap -q "${args[@]}" -w "${RUN_DIR:-.}/$rel"
+  capture_start "$name" "$rel" "$@" -- dumpcap -q "${args[@]}" "${count[@]}" -w "${RUN_DIR:-.}/$rel"
 }
 
 engine_watch_start() {
@@ -117,4 +128,83 @@ engine_evidence() {
 # engine_record: one Docker host, recorded by the manifest's host block already.
 engine_record() {
   return 0
+}
+
+# engine_n6_server_start REL PORT ADDRESS -- CMD...: CMD on this host, which holds the n6 gateway
+# ADDRESS (Docker's bridge), its output into RUN_DIR/REL; returns once it listens on PORT (10 s).
+_N6_SERVER_PID=""
+_N6_SERVER_REL=""
+engine_n6_server_start() {
+  local rel="$1" port="$2" address="$3"
+  shift 4
+  _record_command "$@"
+  [[ "$DRY_RUN" != 1 ]] || return 0
+  "$@" >"$RUN_DIR/$rel" 2>&1 &
+  _N6_SERVER_PID=$!
+  _N6_SERVER_REL="$rel"
+  cleanup_push engine_n6_server_stop
+  wait_for 10 "server on $address:$port" _n6_server_listening "$port" \
+    || die "the server on $address:$port did not start; see $rel" 1
+}
+
+_n6_server_listening() {
+  ss -Hltn "sport = :$1" | grep -q .
+}
+
+engine_n6_server_stop() {
+  [[ -n "$_N6_SERVER_PID" ]] || return 0
+  kill -TERM "$_N6_SERVER_PID" 2>/dev/null || true
+  wait "$_N6_SERVER_PID" 2>/dev/null || true
+  _N6_SERVER_PID=""
+  record_file "$_N6_SERVER_REL" log role=n6-server ran=host
+}
+
+# engine_cpu_read SNAPS LABEL [TABLE]: this host's CPU at one instant: /proc/stat's aggregate line
+# appended to SNAPS as LABEL (testbed/hostcpu.py) and, with TABLE, right after it every running
+# container's cgroup usage_usec into TABLE (service,cpu_usec).
+engine_cpu_read() {
+  local snaps="$1" label="$2" table="${3:-}"
+  if [[ "$DRY_RUN" == 1 ]]; then
+    _record_command head -n 1 /proc/stat "($label)"
+    [[ -z "$table" ]] || _record_command cat "/sys/fs/cgroup/.../cpu.stat" "(every running container)"
+    return 0
+  fi
+  printf '%s %s %s\n' "$label" "$(date +%s%N)" "$(head -n 1 /proc/stat)" >>"$snaps"
+  [[ -z "$table" ]] || _compose_cpu_table >"$table"
+}
+
+# _compose_cpu_usec CONTAINER_ID: usage_usec of the container's cgroup (host path first, then inside).
+_compose_cpu_usec() {
+  local cid="$1" full f
+  full="$(docker inspect -f '{{.Id}}' "$cid")"
+  for f in "/sys/fs/cgroup/system.slice/docker-$full.scope/cpu.stat" "/sys/fs/cgroup/docker/$full/cpu.stat"; do
+    if [[ -r "$f" ]]; then
+      awk '$1 == "usage_usec" {print $2}' "$f"
+      return 0
+    fi
+  done
+  docker exec "$cid" cat /sys/fs/cgroup/cpu.stat | awk '$1 == "usage_usec" {print $2}'
+}
+
+# _compose_cpu_table: service,cpu_usec for every running container, read at one instant: one
+# `docker inspect` for all of them, then every cgroup file in one pass (no per-service round trips
+# while the counters keep running).
+_compose_cpu_table() {
+  local ids=() line full svc f usec
+  echo "service,cpu_usec"
+  mapfile -t ids < <("${DC[@]}" "${STACK_ALL_PROFILES[@]}" ps -q --status running)
+  ((${#ids[@]})) || return 0
+  while read -r line; do
+    full="${line%% *}"
+    svc="${line#* }"
+    usec=""
+    for f in "/sys/fs/cgroup/system.slice/docker-$full.scope/cpu.stat" "/sys/fs/cgroup/docker/$full/cpu.stat"; do
+      if [[ -r "$f" ]]; then
+        usec="$(awk '$1 == "usage_usec" {print $2}' "$f")"
+        break
+      fi
+    done
+    [[ -n "$usec" ]] || usec="$(_compose_cpu_usec "$full")" || { warn "no cpu.stat for $svc ($full)"; continue; }
+    echo "$svc,$usec"
+  done < <(docker inspect -f '{{.Id}} {{index .Config.Labels "com.docker.compose.service"}}' "${ids[@]}")
 }

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # The Kubernetes runtime's make targets (mk/90-k8s.mk, docs/kubernetes.md):
 #
-#   k8s.sh up RENDER_DIR [--skip POD]...
+#   k8s.sh up RENDER_DIR [--skip POD]... [--no-record]
 #                             preflight (kubectl, cluster, Multus, the placement's nodes), then
 #                             apply the render's k8s/ objects: the data, every pod with a holder at
 #                             once (the holders start together, as in Compose), then wave by wave
 #                             (k8s/waves.txt: the Compose depends_on order) open those pods' start
 #                             gates or apply the pods without one, waiting for each pod; record
 #                             where it ran. --skip: a pod a driver starts itself (run-sbi's UE 1,
-#                             as up.sh --no-ue)
+#                             as up.sh --no-ue); --no-record: the driver records it
+#                             (engine_record: run-cpu reads nothing in the pods before its sample)
 #   k8s.sh down NAMESPACE     delete the stack's namespace (every object of the stack is in it)
 #   k8s.sh images RENDER_DIR  the images its pods run to REGISTRY (docker push; render with the same
 #                             REGISTRY=), or into containerd (ctr -n k8s.io images import) here and
@@ -29,7 +30,7 @@ APPLY=(--server-side --field-manager=g5tb --force-conflicts)
 
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 log() { printf '%s %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
-usage() { sed -n '2,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 # Ctrl-C while a `kubectl wait` runs: say so and exit 130 before its failure branch blames the pod
 # (a guest run interrupted at 19 min said "did not run within 3600 s: its holder did not start")
 trap 'printf "error: interrupted\n" >&2; exit 130' INT TERM
@@ -122,7 +123,13 @@ cmd_up() {
   RENDER="${1:?usage: k8s.sh up RENDER_DIR [--skip POD]...}"
   shift
   local -A skip=()
+  local record=1
   while (($#)); do
+    if [[ "$1" == --no-record ]]; then
+      record=0
+      shift
+      continue
+    fi
     [[ "$1" == --skip && -n "${2:-}" ]] || { usage >&2; exit 2; }
     skip[$2]=1
     shift 2
@@ -190,8 +197,12 @@ cmd_up() {
       fi
     done
   done <"$RENDER/k8s/waves.txt"
-  (cd "$ROOT" && "$PYTHON" -m testbed.runtime.k8s.tool record "$RENDER") >/dev/null
-  log "stack up in namespace $NS; where it runs: $RENDER/k8s/placement-record.json"
+  if ((record)); then
+    (cd "$ROOT" && "$PYTHON" -m testbed.runtime.k8s.tool record "$RENDER") >/dev/null
+    log "stack up in namespace $NS; where it runs: $RENDER/k8s/placement-record.json"
+  else
+    log "stack up in namespace $NS"
+  fi
 }
 
 cmd_down() {

@@ -124,7 +124,25 @@ def test_bad_input_is_refused_before_anything_starts(tmp_path: Path, more: list[
 
 def test_the_drivers_on_a_cluster_are_those_the_k8s_driver_library_runs() -> None:
     from testbed.cli import campaign_k8s
-    assert campaign_k8s.DRIVERS_ON_K8S == {"n3", "sbi"} == set(campaign_k8s.EXPERIMENTS)
+    assert campaign_k8s.DRIVERS_ON_K8S == {"n3", "sbi", "throughput", "cpu"} == set(campaign_k8s.EXPERIMENTS)
+
+
+@pytest.mark.parametrize("experiment", ["throughput", "cpu"])
+def test_throughput_and_cpu_campaigns_plan_on_the_shards(tmp_path: Path, experiment: str) -> None:
+    """The drivers the k8s library runs since run-throughput and run-cpu do are planned as n3 is."""
+    fake, calls = _fake(tmp_path)
+    res = _campaign([experiment, "--results", str(tmp_path / "results"), "--campaign", "c", "--reps", "1",
+                     "--seed", "3", "--profiles", "baseline aes256gcm", "--dry-run"], KUBECTL=str(fake))
+    assert res.returncode == 0, res.stderr
+    rows = [line.split() for line in res.stdout.splitlines() if re.match(rf" +\d+ +{experiment}\.", line)]
+    assert sorted(r[5] for r in rows) == ["s1", "s2"] and "2 slots, 2 to run, 0 done" in res.stdout
+    assert "apply" not in calls.read_text()
+
+
+def test_a_campaign_of_a_driver_the_cluster_does_not_run_is_refused(tmp_path: Path) -> None:
+    res = _campaign(["overlay", "--results", str(tmp_path / "results"), "--campaign", "c", "--dry-run", "--shards", "2"])
+    assert res.returncode == 2
+    assert "ENGINE=k8s campaigns run n3, sbi, cpu, throughput, not overlay" in res.stderr
 
 
 OWN_STACK_DRIVER = '''#!/usr/bin/env bash

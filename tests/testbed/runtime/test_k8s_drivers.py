@@ -226,9 +226,9 @@ def test_run_n3_dry_run_on_k8s_renders_the_captures_and_talks_through_stackctl(t
 def test_a_driver_the_cluster_does_not_run_yet_is_refused_before_anything_starts(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHON": sys.executable, "ENGINE": "k8s", "DRY_RUN": "1", "STATE": str(tmp_path / "s"),
            "RESULTS": str(tmp_path / "res")}
-    res = subprocess.run(["bash", "scripts/run-throughput.sh", "--profile", "baseline"], cwd=ROOT, env=env,
+    res = subprocess.run(["bash", "scripts/run-f1u.sh", "--profile", "baseline"], cwd=ROOT, env=env,
                          capture_output=True, text=True, timeout=300)
-    assert res.returncode == 2 and "ENGINE=k8s runs the drivers of n3 sbi, not throughput yet" in res.stderr
+    assert res.returncode == 2 and "ENGINE=k8s runs the drivers of n3 sbi throughput cpu, not f1u yet" in res.stderr
     assert not list((tmp_path / "res").rglob("manifest.json"))
 
 

@@ -190,6 +190,17 @@ def test_up_creates_every_holder_pod_at_once_then_opens_their_gates_wave_by_wave
     assert record["nodes"]["kind"]["cpu_model"] == "Test CPU" and record["pods"]["upf"]["node"] == "kind"
 
 
+def test_up_no_record_leaves_the_record_to_the_driver(ipsec_n3: Path, tmp_path: Path) -> None:
+    """--no-record (the drivers: engine_record after run-cpu's sample): nothing is read in the pods
+    once they run, no node is asked for."""
+    fake, calls = _fake_cluster(tmp_path)
+    res = _run(["bash", str(K8S_SH), "up", str(ipsec_n3), "--no-record"], KUBECTL=str(fake))
+    assert res.returncode == 0, res.stderr
+    logged = calls.read_text()
+    assert "cpuinfo" not in logged and "get nodes" not in logged.split("serviceaccount/default")[1]
+    assert "stack up in namespace g5tb" in res.stderr
+
+
 def test_a_gate_that_never_runs_stops_up_naming_the_pod_with_its_description(ipsec_n3: Path, tmp_path: Path) -> None:
     """The UPF's holder never starts: k8s.sh up stops at its gate, names the pod, shows its
     description and logs (explain_pod), opens nothing more and applies no later wave."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -15,12 +16,20 @@ from typing import Any
 import pytest
 
 from testbed import manifest, privileges, stack
-from testbed.runtime.k8s import cpu, nodepods, pods as k8s_pods
-from tests.conftest import ROOT
+from testbed.runtime.k8s import cpu, nodepods, pods as k8s_pods, stackctl
+from tests.conftest import ROOT, require_tools
 from tests.testbed.runtime import k8s_schemas
 from tests.testbed.runtime.helpers import render_k8s
 
 GATEWAY = stack.load()["networks"]["n6"]["gateway"]
+
+
+def _driver(script: str, tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    full = {**{k: v for k, v in os.environ.items() if k not in ("PLACEMENT", "K8S_CNI", "K8S_MASTER")},
+            "PYTHON": sys.executable, "ENGINE": "k8s", "DRY_RUN": "1", "STATE": str(tmp_path / "s"),
+            "RESULTS": str(tmp_path / "res"), "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}", **env}
+    return subprocess.run(["bash", f"scripts/{script}", *args], cwd=ROOT, env=full, capture_output=True, text=True,
+                          timeout=600)
 
 
 def _least_privilege(c: dict[str, Any], role: str) -> None:
@@ -163,3 +172,74 @@ def test_the_cpu_plan_names_the_readers_and_the_read(tmp_path: Path) -> None:
     assert "namespace g5tb-s1-cpu, a pod cpu-NODE on each Ready node PLACEMENT's entries name (edge, pool=a)" in res.stdout
     assert "kubectl -n g5tb-s1-cpu exec cpu-NODE -c reader -- /bin/sh -c" in res.stdout
     assert cpu.wanted({}, []) == []
+
+
+# ------------------------------------------------------------------ the drivers' dry runs
+
+def _dry_run(script: str, tmp_path: Path, *args: str) -> str:
+    """The driver's DRY_RUN=1 on a cluster with every pod placed on node-a: its plan, no Docker."""
+    require_tools("openssl", "wg")
+    res = _driver(script, tmp_path, "--profile", "aes256gcm", "--reps", "1", *args, PLACEMENT="*:node-a")
+    assert res.returncode == 0, res.stderr[-2000:]
+    out = res.stdout + res.stderr
+    assert "docker" not in out and "testbed/runtime/k8s/k8s.sh up " in out
+    return out
+
+
+def test_run_throughput_dry_run_on_k8s_caps_the_capture_and_serves_on_the_upfs_node(tmp_path: Path) -> None:
+    out = _dry_run("run-throughput.sh", tmp_path, "--duration", "5")
+    assert "dumpcap -i n3 -c 200000 -w /captures/n3.pcap" in out
+    server = next(line for line in out.splitlines() if line.startswith("+ pod n6-server"))
+    assert "on the UPF's node, node-a by the placement: hostNetwork, uid 65534, no capability" in server
+    # the n6 gateway of this STATE's address block (testbed/instance.py), the client's target too
+    gateway = re.search(r"ready once ([0-9.]+):5201 listens; iperf3 -s -B ([0-9.]+) -p 5201 -J$", server)
+    assert gateway and gateway[1] == gateway[2] and gateway[1].endswith(".6.1")
+    clients = [line for line in out.splitlines() if "exec -T ue1 timeout 35 iperf3 -c" in line]
+    assert len(clients) == 2 and all("stackctl --render-dir" in c and f"-c {gateway[1]} " in c for c in clients)
+    pods = stackctl.load(tmp_path / "s" / "render" / "n3" / "aes256gcm").pods
+    for name in ("gnb", "upf"):                    # each end of n3 keeps its first 200000 packets
+        cap = next(c for c in pods[name]["spec"]["initContainers"] if c["name"] == "cap-n3")
+        assert "-i n3 -f outbound -c 200000 -w /captures/n3.pcap" in cap["command"][2]
+
+
+@pytest.mark.parametrize(("env", "message"), [
+    ({"K8S_CNI": "bridge n6:macvlan", "K8S_MASTER": "eth1"},
+     "serves iperf3 on the n6 gateway of the UPF's node, which n6 on macvlan does not give the node"),
+    ({"K8S_CNI": "macvlan", "K8S_MASTER": "eth1"}, "n6 on macvlan does not give the node"),
+    ({"K8S_CNI": "bridge n6:vxlan"}, "'vxlan' is not a CNI"),
+])
+def test_run_throughput_on_k8s_without_an_n6_gateway_is_refused_before_anything_starts(
+        tmp_path: Path, env: dict[str, str], message: str) -> None:
+    res = _driver("run-throughput.sh", tmp_path, "--profile", "baseline", KUBECTL="kubectl-absent-here", **env)
+    assert res.returncode == 2, res.stderr[-1500:]
+    assert message in res.stderr and "nothing was started" in res.stderr
+    assert not (tmp_path / "res").exists() and not (tmp_path / "s" / "render").exists()
+
+
+def test_run_cpu_dry_run_on_k8s_reads_the_nodes_at_each_edge(tmp_path: Path) -> None:
+    out = _dry_run("run-cpu.sh", tmp_path, "--ues", "1 5")
+    assert "/proc/stat" in out
+    assert "+ cpu readers: namespace g5tb-cpu, a pod cpu-NODE on each Ready node PLACEMENT's entries name " \
+           "(node-a), uid 65534, no capability, /sys/fs/cgroup read-only at /host/cgroup" in out
+    assert out.count("+ cpu readers:") == 1                      # made once, kept over the boots
+    reads = [line.split("testbed.runtime.k8s.cpu read ")[1] for line in out.splitlines()
+             if "testbed.runtime.k8s.cpu read " in line]
+    assert reads == [f"./hostcpu-{t}.txt {e}" + (f" --table ./cpu-{t}.csv" if e == "last-pdu" else "")
+                     for t in ("u01-r01", "u05-r01") for e in ("boot-start", "last-pdu", "idle-start", "idle-end")]
+    lines = out.splitlines()
+    ups = [i for i, line in enumerate(lines) if "k8s.sh up " in line]
+    assert all("--skip ue1 --no-record" in lines[i] for i in ups)
+    scale = [line for line in lines if "up -d --no-deps ue-scale" in line]
+    assert [s.split()[2] for s in scale] == ["UES=1", "UES=5"] and all("stackctl" in s for s in scale)
+    # the window's edges around the boot: boot-start before k8s.sh up, last-pdu after the attach
+    first = [i for i, line in enumerate(lines) if "hostcpu-u01-r01.txt" in line]
+    assert first[0] < ups[0] < first[1]
+    assert "capture container in pod(s) *: dumpcap -i sbi -w /captures/sbi-u01-r01.pcap" in out
+
+
+def test_the_drivers_the_cluster_does_not_run_are_still_refused(tmp_path: Path) -> None:
+    for script, exp in (("run-f1u.sh", "f1u"), ("run-ran-procedures.sh", "ran-procedures"), ("run-secfn.sh", "secfn")):
+        res = _driver(script, tmp_path, "--profile", "baseline")
+        assert res.returncode == 2, (script, res.stderr[-800:])
+        assert f"ENGINE=k8s runs the drivers of n3 sbi throughput cpu, not {exp} yet" in res.stderr
+    assert not list((tmp_path / "res").rglob("manifest.json"))
