@@ -79,12 +79,15 @@ for o in yaml.load_all(open(sys.argv[1]), Loader=loader):
                 fh.write(" ".join([gate["container"], *gate["open"]]) + "\n")' "$RENDER/k8s/objects.yaml" "$1"
 }
 
-# wait_pod POD TIMEOUT_MESSAGE WAIT_ARGS...: `kubectl wait WAIT_ARGS pod/POD` up to TIMEOUT s, in
-# slices of up to 30 s; between them a pod that can no longer get there (podstate.py: a container
-# ended with an error or could not start; restartPolicy Never) stops it at once, named
+declare -A RECREATED=()            # pods made once more after a StartError (wait_pod)
+
+# wait_pod POD REMAKE TIMEOUT_MESSAGE WAIT_ARGS...: `kubectl wait WAIT_ARGS pod/POD` up to TIMEOUT s,
+# in slices of up to 30 s; between them a pod that can no longer get there (podstate.py: a container
+# ended with an error or could not start; restartPolicy Never) stops it at once, named. REMAKE=1:
+# none of the pod's programs can have started yet (its gate is still shut, or it has none)
 wait_pod() {
-  local pod="$1" message="$2" end=$((SECONDS + TIMEOUT)) slice failed
-  shift 2
+  local pod="$1" remake="$2" message="$3" end=$((SECONDS + TIMEOUT)) slice failed
+  shift 3
   while :; do
     slice=$((end - SECONDS))
     ((slice <= 30)) || slice=30
@@ -92,6 +95,16 @@ wait_pod() {
     "$KUBECTL" -n "$NS" wait "$@" "pod/$pod" --timeout="${slice}s" >/dev/null 2>&1 && return 0
     failed="$("$KUBECTL" -n "$NS" get "pod/$pod" -o json 2>/dev/null | "$PYTHON" "$ROOT/testbed/runtime/k8s/podstate.py" 2>/dev/null)" \
       || failed=""
+    if [[ "$remake" == 1 && "$failed" == *": StartError (exit "* && -z "${RECREATED[$pod]:-}" && -f "${pods_dir:-}/$pod.yaml" ]]; then
+      # the runtime could not start a container (in the guest: containerd's shim did not answer
+      # under load), so none of the pod's programs ran and nothing was measured: make the pod
+      # once more (its holder renegotiates with its peers as at a first start)
+      RECREATED[$pod]=1
+      log "pod $pod: the runtime could not start a container ($failed); creating the pod once more"
+      "$KUBECTL" -n "$NS" delete pod "$pod" --wait=true >/dev/null
+      "$KUBECTL" apply "${APPLY[@]}" -f - <"$pods_dir/$pod.yaml" >/dev/null
+      continue
+    fi
     if [[ -n "$failed" ]]; then
       explain_pod "$pod"
       die "pod $pod failed: $failed (above: its description and logs)"
@@ -113,7 +126,7 @@ open_gate() {
   local pod="$1" words=()
   read -r -a words <"$2"
   log "opening the start gate of pod $pod once its holder started (up to ${TIMEOUT} s)"
-  wait_pod "$pod" "its start gate did not run within ${TIMEOUT} s: its holder did not start" \
+  wait_pod "$pod" 1 "its start gate did not run within ${TIMEOUT} s: its holder did not start" \
     --for="jsonpath={.status.initContainerStatuses[?(@.name==\"${words[0]}\")].started}=true"
   "$KUBECTL" -n "$NS" exec "$pod" -c "${words[0]}" -- "${words[@]:1}" \
     || { explain_pod "$pod"; die "pod $pod: its start gate did not open (above: its description and logs)"; }
@@ -154,7 +167,7 @@ cmd_up() {
   # shellcheck disable=SC2064 # the directory is known now
   trap "rm -rf '$pods_dir'" EXIT
   split_pods "$pods_dir"
-  local wave entry pod cond gated=()
+  local wave entry pod cond remake gated=()
   # every pod with a holder at once, as Compose starts every holder at once (they have no
   # depends_on): an overlay's holder waits for its peers' holders, which may belong to a later
   # wave (the UPF's IPsec holder for the gNB's); each pod's programs wait at its start gate
@@ -190,10 +203,12 @@ cmd_up() {
       pod="${entry%%=*}" cond="${entry#*=}"
       [[ -z "${skip[$pod]:-}" ]] || continue
       log "waiting for pod $pod ($cond, up to ${TIMEOUT} s)"
+      remake=1
+      [[ ! -f "$pods_dir/$pod.gate" ]] || remake=0      # its gate is open: its programs ran
       if [[ "$cond" == succeeded ]]; then
-        wait_pod "$pod" "did not complete within ${TIMEOUT} s" --for=jsonpath='{.status.phase}'=Succeeded
+        wait_pod "$pod" "$remake" "did not complete within ${TIMEOUT} s" --for=jsonpath='{.status.phase}'=Succeeded
       else
-        wait_pod "$pod" "not ready within ${TIMEOUT} s" --for=condition=Ready
+        wait_pod "$pod" "$remake" "not ready within ${TIMEOUT} s" --for=condition=Ready
       fi
     done
   done <"$RENDER/k8s/waves.txt"

@@ -217,8 +217,9 @@ def test_a_gate_that_never_runs_stops_up_naming_the_pod_with_its_description(ips
 
 
 def test_a_gate_that_could_not_start_stops_up_at_once_naming_why(ipsec_n3: Path, tmp_path: Path) -> None:
-    """containerd could not start the UPF's gate (restartPolicy Never: it never will): k8s.sh up
-    stops at its first look, not after STACK_UP_TIMEOUT, and names the container and the cause."""
+    """containerd could not start the UPF's gate (restartPolicy Never: that pod never will): its
+    programs never ran, so k8s.sh up makes the pod once more; when that one fails the same way it
+    stops at its first look, not after STACK_UP_TIMEOUT, naming the container and the cause."""
     fake, calls = _fake_cluster(tmp_path)
     started = time.monotonic()
     res = _run(["bash", str(K8S_SH), "up", str(ipsec_n3), "--skip", "ue1"], KUBECTL=str(fake), GATE_ERROR="upf",
@@ -226,7 +227,12 @@ def test_a_gate_that_could_not_start_stops_up_at_once_naming_why(ipsec_n3: Path,
     assert res.returncode == 1 and time.monotonic() - started < 120
     assert ("pod upf failed: start-gate: StartError (exit 128): failed to create containerd task: "
             "lstat /proc/0/ns/ipc") in res.stderr
-    assert "kubectl -n g5tb describe pod upf" in calls.read_text().splitlines()
+    lines = calls.read_text().splitlines()
+    assert "pod upf: the runtime could not start a container" in res.stderr and "creating the pod once more" in res.stderr
+    deleted = lines.index("kubectl -n g5tb delete pod upf --wait=true")
+    assert lines.count("kubectl -n g5tb delete pod upf --wait=true") == 1            # once, not again
+    assert "applied Pod/upf" in lines[deleted:]                                        # made again
+    assert "kubectl -n g5tb describe pod upf" in lines[deleted:]
 
 
 def test_ctrl_c_at_a_gate_says_interrupted_not_that_the_holder_failed(ipsec_n3: Path, tmp_path: Path) -> None:
