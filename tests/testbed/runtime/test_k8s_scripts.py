@@ -240,8 +240,12 @@ def test_ctrl_c_at_a_gate_says_interrupted_not_that_the_holder_failed(ipsec_n3: 
     (which blames the pod's holder and its timeout) is not taken."""
     fake, calls = _fake_cluster(tmp_path)
     env = {**os.environ, "KUBECTL": str(fake), "HANG_GATE": "upf", "PYTHON": sys.executable}
+    # SIGINT back to its default, as at a terminal: a test run started in the background of a
+    # non-interactive shell inherits SIGINT ignored, which bash can then never trap (as in
+    # tests/integration/test_run_overlay.py)
     proc = subprocess.Popen(["bash", str(K8S_SH), "up", str(ipsec_n3), "--skip", "ue1"], cwd=ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 120
     while "hanging" not in (calls.read_text() if calls.exists() else ""):
         assert proc.poll() is None and time.monotonic() < deadline, "k8s.sh never reached the gate's wait"
