@@ -83,8 +83,9 @@ declare -A RECREATED=()            # pods made once more after a StartError (wai
 
 # wait_pod POD REMAKE TIMEOUT_MESSAGE WAIT_ARGS...: `kubectl wait WAIT_ARGS pod/POD` up to TIMEOUT s,
 # in slices of up to 30 s; between them a pod that can no longer get there (podstate.py: a container
-# ended with an error or could not start; restartPolicy Never) stops it at once, named. REMAKE=1:
-# none of the pod's programs can have started yet (its gate is still shut, or it has none)
+# ended with an error or could not start; restartPolicy Never) stops it at once, named. REMAKE: the
+# pod's YAML to apply once more after a StartError, given only while none of its programs can have
+# started (its gate is still shut, or it has none); empty otherwise
 wait_pod() {
   local pod="$1" remake="$2" message="$3" end=$((SECONDS + TIMEOUT)) slice failed
   shift 3
@@ -95,14 +96,14 @@ wait_pod() {
     "$KUBECTL" -n "$NS" wait "$@" "pod/$pod" --timeout="${slice}s" >/dev/null 2>&1 && return 0
     failed="$("$KUBECTL" -n "$NS" get "pod/$pod" -o json 2>/dev/null | "$PYTHON" "$ROOT/testbed/runtime/k8s/podstate.py" 2>/dev/null)" \
       || failed=""
-    if [[ "$remake" == 1 && "$failed" == *": StartError (exit "* && -z "${RECREATED[$pod]:-}" && -f "${pods_dir:-}/$pod.yaml" ]]; then
+    if [[ -n "$remake" && "$failed" == *": StartError (exit "* && -z "${RECREATED[$pod]:-}" ]]; then
       # the runtime could not start a container (in the guest: containerd's shim did not answer
       # under load), so none of the pod's programs ran and nothing was measured: make the pod
       # once more (its holder renegotiates with its peers as at a first start)
       RECREATED[$pod]=1
       log "pod $pod: the runtime could not start a container ($failed); creating the pod once more"
       "$KUBECTL" -n "$NS" delete pod "$pod" --wait=true >/dev/null
-      "$KUBECTL" apply "${APPLY[@]}" -f - <"$pods_dir/$pod.yaml" >/dev/null
+      "$KUBECTL" apply "${APPLY[@]}" -f - <"$remake" >/dev/null
       continue
     fi
     if [[ -n "$failed" ]]; then
@@ -118,15 +119,16 @@ explain_pod() {
   "$KUBECTL" -n "$NS" logs "$1" --all-containers --tail=40 >&2 || true
 }
 
-# open_gate POD GATE: let POD's programs start (testbed/runtime/k8s/pods.py start_gate). The
+# open_gate POD GATE YAML: let POD's programs start (testbed/runtime/k8s/pods.py start_gate). The
 # kubelet starts the gate container once the sidecars before it (its holder: the overlay in force)
 # have started, so wait for that, then run in it the command that opens it. GATE: the pod's
-# .gate file of split_pods
+# .gate file of split_pods; YAML: the pod, made once more if the runtime cannot start a container
+# before the gate opens
 open_gate() {
   local pod="$1" words=()
   read -r -a words <"$2"
   log "opening the start gate of pod $pod once its holder started (up to ${TIMEOUT} s)"
-  wait_pod "$pod" 1 "its start gate did not run within ${TIMEOUT} s: its holder did not start" \
+  wait_pod "$pod" "$3" "its start gate did not run within ${TIMEOUT} s: its holder did not start" \
     --for="jsonpath={.status.initContainerStatuses[?(@.name==\"${words[0]}\")].started}=true"
   "$KUBECTL" -n "$NS" exec "$pod" -c "${words[0]}" -- "${words[@]:1}" \
     || { explain_pod "$pod"; die "pod $pod: its start gate did not open (above: its description and logs)"; }
@@ -194,7 +196,7 @@ cmd_up() {
       pod="${entry%%=*}"
       [[ -z "${skip[$pod]:-}" ]] || continue
       if [[ -f "$pods_dir/$pod.gate" ]]; then
-        open_gate "$pod" "$pods_dir/$pod.gate"
+        open_gate "$pod" "$pods_dir/$pod.gate" "$pods_dir/$pod.yaml"
       else
         "$KUBECTL" apply "${APPLY[@]}" -f - <"$pods_dir/$pod.yaml" >/dev/null
       fi
@@ -203,8 +205,8 @@ cmd_up() {
       pod="${entry%%=*}" cond="${entry#*=}"
       [[ -z "${skip[$pod]:-}" ]] || continue
       log "waiting for pod $pod ($cond, up to ${TIMEOUT} s)"
-      remake=1
-      [[ ! -f "$pods_dir/$pod.gate" ]] || remake=0      # its gate is open: its programs ran
+      remake="$pods_dir/$pod.yaml"
+      [[ ! -f "$pods_dir/$pod.gate" ]] || remake=""      # its gate is open: its programs ran
       if [[ "$cond" == succeeded ]]; then
         wait_pod "$pod" "$remake" "did not complete within ${TIMEOUT} s" --for=jsonpath='{.status.phase}'=Succeeded
       else
