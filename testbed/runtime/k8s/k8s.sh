@@ -24,6 +24,9 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
 PYTHON="${PYTHON:-python3}"
 KUBECTL="${KUBECTL:-kubectl}"
 TIMEOUT="${STACK_UP_TIMEOUT:-300}"
+# as scripts/up.sh hands its deadline to the overlays' holders (ipsec/entrypoint.sh waits for its
+# peer that long): split_pods sets it in the pods (render.py UP_VARIABLES)
+export STACK_UP_TIMEOUT="$TIMEOUT"
 # server-side apply: a client-side apply copies each object into its last-applied annotation, which
 # may hold 256 KiB (the guest's API server refused a ConfigMap of one Rosenpass public key so)
 APPLY=(--server-side --field-manager=g5tb --force-conflicts)
@@ -61,14 +64,18 @@ sys.stdout.write(yaml.safe_dump_all([o for o in objs if (o["kind"] in kinds) != 
 }
 
 # every Pod of objects.yaml into DIR/<name>.yaml, read once (libyaml where PyYAML has it: the
-# render holds the Secrets, and parsing it once per pod made k8s-up slow); a pod's start gate
-# (its annotation testbed/start-gate, pods.py GATE_ANNOTATION) into DIR/<name>.gate as
-# "CONTAINER COMMAND...", the command in that container that opens it
+# render holds the Secrets, and parsing it once per pod made k8s-up slow), with the variables
+# Compose would interpolate at this `up` from the environment (render.py UP_VARIABLES: the stack's
+# deadline, UES); a pod's start gate (its annotation testbed/start-gate, pods.py GATE_ANNOTATION)
+# into DIR/<name>.gate as "CONTAINER COMMAND...", the command in that container that opens it
 split_pods() {
-  "$PYTHON" -c 'import json, sys, yaml
+  (cd "$ROOT" && "$PYTHON" -c 'import json, os, sys, yaml
+from testbed.runtime.k8s.render import UP_VARIABLES, up_values
 loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+values = {v: os.environ.get(v) or "" for v in UP_VARIABLES}
 for o in yaml.load_all(open(sys.argv[1]), Loader=loader):
     if o and o["kind"] == "Pod":
+        up_values([o], values)
         base = sys.argv[2] + "/" + o["metadata"]["name"]
         with open(base + ".yaml", "w") as fh:
             fh.write(yaml.safe_dump(o, sort_keys=False))
@@ -76,7 +83,7 @@ for o in yaml.load_all(open(sys.argv[1]), Loader=loader):
         if gate:
             gate = json.loads(gate)
             with open(base + ".gate", "w") as fh:
-                fh.write(" ".join([gate["container"], *gate["open"]]) + "\n")' "$RENDER/k8s/objects.yaml" "$1"
+                fh.write(" ".join([gate["container"], *gate["open"]]) + "\n")' "$RENDER/k8s/objects.yaml" "$1")
 }
 
 declare -A RECREATED=()            # pods made once more after a StartError (wait_pod)

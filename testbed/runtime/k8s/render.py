@@ -47,12 +47,15 @@ VALUES = f"{DIR}/values.yaml"
 PLACEMENT = f"{DIR}/placement.yaml"
 NETWORKS = f"{DIR}/networks.yaml"
 MULTUS_CHOICES = ("1", "0", "auto")
-# Variables a driver sets when it starts a service, which Compose interpolates at that `up`
-# (scripts/run-cpu.sh: `env UES=N ... up -d --no-deps ue-scale`). The pods carry each as a
-# Kubernetes dependent variable, `$(UES)` in the args, taken from the container's env, whose value
-# is compose.env's and which stackctl up sets from its own environment, as Compose's
-# interpolation takes the environment over compose.env.
-UP_VARIABLES = ("UES",)
+# Variables Compose interpolates at `up` from the caller's environment: a driver's when it starts a
+# service (scripts/run-cpu.sh: `env UES=N ... up -d --no-deps ue-scale`), and the bring-up deadline
+# scripts/up.sh exports for the overlays' holders (STACK_UP_TIMEOUT: ipsec/entrypoint.sh waits that
+# long for its peer; left empty, a cluster's holders gave up after READY_TIMEOUT and restarted
+# while the peer's pod was still being made). The pods carry each as a Kubernetes dependent
+# variable, `$(UES)` in the args, taken from the container's env, whose value is compose.env's and
+# which k8s.sh up and stackctl up set from their own environment, as Compose's interpolation takes
+# the environment over compose.env.
+UP_VARIABLES = ("UES", "STACK_UP_TIMEOUT")
 
 
 @dataclasses.dataclass

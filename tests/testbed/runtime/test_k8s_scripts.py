@@ -103,6 +103,8 @@ if args[:1] == ["apply"]:
     for o in yaml.safe_load_all(sys.stdin.read()):
         if o:
             log.write(f"applied {{o['kind']}}/{{o['metadata']['name']}}\\n")
+            if o["kind"] == "Pod":
+                open({calls!r} + ".pods", "a").write(json.dumps(o) + "\\n")
 elif args[:1] == ["version"]:
     print(json.dumps({{"serverVersion": {{"major": "1", "minor": "34"}}}}))
 elif args[:2] == ["get", "nodes"]:
@@ -188,6 +190,37 @@ def test_up_creates_every_holder_pod_at_once_then_opens_their_gates_wave_by_wave
     assert "=Succeeded pod/provision " in lines[condition_wait("provision")]
     record = json.loads((ipsec_n3 / "k8s" / "placement-record.json").read_text())
     assert record["nodes"]["kind"]["cpu_model"] == "Test CPU" and record["pods"]["upf"]["node"] == "kind"
+
+
+def _applied_env(calls: Path, name: str) -> dict[str, list[str]]:
+    """Pod -> the values of NAME in its containers' env, as k8s.sh up applied them."""
+    out: dict[str, list[str]] = {}
+    for line in Path(f"{calls}.pods").read_text().splitlines():
+        o = json.loads(line)
+        spec = o["spec"]
+        out[o["metadata"]["name"]] = [e["value"] for c in spec.get("initContainers", []) + spec["containers"]
+                                      for e in c.get("env") or () if e["name"] == name]
+    return out
+
+
+@pytest.mark.parametrize("given,expected", [("1234", "1234"), (None, "300")])
+def test_up_hands_the_stack_deadline_to_the_holders(ipsec_n3: Path, tmp_path: Path, given: str | None,
+                                                    expected: str) -> None:
+    """As scripts/up.sh exports STACK_UP_TIMEOUT to the holders (ipsec/entrypoint.sh waits that
+    long for its peer), k8s.sh up sets it in the pods it applies: its own deadline, 300 s unless
+    given. Left empty, the guest cluster's UPF and gNB holders gave up after 60 s and restarted."""
+    fake, calls = _fake_cluster(tmp_path)
+    env = {k: v for k, v in os.environ.items() if k != "STACK_UP_TIMEOUT"}
+    res = subprocess.run(["bash", str(K8S_SH), "up", str(ipsec_n3), "--no-record"], capture_output=True, text=True,
+                         cwd=ROOT, timeout=120, env={**env, "PYTHON": sys.executable, "KUBECTL": str(fake),
+                                                     **({"STACK_UP_TIMEOUT": given} if given else {})})
+    assert res.returncode == 0, res.stderr
+    applied = _applied_env(calls, "STACK_UP_TIMEOUT")
+    assert applied["upf"] and applied["gnb"], applied           # the IPsec holders carry it
+    assert {v for values in applied.values() for v in values} == {expected}
+    rendered = by_kind(k8s_render.load_objects(ipsec_n3), "Pod")["upf"]["spec"]
+    assert {e.get("value") for c in rendered["initContainers"] + rendered["containers"]
+            for e in c.get("env") or () if e["name"] == "STACK_UP_TIMEOUT"} == {""}   # the render leaves it
 
 
 def test_up_no_record_leaves_the_record_to_the_driver(ipsec_n3: Path, tmp_path: Path) -> None:
