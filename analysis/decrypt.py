@@ -30,7 +30,7 @@ def key_files(run: Run, iteration: object) -> list[RawFile]:
 
 def _decode(d: Decryption, inputs: list[Path]) -> Plan:
     note = f"; {d.note}" if d.note else ""
-    return Plan(Decode(prefs=d.prefs, extra=d.extra, inputs=tuple(inputs), label=d.label, dissects=d.dissects),
+    return Plan(Decode(prefs=d.prefs, extra=d.extra, inputs=tuple(inputs), label=d.label, carrier=d.carrier),
                 f"decrypted ({d.description or d.label}{note})")
 
 
@@ -66,7 +66,7 @@ def for_files(protocol_files: dict[str, list[Path]]) -> Decode:
     extra: list[str] = []
     labels: list[str] = []
     inputs: list[Path] = []
-    dissects = False
+    carrier = ""
     for protocol, files in protocol_files.items():
         for f in files:
             if not f.is_file():
@@ -78,7 +78,7 @@ def for_files(protocol_files: dict[str, list[Path]]) -> Decode:
         extra += got.extra
         labels.append(got.label)
         inputs += files
-        dissects = dissects or got.dissects
+        carrier = got.carrier or carrier
     if not labels:
         return CLEAR
-    return Decode(prefs=prefs, extra=tuple(extra), inputs=tuple(inputs), label="+".join(labels), dissects=dissects)
+    return Decode(prefs=prefs, extra=tuple(extra), inputs=tuple(inputs), label="+".join(labels), carrier=carrier)

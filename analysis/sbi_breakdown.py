@@ -69,11 +69,10 @@ def read_capture(run: Run, capture: RawFile) -> tuple[list[dict[str, Any]], str]
     plan = decrypt.plan(run, capture)
     if plan.decode is None:
         return [], plan.status
-    # one pass: the stack's SBI port decoded as HTTP/2 where the HTTP/2 is cleartext on the wire
-    # or inside ESP; never over TLS (the records would be read as HTTP/2 frames): there the TLS
-    # heuristic and ALPN h2 find it
+    # one pass: the stack's SBI port decoded as what it carries on the wire (the overlay's
+    # Decryption.carrier: TLS, whose ALPN h2 gives HTTP/2; else HTTP/2, cleartext or inside ESP)
     port = int(stack.load().get("sbi_port", 7777))
-    rows = sbi_ops.requests(capture.path, plan.decode, ports=[] if plan.decode.dissects else [port], detect=False)
+    rows = sbi_ops.requests(capture.path, plan.decode, ports=[port], detect=False)
     status = plan.status
     if not rows and plan.decode is not sbi_ops.CLEAR:
         status = f"not decrypted: {plan.status.removeprefix('decrypted ')} gave no readable HTTP/2"

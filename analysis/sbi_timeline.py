@@ -28,13 +28,15 @@ HANDSHAKES = {
 }
 
 
-def handshakes(pcap: Path, prefs: dict[str, str] | None = None, extra: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+def handshakes(pcap: Path, prefs: dict[str, str] | None = None, extra: tuple[str, ...] = (),
+               decode_as: tuple[str, ...] = ()) -> list[dict[str, Any]]:
     """Every handshake start in one capture (one tshark pass): ns, src, dst, kind."""
     flt = " || ".join(f"({f})" for f, _ in HANDSHAKES.values())
     fields = ["frame.time_epoch", "ip.src", "ip.dst", "tcp.flags.syn", "tcp.flags.ack", "tls.handshake.type",
               "isakmp.exchangetype", "wg.type"]
     out = []
-    for line in tshark.export(pcap, fields, flt, prefs=prefs, extra=extra, timeout=None).splitlines():
+    for line in tshark.export(pcap, fields, flt, prefs=prefs, extra=extra, decode_as=decode_as,
+                              timeout=None).splitlines():
         p = (line.split("\t") + [""] * len(fields))[:len(fields)]
         src, dst = p[1].split(",")[-1], p[2].split(",")[-1]
         if p[7]:

@@ -181,8 +181,11 @@ class Decryption:
     label: str = ""                        # a short tag of what it decrypts ("tls", "esp")
     description: str = ""                  # the same for a reader ("TLS key log", "ESP, 9 SA(s)")
     note: str = ""                         # what it could not use, said in the report
-    dissects: bool = False                 # tshark finds the payload's protocol itself (TLS with ALPN h2):
-                                           # the plane's port must not be forced to HTTP/2
+    carrier: str = ""                      # what the plane's port carries on the wire, decoded so by port
+                                           # ("tls": ALPN h2 then finds HTTP/2); empty: HTTP/2 (cleartext, or
+                                           # inside ESP). Never left to tshark's heuristics: a connection whose
+                                           # client port another dissector registered is lost to it (EtherCAT's
+                                           # 34980 took a TLS connection in CI)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -25,11 +25,15 @@ def analytic_rows(profiles: list[Profile], sizes: tuple[int, ...]) -> list[dict[
             for p in profiles if p.params.get("paper") == "wisec2025" for size in sizes]
 
 
-# what tls_handshake reads from a capture's shared export
-FIELDS = wire.Fields(("tcp.stream", "tls.handshake.type", "tls.record.content_type", "tcp.srcport", "tcp.dstport"))
+def fields(port: int) -> wire.Fields:
+    """What tls_handshake reads from a capture's shared export: the SBI port decoded as TLS by
+    port, not by tshark's heuristic, which loses a connection whose client port another dissector
+    registered (EtherCAT's 34980)."""
+    return wire.Fields(("tcp.stream", "tls.handshake.type", "tls.record.content_type", "tcp.srcport", "tcp.dstport"),
+                       (f"tcp.port=={port},tls",))
 
 
-def tls_handshake(pcap: Path | wire.Export) -> wire.Handshakes:
+def tls_handshake(pcap: Path | wire.Export, port: int) -> wire.Handshakes:
     """TLS handshake records per TCP connection: every TLS record from the ClientHello up to and
     including the client's first application_data record after the ServerHello (in TLS 1.3 that
     record is the encrypted client Finished, possibly sharing a segment with the first request,
@@ -37,7 +41,7 @@ def tls_handshake(pcap: Path | wire.Export) -> wire.Handshakes:
     state: dict[str, str] = {}           # stream -> "hello" | "server" | "done"
     client_port: dict[str, str] = {}
     packets = frames = ips = 0
-    for r in wire.exported(pcap, FIELDS).having("tls"):
+    for r in wire.exported(pcap, fields(port)).having("tls"):
         s = r["tcp.stream"]
         types = set(r["tls.handshake.type"].split(",")) - {""}
         content = set(r["tls.record.content_type"].split(",")) - {""}

@@ -6,11 +6,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from testbed import wire
+from testbed import stack, wire
 from testbed.contract import Decryption, FolderOverlay, KeySource, Values
 from testbed.profiles import Profile
 from testbed.verdict import Verdict
 from tls import overhead, overlay, verify
+
+
+def _sbi_port(values: Values) -> int:
+    """The port Open5GS's NFs serve https on (the stack's values, the catalogue's when not given)."""
+    return int((values or stack.load())["sbi_port"])
 
 
 class Tls(FolderOverlay):
@@ -33,13 +38,16 @@ class Tls(FolderOverlay):
     def decryption(self, key_files: list[Path]) -> Decryption | str:
         if not key_files:
             return "no TLS key log among the run's key files"
-        return Decryption({"tls.keylog_file": str(key_files[0])}, (), "tls", "TLS key log", dissects=True)
+        return Decryption({"tls.keylog_file": str(key_files[0])}, (), "tls", "TLS key log", carrier="tls")
 
     def packet_overhead(self, profile: Profile, inner: int, pcap: Path | wire.Export | None = None) -> int | None:
         return overhead.tls_record_overhead(profile.params["version"], profile.params["cipher"])
 
+    def wire_fields(self, plane: str, values: Values) -> wire.Fields:
+        return overhead.fields(_sbi_port(values))
+
     def handshakes(self, pcap: Path | wire.Export, plane: str, values: Values) -> wire.Handshakes | None:
-        return overhead.tls_handshake(pcap)
+        return overhead.tls_handshake(pcap, _sbi_port(values))
 
     def handshake_records(self, pcap: Path, profile: Profile) -> list[dict[str, Any]]:
         from tls import handshakes

@@ -84,7 +84,7 @@ class Decode:
     extra: tuple[str, ...] = ()
     inputs: tuple[Path, ...] = ()
     label: str = "cleartext"
-    dissects: bool = False      # tshark finds the decrypted payload's protocol itself (testbed/contract.py Decryption)
+    carrier: str = ""           # what the given ports carry on the wire, empty: HTTP/2 (testbed/contract.py Decryption)
 
 
 CLEAR = Decode()
@@ -98,12 +98,15 @@ def _last(*values: str) -> str:
     return last_value(*values, aggregator=AGG, keep_empty=True)
 
 
-def _records(capture: Path | str, decode: Decode, ports: Sequence[int]) -> list[list[str]]:
+def _records(capture: Path | str, decode: Decode, ports: Sequence[int], found: Sequence[int] = ()) -> list[list[str]]:
+    """The field records; `ports` decoded as what they carry (decode.carrier, else HTTP/2), the
+    ports undecoded_ports `found` as cleartext HTTP/2."""
     # a script tshark cannot run (no Lua in the build) is a warning to tshark, not an error: the
     # preface's connections are then candidates, and undecoded_ports finds their ports
+    rules = [f"tcp.port=={p},{decode.carrier or 'http2'}" for p in ports] + [f"tcp.port=={p},http2" for p in found]
     text = tshark.export(capture, FIELDS, FILTER, prefs=decode.prefs,
                          extra=("-X", f"lua_script:{PREFACE_LUA}", *decode.extra),
-                         decode_as=[f"tcp.port=={p},http2" for p in ports], timeout=None, aggregator=AGG)
+                         decode_as=rules, timeout=None, aggregator=AGG)
     return tshark.rows(text, len(FIELDS))
 
 
@@ -245,13 +248,14 @@ def requests_from_records(records: Iterable[Sequence[str]], capture: str = "") -
 def requests(capture: Path | str, decode: Decode = CLEAR, ports: Sequence[int] | None = None,
              detect: bool = True) -> list[dict[str, Any]]:
     """Every HTTP/2 and HTTP/1.1 request of one capture (rows with COLUMNS but the NF names; times
-    as integer ns in `ns_request`/`ns_response`). `ports`: TCP ports to decode as cleartext HTTP/2
-    beside what tshark finds itself; `detect`: also decode the ports of connections whose preface
+    as integer ns in `ns_request`/`ns_response`). `ports`: TCP ports to decode as what they carry
+    (`decode.carrier`: TLS, whose ALPN h2 then gives HTTP/2; else cleartext HTTP/2) beside what
+    tshark finds itself; `detect`: also decode the ports of connections whose preface
     the capture missed (undecoded_ports: a second pass, only when there are such connections)."""
     path = Path(capture)
     given = sorted(set(ports or []))
     question = {"what": "sbi-ops", "format": FORMAT, "fields": FIELDS, "filter": FILTER,
-                "prefs": dict(decode.prefs), "extra": list(decode.extra), "ports": given,
+                "prefs": dict(decode.prefs), "extra": list(decode.extra), "ports": given, "carrier": decode.carrier,
                 "detect": detect, "lua": PREFACE_LUA.read_text(encoding="utf-8")}
 
     def compute() -> list[dict[str, Any]]:
@@ -260,7 +264,7 @@ def requests(capture: Path | str, decode: Decode = CLEAR, ports: Sequence[int] |
         if more:
             log.info("%s: HTTP/2 connections without their preface in the capture on port(s) %s: "
                      "read again with them decoded as HTTP/2", capture, ", ".join(map(str, more)))
-            records = _records(path, decode, sorted({*given, *more}))
+            records = _records(path, decode, given, more)
         return requests_from_records(records, str(capture))
     rows = cache.cached([path, *decode.inputs], question, compute)
     log.info("%s (%s): %d requests, %d answered", capture, decode.label, len(rows),

@@ -52,17 +52,20 @@ def start_server(workdir: Path, netns: str | None, address: str, tls: tuple[Path
 
 
 def send(netns: str | None, host: str, address: str, tls_ca: Path | None = None,
-         keylog: Path | None = None) -> list[str]:
-    """Every request of REQUESTS with curl, one connection each; the HTTP status codes."""
+         keylog: Path | None = None, local_ports: Sequence[int | None] = ()) -> list[str]:
+    """Every request of REQUESTS with curl, one connection each; the HTTP status codes.
+    `local_ports`: the client port of each request in turn (None or past the end: the kernel's)."""
     codes = []
     env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
     if keylog is not None:
         env["SSLKEYLOGFILE"] = str(keylog)
-    for method, path, body in REQUESTS:
+    for i, (method, path, body) in enumerate(REQUESTS):
         scheme = "https" if tls_ca else "http"
         argv = [*ns_prefix(netns), "curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "-X", method,
                 "--resolve", f"{host}:{PORT}:{address}", "--max-time", "10"]
         argv += ["--http2", "--cacert", str(tls_ca)] if tls_ca else ["--http2-prior-knowledge"]
+        if i < len(local_ports) and local_ports[i] is not None:
+            argv += ["--local-port", str(local_ports[i])]
         if body is not None:
             argv += ["-H", "content-type: application/json", "--data-binary", json.dumps(body)]
         argv.append(f"{scheme}://{host}:{PORT}{path}")
