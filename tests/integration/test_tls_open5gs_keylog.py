@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from analysis import decrypt
 from analysis.parse import sbi_ops
 from testbed import keys, profiles
 from testbed.keylog.plugin import KeylogDimension
@@ -84,8 +85,12 @@ def test_server_key_log_decrypts_the_sbi(profile_id: str, build: Path, lab: NfLa
     assert _lines(logs["ausf"], label) and _lines(logs["ausf"], label) == _lines(logs["nrf"], label)
     clear = sbi_ops.requests(clear_pcap)
     assert sbi_ops.requests(tls_pcap) == []
-    decode = sbi_ops.Decode(prefs={"tls.keylog_file": str(logs["nrf"])}, inputs=(logs["nrf"],), label="tls")
-    decrypted = sbi_ops.requests(tls_pcap, decode)
+    # as the analysis reads it: the plug-in's Decryption, the SBI port decoded as TLS by port (left
+    # to tshark's heuristic, an AUSF client port that another dissector registers lost every
+    # operation under load in CI: analysis/parse/sbi_ops.py Decode.carrier)
+    decode = decrypt.for_files({"tls": [logs["nrf"]]})
+    assert decode.carrier == "tls"
+    decrypted = sbi_ops.requests(tls_pcap, decode, ports=[int(lab.values["sbi_port"])])
     ops = [r["operation"] for r in decrypted]
     assert ops[0] == "PUT /nnrf-nfm/v1/nf-instances/{id}", ops
     # the same NFs without TLS send the same operations in the same order (heartbeats aside:
