@@ -304,7 +304,7 @@ def test_trap_mode_on_libipsec_where_it_sends_acquires(make_lab: Callable[..., n
 def test_lab_down_is_idempotent(make_lab: Callable[..., netns.Lab]) -> None:
     lab = make_lab("n3", "baseline")
     assert set(netns.existing_namespaces()) >= {lab.hub, lab.netns("gnb"), lab.netns("upf")}
-    ping = lab.exec("gnb", ["ping", "-c", "1", "-W", "1", lab.address("upf")])
+    ping = lab.exec("gnb", ["ping", "-c", "1", "-W", "5", lab.address("upf")])
     assert ping.returncode == 0, "baseline lab: plain connectivity"
     lab.down()
     lab.down()
