@@ -29,6 +29,7 @@ asks (`up`). Exit: kubectl's, 2 usage.
 """
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import json
 import os
@@ -46,6 +47,7 @@ from testbed.runtime.k8s import capture, pods as pods_mod, render
 
 STOP_SECONDS = 30               # for dumpcap to end its file after SIGTERM
 START_SECONDS = 120             # for a pod the driver starts (a UE) to run
+LOG_WORKERS = 8                 # `logs` of every service: kubectl calls at once
 
 
 @dataclasses.dataclass
@@ -166,9 +168,17 @@ def logs(st: Stack, args: list[str]) -> int:
         return _exec(logs_argv(st, services[0], follow=True, timestamps=stamps, tail=tail))
     width = max((len(s) for s in st.services()), default=0)
     rc = 0
-    for svc in services or st.services():
-        res = subprocess.run(logs_argv(st, svc, timestamps=stamps, tail=tail), capture_output=True, text=True,
-                             check=False)
+    wanted = services or st.services()
+
+    def one(svc: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(logs_argv(st, svc, timestamps=stamps, tail=tail), capture_output=True, text=True,
+                              check=False)
+    # the API server answers the calls at once (one after the other, a loaded guest cluster took
+    # over the drivers' 120 s for a stack's 20-odd containers: scripts/lib/stack.sh stack_logs);
+    # printed in the services' order
+    with concurrent.futures.ThreadPoolExecutor(max_workers=LOG_WORKERS) as pool:
+        results = list(pool.map(one, wanted))
+    for svc, res in zip(wanted, results):
         if res.returncode != 0 and services:
             sys.stderr.write(res.stderr)
             rc = res.returncode

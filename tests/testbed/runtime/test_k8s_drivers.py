@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +98,25 @@ def test_a_capture_count_is_dumpcaps_c_per_pod_and_a_bad_one_is_refused(tmp_path
     assert capture.parse("n3.pcap=*:n3")[0].count is None
     with pytest.raises(RuntimeOptionError, match=r"INTERFACE\.\.\.\]\[:COUNT\]"):
         capture.parse("n3.pcap=*:n3:0")
+
+
+def test_logs_of_every_service_asks_at_once_and_prints_in_order(captured: Path, tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """A stack's logs (scripts/lib/stack.sh stack_logs: every service, within 120 s): one kubectl
+    call per container, several at once, printed in the services' order. One after the other, a
+    loaded guest cluster took longer than 120 s and the run kept a cut containers.log."""
+    fake = tmp_path / "kubectl"
+    fake.write_text('#!/usr/bin/env bash\nsleep 1\necho "one line of $6"\n')
+    fake.chmod(0o755)
+    st = stackctl.load(captured, str(fake))
+    t0 = time.monotonic()
+    assert stackctl.logs(st, []) == 0
+    took = time.monotonic() - t0
+    services = st.services()
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split("|")[1].strip() for line in lines] == [f"one line of {s}" for s in services]
+    assert [line.split("|")[0].strip() for line in lines] == services
+    assert len(services) >= 16 and took < len(services) / 2, (took, len(services))
 
 
 def test_the_pod_network_captures_eth0(tmp_path: Path) -> None:
