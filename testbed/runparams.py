@@ -378,7 +378,7 @@ def _cross_checks(experiment: str, out: dict[str, Any], errors: list[str]) -> No
     if experiment == "sbi" and not errors and out["attach_timeout"] + out["warm_gap"] >= CURL_IDLE_LIMIT_S:
         errors.append(f"ATTACH_TIMEOUT + WARM_GAP = {out['attach_timeout'] + out['warm_gap']:g} s: "
                       f"the warm UE must attach well within the {CURL_IDLE_LIMIT_S} s after which "
-                      "Open5GS's HTTP/2 client drops idle connections after 118 s; lower them")
+                      "Open5GS's HTTP/2 client drops idle connections; lower them")
     if experiment in ("secfn", "secfn-lab") and not errors:
         from testbed import secfn
         try:
