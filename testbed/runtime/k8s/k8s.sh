@@ -27,6 +27,7 @@ TIMEOUT="${STACK_UP_TIMEOUT:-300}"
 # as scripts/up.sh hands its deadline to the overlays' holders (ipsec/entrypoint.sh waits for its
 # peer that long): split_pods sets it in the pods (render.py UP_VARIABLES)
 export STACK_UP_TIMEOUT="$TIMEOUT"
+GATE_RETRY="${GATE_RETRY:-5}"     # s between tries to open a start gate
 # server-side apply: a client-side apply copies each object into its last-applied annotation, which
 # may hold 256 KiB (the guest's API server refused a ConfigMap of one Rosenpass public key so)
 APPLY=(--server-side --field-manager=g5tb --force-conflicts)
@@ -137,8 +138,18 @@ open_gate() {
   log "opening the start gate of pod $pod once its holder started (up to ${TIMEOUT} s)"
   wait_pod "$pod" "$3" "its start gate did not run within ${TIMEOUT} s: its holder did not start" \
     --for="jsonpath={.status.initContainerStatuses[?(@.name==\"${words[0]}\")].started}=true"
-  "$KUBECTL" -n "$NS" exec "$pod" -c "${words[0]}" -- "${words[@]:1}" \
-    || { explain_pod "$pod"; die "pod $pod: its start gate did not open (above: its description and logs)"; }
+  # one exec is one request through the API server to the kubelet, which a loaded cluster lets
+  # time out (the guest at load 70: "Internal error occurred: Timeout occurred"); opening is
+  # idempotent, so it is tried again, within the same deadline
+  local end=$((SECONDS + TIMEOUT)) err
+  until err="$("$KUBECTL" -n "$NS" exec "$pod" -c "${words[0]}" -- "${words[@]:1}" 2>&1 >/dev/null)"; do
+    if ((SECONDS >= end)); then
+      explain_pod "$pod"
+      die "pod $pod: its start gate did not open within ${TIMEOUT} s: ${err:-exec failed} (above: its description and logs)"
+    fi
+    log "pod $pod: opening its start gate failed (${err:-exec failed}); trying again"
+    sleep "$GATE_RETRY"
+  done
 }
 
 cmd_up() {

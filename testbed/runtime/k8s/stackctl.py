@@ -48,6 +48,7 @@ from testbed.runtime.k8s import capture, pods as pods_mod, render
 STOP_SECONDS = 30               # for dumpcap to end its file after SIGTERM
 START_SECONDS = 120             # for a pod the driver starts (a UE) to run
 LOG_WORKERS = 8                 # `logs` of every service: kubectl calls at once
+GATE_RETRY_SECONDS = 5          # between tries to open a pod's start gate
 
 
 @dataclasses.dataclass
@@ -198,11 +199,23 @@ def up(st: Stack, args: list[str]) -> int:
     # as `docker compose up -d` returns with the containers started: the driver reads their logs
     # next (the driver starts a service once its dependencies are up: its gate opens at once)
     for pod in pods if rc == 0 else ():
-        for argv in [*gate_argvs(st, pod), running_argv(st, pod)]:
-            rc = subprocess.run(argv, check=False).returncode
+        gate = gate_argvs(st, pod)
+        for i, argv in enumerate([*gate, running_argv(st, pod)]):
+            rc = _open_gate(argv) if i == 1 and gate else subprocess.run(argv, check=False).returncode
             if rc != 0:
                 return rc
     return rc
+
+
+def _open_gate(argv: list[str]) -> int:
+    """The gate's exec, tried again within START_SECONDS: it goes through the API server to the
+    kubelet, which a loaded cluster lets time out (k8s.sh open_gate does the same)."""
+    end = time.monotonic() + START_SECONDS
+    while True:
+        rc = subprocess.run(argv, check=False).returncode
+        if rc == 0 or time.monotonic() >= end:
+            return rc
+        time.sleep(GATE_RETRY_SECONDS)
 
 
 def rm(st: Stack, args: list[str]) -> int:

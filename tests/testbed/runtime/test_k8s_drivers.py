@@ -119,6 +119,30 @@ def test_logs_of_every_service_asks_at_once_and_prints_in_order(captured: Path, 
     assert len(services) >= 16 and took < len(services) / 2, (took, len(services))
 
 
+def test_up_of_a_gated_pod_opens_its_gate_on_a_later_try(captured: Path, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """stackctl up (a driver starting a pod) opens a gate as k8s.sh up does: an exec the loaded
+    API server lets time out is tried again (within START_SECONDS), then the pod is waited for."""
+    calls, tries = tmp_path / "calls", tmp_path / "tries"
+    fake = tmp_path / "kubectl"
+    fake.write_text(f'''#!/usr/bin/env bash
+echo "$*" >>"{calls}"
+[[ "$3" == apply ]] && cat >/dev/null
+if [[ "$3" == exec ]]; then
+  n=$(cat "{tries}" 2>/dev/null || echo 0); echo $((n + 1)) >"{tries}"
+  ((n >= 2)) || {{ echo "Internal error occurred: Timeout occurred" >&2; exit 1; }}
+fi
+exit 0
+''')
+    fake.chmod(0o755)
+    monkeypatch.setattr(stackctl, "GATE_RETRY_SECONDS", 0)
+    st = stackctl.load(captured, str(fake))
+    assert stackctl.up(st, ["-d", "--no-deps", "upf"]) == 0
+    lines = calls.read_text().splitlines()
+    assert tries.read_text().strip() == "3" and sum(" exec upf -c " in line for line in lines) == 3
+    assert "phase}=Running pod/upf" in lines[-1]                      # then waited for
+
+
 def test_the_pod_network_captures_eth0(tmp_path: Path) -> None:
     r = render_k8s("baseline", "n3", tmp_path / "r", options={capture.OPTION: "n3.pcap=gnb:n3", "MULTUS": "0"})
     gnb = by_kind(objects(r), "Pod")["gnb"]

@@ -90,6 +90,13 @@ if "wait" in args[2:3] and f"pod/{{os.environ.get('FAIL_GATE')}}" in args and "s
 if "wait" in args[2:3] and f"pod/{{os.environ.get('HANG_GATE')}}" in args and "started}}=true" in " ".join(args):
     log.write("hanging\\n"); log.flush()
     import time; time.sleep(120)
+if "exec" in args[2:3] and args[3:4] == [os.environ.get("EXEC_TIMEOUTS", ":").split(":")[0]] and "touch" in args:
+    tries = {calls!r} + ".exec-tries"
+    n = int(open(tries).read()) if os.path.exists(tries) else 0
+    open(tries, "w").write(str(n + 1))
+    if n < int(os.environ["EXEC_TIMEOUTS"].split(":")[1]):
+        print("Error from server: error dialing backend: Internal error occurred: Timeout occurred", file=sys.stderr)
+        sys.exit(1)
 if "get" in args[2:3] and f"pod/{{os.environ.get('GATE_ERROR')}}" in args:
     print(json.dumps({{"spec": {{"initContainers": [{{"name": "upf-net", "restartPolicy": "Always"}}, {{"name": "start-gate"}}]}},
                       "status": {{"phase": "Pending", "initContainerStatuses": [
@@ -266,6 +273,29 @@ def test_a_gate_that_could_not_start_stops_up_at_once_naming_why(ipsec_n3: Path,
     assert lines.count("kubectl -n g5tb delete pod upf --wait=true") == 1            # once, not again
     assert "applied Pod/upf" in lines[deleted:]                                        # made again
     assert "kubectl -n g5tb describe pod upf" in lines[deleted:]
+
+
+@pytest.mark.parametrize("failures, timeout, ok", [(2, "600", True), (1000, "4", False)])
+def test_a_gate_whose_exec_times_out_is_opened_on_a_later_try(ipsec_n3: Path, tmp_path: Path, failures: int,
+                                                                timeout: str, ok: bool) -> None:
+    """The exec that opens a gate goes through the API server to the kubelet, which a loaded
+    cluster lets time out (the guest's sharded campaign at load 70 stopped both stacks so): k8s.sh
+    up tries again until its deadline, then names the pod and the last error."""
+    fake, calls = _fake_cluster(tmp_path)
+    res = _run(["bash", str(K8S_SH), "up", str(ipsec_n3), "--no-record"], KUBECTL=str(fake),
+               EXEC_TIMEOUTS=f"upf:{failures}", STACK_UP_TIMEOUT=timeout, GATE_RETRY="1")
+    tries = int(Path(f"{calls}.exec-tries").read_text())
+    lines = calls.read_text().splitlines()
+    if ok:
+        assert res.returncode == 0, res.stderr
+        assert tries == failures + 1 and res.stderr.count("pod upf: opening its start gate failed") == failures
+        assert "Timeout occurred); trying again" in res.stderr
+        assert any("Ready pod/upf " in line for line in lines)
+    else:
+        assert res.returncode == 1 and 2 <= tries <= 8, (tries, res.stderr)
+        assert ("pod upf: its start gate did not open within 4 s: Error from server: error dialing backend: "
+                "Internal error occurred: Timeout occurred") in res.stderr
+        assert "kubectl -n g5tb describe pod upf" in lines and not any("Ready pod/upf " in line for line in lines)
 
 
 def test_ctrl_c_at_a_gate_says_interrupted_not_that_the_holder_failed(ipsec_n3: Path, tmp_path: Path) -> None:
