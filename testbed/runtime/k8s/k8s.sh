@@ -127,6 +127,12 @@ explain_pod() {
   "$KUBECTL" -n "$NS" logs "$1" --all-containers --tail=40 >&2 || true
 }
 
+# gate_exit POD CONTAINER: the exit code of POD's gate container once it ended (empty before)
+gate_exit() {
+  "$KUBECTL" -n "$NS" get "pod/$1" \
+    -o "jsonpath={.status.initContainerStatuses[?(@.name==\"$2\")].state.terminated.exitCode}" 2>/dev/null || true
+}
+
 # open_gate POD GATE YAML: let POD's programs start (testbed/runtime/k8s/pods.py start_gate). The
 # kubelet starts the gate container once the sidecars before it (its holder: the overlay in force)
 # have started, so wait for that, then run in it the command that opens it. GATE: the pod's
@@ -141,8 +147,13 @@ open_gate() {
   # one exec is one request through the API server to the kubelet, which a loaded cluster lets
   # time out (the guest at load 70: "Internal error occurred: Timeout occurred"); opening is
   # idempotent, so it is tried again, within the same deadline
-  local end=$((SECONDS + TIMEOUT)) err
+  local end=$((SECONDS + TIMEOUT)) err failed
   until err="$("$KUBECTL" -n "$NS" exec "$pod" -c "${words[0]}" -- "${words[@]:1}" 2>&1 >/dev/null)"; do
+    # an exec whose answer timed out may have run: the gate then ended, opened
+    [[ "$(gate_exit "$pod" "${words[0]}")" != 0 ]] || break
+    failed="$("$KUBECTL" -n "$NS" get "pod/$pod" -o json 2>/dev/null | "$PYTHON" "$ROOT/testbed/runtime/k8s/podstate.py" 2>/dev/null)" \
+      || failed=""
+    [[ -z "$failed" ]] || { explain_pod "$pod"; die "pod $pod failed: $failed (above: its description and logs)"; }
     if ((SECONDS >= end)); then
       explain_pod "$pod"
       die "pod $pod: its start gate did not open within ${TIMEOUT} s: ${err:-exec failed} (above: its description and logs)"

@@ -201,19 +201,25 @@ def up(st: Stack, args: list[str]) -> int:
     for pod in pods if rc == 0 else ():
         gate = gate_argvs(st, pod)
         for i, argv in enumerate([*gate, running_argv(st, pod)]):
-            rc = _open_gate(argv) if i == 1 and gate else subprocess.run(argv, check=False).returncode
+            rc = _open_gate(st, pod, argv) if i == 1 and gate else subprocess.run(argv, check=False).returncode
             if rc != 0:
                 return rc
     return rc
 
 
-def _open_gate(argv: list[str]) -> int:
+def _open_gate(st: Stack, pod: str, argv: list[str]) -> int:
     """The gate's exec, tried again within START_SECONDS: it goes through the API server to the
-    kubelet, which a loaded cluster lets time out (k8s.sh open_gate does the same)."""
+    kubelet, which a loaded cluster lets time out; one whose answer was lost may have run, and the
+    gate container then ended with exit 0 (k8s.sh open_gate does the same)."""
+    gate = json.loads(st.pods[pod]["metadata"]["annotations"][pods_mod.GATE_ANNOTATION])["container"]
+    ended = st.k("get", f"pod/{pod}", "-o",
+                 f'jsonpath={{.status.initContainerStatuses[?(@.name=="{gate}")].state.terminated.exitCode}}')
     end = time.monotonic() + START_SECONDS
     while True:
         rc = subprocess.run(argv, check=False).returncode
-        if rc == 0 or time.monotonic() >= end:
+        if rc == 0 or subprocess.run(ended, capture_output=True, text=True, check=False).stdout.strip() == "0":
+            return 0
+        if time.monotonic() >= end:
             return rc
         time.sleep(GATE_RETRY_SECONDS)
 

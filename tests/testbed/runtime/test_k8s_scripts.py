@@ -97,6 +97,13 @@ if "exec" in args[2:3] and args[3:4] == [os.environ.get("EXEC_TIMEOUTS", ":").sp
     if n < int(os.environ["EXEC_TIMEOUTS"].split(":")[1]):
         print("Error from server: error dialing backend: Internal error occurred: Timeout occurred", file=sys.stderr)
         sys.exit(1)
+if "exec" in args[2:3] and args[3:4] == [os.environ.get("EXEC_RAN")] and "touch" in args:
+    open({calls!r} + ".gate-opened", "w").close()      # it ran; its answer is lost
+    print("Error from server: Internal error occurred: Timeout occurred", file=sys.stderr)
+    sys.exit(1)
+if "get" in args[2:3] and args[3:4] == [f"pod/{{os.environ.get('EXEC_RAN')}}"] and "terminated.exitCode" in args[-1]:
+    print("0" if os.path.exists({calls!r} + ".gate-opened") else "", end="")
+    sys.exit(0)
 if "get" in args[2:3] and f"pod/{{os.environ.get('GATE_ERROR')}}" in args:
     print(json.dumps({{"spec": {{"initContainers": [{{"name": "upf-net", "restartPolicy": "Always"}}, {{"name": "start-gate"}}]}},
                       "status": {{"phase": "Pending", "initContainerStatuses": [
@@ -296,6 +303,21 @@ def test_a_gate_whose_exec_times_out_is_opened_on_a_later_try(ipsec_n3: Path, tm
         assert ("pod upf: its start gate did not open within 4 s: Error from server: error dialing backend: "
                 "Internal error occurred: Timeout occurred") in res.stderr
         assert "kubectl -n g5tb describe pod upf" in lines and not any("Ready pod/upf " in line for line in lines)
+
+
+def test_a_gate_opened_by_an_exec_whose_answer_timed_out_is_not_opened_again(ipsec_n3: Path, tmp_path: Path) -> None:
+    """The exec ran (the gate container ended with exit 0) but its answer timed out: k8s.sh up
+    sees the gate ended and goes on, instead of exec'ing into a container that is gone until
+    its deadline."""
+    fake, calls = _fake_cluster(tmp_path)
+    started = time.monotonic()
+    res = _run(["bash", str(K8S_SH), "up", str(ipsec_n3), "--no-record"], KUBECTL=str(fake), EXEC_RAN="upf",
+               STACK_UP_TIMEOUT="600", GATE_RETRY="30")
+    assert res.returncode == 0, res.stderr
+    assert time.monotonic() - started < 60                      # no retry: the gate had ended
+    lines = calls.read_text().splitlines()
+    assert sum(" exec upf -c " in line for line in lines) == 1 and "trying again" not in res.stderr
+    assert any("Ready pod/upf " in line for line in lines)
 
 
 def test_ctrl_c_at_a_gate_says_interrupted_not_that_the_holder_failed(ipsec_n3: Path, tmp_path: Path) -> None:
