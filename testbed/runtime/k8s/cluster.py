@@ -92,13 +92,14 @@ class Node:
     memory: str
     labels: dict[str, str]
     addresses: dict[str, str]            # InternalIP, Hostname ...
+    schedulable: bool = True             # not cordoned, no NoSchedule/NoExecute taint: takes a pod without a toleration
 
 
 def nodes(node_list: Mapping[str, Any]) -> list[Node]:
     """The nodes of `kubectl get nodes -o json`."""
     out = []
     for item in node_list.get("items") or ():
-        status = item.get("status") or {}
+        status, spec = item.get("status") or {}, item.get("spec") or {}
         info = status.get("nodeInfo") or {}
         ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or ())
         out.append(Node(name=item["metadata"]["name"], ready=ready, kernel=str(info.get("kernelVersion", "")),
@@ -108,7 +109,9 @@ def nodes(node_list: Mapping[str, Any]) -> list[Node]:
                         cpus=str((status.get("capacity") or {}).get("cpu", "")),
                         memory=str((status.get("capacity") or {}).get("memory", "")),
                         labels=dict(item["metadata"].get("labels") or {}),
-                        addresses={a["type"]: a["address"] for a in status.get("addresses") or ()}))
+                        addresses={a["type"]: a["address"] for a in status.get("addresses") or ()},
+                        schedulable=not spec.get("unschedulable") and not any(
+                            t.get("effect") in ("NoSchedule", "NoExecute") for t in spec.get("taints") or ())))
     return out
 
 
@@ -127,6 +130,36 @@ def placement_problems(placement: Mapping[str, str], found: Sequence[Node]) -> l
                        f"(nodes: {known})")
         elif not any(n.ready for n in hits):
             out.append(f"{nf}:{target}: {', '.join(n.name for n in hits)} not Ready")
+    return out
+
+
+def bridge_problems(members: Mapping[str, Mapping[str, str | None]], cni: Mapping[str, str],
+                    found: Sequence[Node]) -> list[str]:
+    """Node-local bridges whose pods may land on different nodes of this cluster, where they would
+    not reach each other. `members`: network -> {pod: its placement target (node, label=value) or
+    None: any schedulable Ready node}, as the render's networks.yaml holds it. The render refuses
+    two pods pinned apart; only the cluster says where unpinned or labelled pods may go (a
+    run-sbi with no PLACEMENT on the guest's two nodes put the AMF on node-b and the NRF on node-a,
+    and the AMF never reached the NRF)."""
+    usable = [n for n in found if n.ready and n.schedulable]
+    out = []
+    for net in sorted(members):
+        if cni.get(net, "bridge") != "bridge":
+            continue
+        where: set[str] = set()
+        for target in members[net].values():
+            if target is None:
+                where |= {n.name for n in usable}
+            elif "=" in target:
+                key, _, value = target.partition("=")
+                where |= {n.name for n in usable if n.labels.get(key) == value}
+            else:
+                where.add(target)
+        if len(where) > 1:
+            out.append(f"{net} is a node-local bridge and its pods may land on different nodes "
+                       f"({', '.join(sorted(where))}), where they would not reach each other: "
+                       "PLACEMENT=\"*:<node>\" keeps the stack on one node, or K8S_CNI=\"bridge "
+                       f"{net}:macvlan\" (with K8S_MASTER) spans them")
     return out
 
 

@@ -66,6 +66,7 @@ class Objects:
     pods: dict[str, pods.Pod]
     cni: dict[str, str]                            # used network -> its CNI (empty: MULTUS=0)
     warnings: list[str]                            # networks.crossings' warnings
+    members: dict[str, dict[str, str | None]]      # network -> {pod on it: its placement target or None}
 
 
 def model_of(render_dir: Path, images: Mapping[str, str]) -> cm.ComposeModel:
@@ -162,7 +163,7 @@ def build(rendered: Rendered, placement: Placement, options: Mapping[str, str],
     for n, pod in all_pods.items():
         if pod.on_demand is not None:
             on_demand.setdefault(pod.on_demand, []).append(pod_objects[n])
-    return Objects(ordered, on_demand, pods.waves(model, all_pods), all_pods, cni, warnings)
+    return Objects(ordered, on_demand, pods.waves(model, all_pods), all_pods, cni, warnings, members)
 
 
 class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
@@ -198,7 +199,8 @@ def write(rendered: Rendered, placement: Placement, options: Mapping[str, str],
     out.append(_write(d / PLACEMENT, yaml.safe_dump(placement_mod.as_record(placement), sort_keys=True)))
     out.append(_write(d / NETWORKS, yaml.safe_dump({"cni": objs.cni, "master": (options.get("K8S_MASTER") or "").strip()
                                                     if "macvlan" in objs.cni.values() else "",
-                                                    "warnings": objs.warnings}, sort_keys=True)))
+                                                    "warnings": objs.warnings, "members": objs.members},
+                                                   sort_keys=True)))
     return out
 
 

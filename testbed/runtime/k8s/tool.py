@@ -150,7 +150,11 @@ def preflight(render_dir: Path) -> int:
         problems.append("the render attaches one network per interface but the cluster has no Multus "
                         "(NetworkAttachmentDefinition CRD): install it (docs/kubernetes.md) or render with MULTUS=0")
     placement = yaml.safe_load((render_dir / render.PLACEMENT).read_text(encoding="utf-8")) or {}
-    problems += cluster.placement_problems(placement, cluster.nodes(k.json("get", "nodes")))
+    found = cluster.nodes(k.json("get", "nodes"))
+    problems += cluster.placement_problems(placement, found)
+    nets_file = render_dir / render.NETWORKS
+    nets = (yaml.safe_load(nets_file.read_text(encoding="utf-8")) or {}) if nets_file.is_file() else {}
+    problems += cluster.bridge_problems(nets.get("members") or {}, nets.get("cni") or {}, found)
     for p in problems:
         print(f"error: {p}", file=sys.stderr)
     return 1 if problems else 0

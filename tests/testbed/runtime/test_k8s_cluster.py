@@ -38,6 +38,30 @@ def test_the_placement_names_nodes_that_exist_and_are_ready() -> None:
                         "upf:edg: no node of that name (nodes: core, edge, spare)"]
 
 
+def test_a_bridge_whose_pods_may_land_on_different_nodes_is_named() -> None:
+    """A node-local bridge holds together only pods on one node: unplaced pods on a cluster of two
+    schedulable Ready nodes may not (the guest's run-sbi without PLACEMENT: the AMF on node-b never
+    reached the NRF on node-a), pods all pinned to one node do; macvlan spans nodes; a node that is
+    not Ready, cordoned or tainted NoSchedule takes no pod."""
+    data = _load("nodes.json")
+    found = cluster.nodes(data)
+    loose = {"sbi": {"nrf": None, "amf": None}, "n3": {"upf": "core", "gnb": "core"}}
+    assert cluster.bridge_problems(loose, {"sbi": "bridge", "n3": "bridge"}, found) == [
+        'sbi is a node-local bridge and its pods may land on different nodes (core, edge), where they would '
+        'not reach each other: PLACEMENT="*:<node>" keeps the stack on one node, or K8S_CNI="bridge '
+        'sbi:macvlan" (with K8S_MASTER) spans them']
+    assert cluster.bridge_problems(loose, {"sbi": "macvlan", "n3": "bridge"}, found) == []
+    assert cluster.bridge_problems({"sbi": {"nrf": "core", "amf": "site=core"}}, {}, found) == []
+    assert cluster.bridge_problems({"sbi": {"nrf": "core", "amf": "site=edge"}}, {}, found) != []
+    for item in data["items"]:
+        if item["metadata"]["name"] == "edge":
+            item.setdefault("spec", {})["taints"] = [{"key": "node-role.kubernetes.io/control-plane",
+                                                      "effect": "NoSchedule"}]
+    tainted = cluster.nodes(data)
+    assert [n.schedulable for n in tainted] == [True, False, True]
+    assert cluster.bridge_problems(loose, {"sbi": "bridge"}, tainted) == []     # only core takes them
+
+
 def test_versions_sysctls_modules_and_cpu() -> None:
     assert cluster.server_version({"serverVersion": {"major": "1", "minor": "34", "gitVersion": "v1.34.2"}}) == (1, 34)
     assert cluster.server_version({"serverVersion": {"major": "", "minor": "", "gitVersion": "v1.28.15+k3s1"}}) == (1, 28)
