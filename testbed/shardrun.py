@@ -171,16 +171,32 @@ class Runner:
             raise KeyboardInterrupt    # as Ctrl-C: end the boots under way, delete their stacks
 
         signal.signal(signal.SIGTERM, on_term)
-        threads = [threading.Thread(target=self.work, args=(s,), name=f"shard-{s.index}") for s in self.shards]
+        # the main thread waits on an Event, never in Thread.join: a KeyboardInterrupt raised in
+        # join (CPython 3.11 threading._wait_for_tstate_lock) marks a still-running thread stopped,
+        # and the process then exited before that shard deleted its stack (seen once in CI)
+        left = [len(self.shards)]
+        finished = threading.Event()
+        if not self.shards:
+            finished.set()
+
+        def shard_thread(shard: Shard) -> None:
+            try:
+                self.work(shard)
+            finally:
+                with self.lock:
+                    left[0] -= 1
+                    if left[0] == 0:
+                        finished.set()
+        threads = [threading.Thread(target=shard_thread, args=(s,), name=f"shard-{s.index}") for s in self.shards]
         for t in threads:
             t.start()
         try:
-            while any(t.is_alive() for t in threads):
-                for t in threads:
-                    t.join(timeout=0.2)
+            while not finished.wait(0.2):
+                pass
         except KeyboardInterrupt:
             self.say("interrupted: ending the boots under way (their stacks are deleted); resume with the same command")
             self.interrupt()
-            for t in threads:
-                t.join()
+            finished.wait()
+        for t in threads:
+            t.join()
         return self.outcome
