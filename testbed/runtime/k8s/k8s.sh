@@ -87,6 +87,12 @@ for o in yaml.load_all(open(sys.argv[1]), Loader=loader):
                 fh.write(" ".join([gate["container"], *gate["open"]]) + "\n")' "$RENDER/k8s/objects.yaml" "$1")
 }
 
+# pod_failure POD: why POD can no longer get to its goal (podstate.py: a container ended with an
+# error or could not start; restartPolicy Never), empty while it still can
+pod_failure() {
+  "$KUBECTL" -n "$NS" get "pod/$1" -o json 2>/dev/null | "$PYTHON" "$ROOT/testbed/runtime/k8s/podstate.py" 2>/dev/null || true
+}
+
 declare -A RECREATED=()            # pods made once more after a StartError (wait_pod)
 
 # wait_pod POD REMAKE TIMEOUT_MESSAGE WAIT_ARGS...: `kubectl wait WAIT_ARGS pod/POD` up to TIMEOUT s,
@@ -102,8 +108,7 @@ wait_pod() {
     ((slice <= 30)) || slice=30
     ((slice >= 1)) || slice=1
     "$KUBECTL" -n "$NS" wait "$@" "pod/$pod" --timeout="${slice}s" >/dev/null 2>&1 && return 0
-    failed="$("$KUBECTL" -n "$NS" get "pod/$pod" -o json 2>/dev/null | "$PYTHON" "$ROOT/testbed/runtime/k8s/podstate.py" 2>/dev/null)" \
-      || failed=""
+    failed="$(pod_failure "$pod")"
     if [[ -n "$remake" && "$failed" == *": StartError (exit "* && -z "${RECREATED[$pod]:-}" ]]; then
       # the runtime could not start a container (in the guest: containerd's shim did not answer
       # under load), so none of the pod's programs ran and nothing was measured: make the pod
@@ -151,8 +156,7 @@ open_gate() {
   until err="$("$KUBECTL" -n "$NS" exec "$pod" -c "${words[0]}" -- "${words[@]:1}" 2>&1 >/dev/null)"; do
     # an exec whose answer timed out may have run: the gate then ended, opened
     [[ "$(gate_exit "$pod" "${words[0]}")" != 0 ]] || break
-    failed="$("$KUBECTL" -n "$NS" get "pod/$pod" -o json 2>/dev/null | "$PYTHON" "$ROOT/testbed/runtime/k8s/podstate.py" 2>/dev/null)" \
-      || failed=""
+    failed="$(pod_failure "$pod")"
     [[ -z "$failed" ]] || { explain_pod "$pod"; die "pod $pod failed: $failed (above: its description and logs)"; }
     if ((SECONDS >= end)); then
       explain_pod "$pod"

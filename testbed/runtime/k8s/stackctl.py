@@ -200,10 +200,11 @@ def up(st: Stack, args: list[str]) -> int:
     # next (the driver starts a service once its dependencies are up: its gate opens at once)
     for pod in pods if rc == 0 else ():
         gate = gate_argvs(st, pod)
-        for i, argv in enumerate([*gate, running_argv(st, pod)]):
-            rc = _open_gate(st, pod, argv) if i == 1 and gate else subprocess.run(argv, check=False).returncode
-            if rc != 0:
-                return rc
+        if gate:
+            rc = subprocess.run(gate[0], check=False).returncode or _open_gate(st, pod, gate[1])
+        rc = rc or subprocess.run(running_argv(st, pod), check=False).returncode
+        if rc != 0:
+            return rc
     return rc
 
 
