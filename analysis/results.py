@@ -18,6 +18,9 @@ from typing import Any
 from testbed import runparams
 
 log = logging.getLogger(__name__)
+# The runs already warned about in this process: the report reads the results once per table, and
+# one warning per left-out run is what a reader can act on.
+_WARNED: set[tuple[str, str]] = set()
 
 MANIFEST = "manifest.json"
 # the drivers' experiments (testbed/runparams.py), and crypto: make bench-crypto's runs (no network;
@@ -160,7 +163,9 @@ def discover(results: Path | str) -> list[Run]:
     if not runs:
         log.warning("no %s below %s: nothing to analyse (is RESULTS right?)", MANIFEST, root)
     for r in runs:
-        if r.problems:
-            log.warning("run %s left out of the statistics: %s", r.directory, "; ".join(r.problems))
+        key = (str(r.directory), "; ".join(r.problems))
+        if r.problems and key not in _WARNED:
+            _WARNED.add(key)
+            log.warning("run %s left out of the statistics: %s", r.directory, key[1])
     log.info("%s: %d runs (%d usable)", root, len(runs), sum(r.usable for r in runs))
     return runs

@@ -22,6 +22,18 @@ def test_discovery_flags_invalid_and_interrupted_runs(fixture_tree):
     assert [r.run_id for r in discover(one.directory)] == [one.run_id]
 
 
+def test_a_left_out_run_is_warned_about_once_however_often_the_tree_is_read(tmp_path, caplog):
+    d = tmp_path / "c" / "n3" / "baseline" / "r1"
+    d.mkdir(parents=True)
+    (d / "manifest.json").write_text(json.dumps({"experiment": "n3", "profile": "baseline", "protocol": "none",
+                                                  "state": "failed", "valid": None}))
+    with caplog.at_level("WARNING", logger="analysis.results"):
+        for _ in range(3):  # the report reads the tree once per table
+            assert not discover(tmp_path)[0].usable
+    warned = [m for m in caplog.messages if "left out of the statistics" in m]
+    assert len(warned) == 1 and str(d) in warned[0]
+
+
 def test_missing_raw_file_and_bad_manifest_are_problems(tmp_path):
     d = tmp_path / "c" / "n3" / "baseline" / "r1"
     d.mkdir(parents=True)
