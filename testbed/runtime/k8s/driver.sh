@@ -102,11 +102,19 @@ engine_up() {
   mkdir -p "$(stack_state_dir)"
   printf '%s\n' "$RENDER" >"$(stack_current_file)"
   # --no-record: engine_record does it, after run-cpu's sample (stack_run_start --quiet-start)
-  if ! run_bg_wait env STACK_UP_TIMEOUT="$UP_TIMEOUT" bash "$_K8S_SH" up "$RENDER" "${skip[@]}" --no-record \
-         >>"$RUN_DIR/$rel" 2>&1; then
-    local evidence="failure/${rel%.log}" first
-    engine_evidence "$RUN_DIR/$evidence"
+  local rc=0 first evidence="failure/${rel%.log}"
+  run_bg_wait env STACK_UP_TIMEOUT="$UP_TIMEOUT" bash "$_K8S_SH" up "$RENDER" "${skip[@]}" --no-record \
+    >>"$RUN_DIR/$rel" 2>&1 || rc=$?
+  if ((rc)); then
     first="$(grep -m 1 '^error: ' "$RUN_DIR/$rel" | sed 's/^error: //' || true)"
+    if ((rc == 3)); then
+      # k8s.sh applied nothing: no stack to keep evidence of or tear down; a refusal of the
+      # placement or the cluster stops a sharded campaign (exit 2), as bad input does
+      rm -f "$(stack_current_file)"
+      RENDER=""
+      die "the cluster refused the stack for $PROFILE ($PLANE) before applying anything: ${first:-see $rel} (full log: $rel; make doctor ENGINE=k8s)" 2
+    fi
+    engine_evidence "$RUN_DIR/$evidence"
     die "stack for $PROFILE ($PLANE) did not come up on the cluster: ${first:-$(tail -n 3 "$RUN_DIR/$rel" | tr '\n' ' ')} (every pod's description and log: $evidence/; full log: $rel; make doctor ENGINE=k8s)" 1
   fi
   _k8s_hold_captures

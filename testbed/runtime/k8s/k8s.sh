@@ -17,7 +17,8 @@
 #
 # Nothing is started before the checks pass; a pod that does not come up in STACK_UP_TIMEOUT
 # (default 300 s) ends it with that pod's description and logs.
-# Exit: 0 done, 1 failure, 2 usage.
+# Exit: 0 done, 1 failure, 2 usage, 3 up refused before anything was applied (the preflight, or
+# the stack's namespace is taken): the drivers say so instead of "did not come up".
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
@@ -33,6 +34,7 @@ GATE_RETRY="${GATE_RETRY:-5}"     # s between tries to open a start gate
 APPLY=(--server-side --field-manager=g5tb --force-conflicts)
 
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+refuse() { printf 'error: %s\n' "$*" >&2; exit 3; }
 log() { printf '%s %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
 usage() { sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 # Ctrl-C while a `kubectl wait` runs: say so and exit 130 before its failure branch blames the pod
@@ -185,10 +187,10 @@ cmd_up() {
   [[ -f "$RENDER/k8s/objects.yaml" ]] \
     || die "$RENDER/k8s/objects.yaml missing: render first (make render ENGINE=k8s PROFILE=...)"
   need_kubectl
-  (cd "$ROOT" && "$PYTHON" -m testbed.runtime.k8s.tool preflight "$RENDER") || exit 1
+  (cd "$ROOT" && "$PYTHON" -m testbed.runtime.k8s.tool preflight "$RENDER") || exit 3
   NS="$(render_namespace "$RENDER")"
   if "$KUBECTL" get namespace "$NS" >/dev/null 2>&1; then
-    die "namespace $NS exists: a stack is up (make k8s-down K8S_NAMESPACE=$NS first)"
+    refuse "namespace $NS exists: a stack is up (make k8s-down K8S_NAMESPACE=$NS first)"
   fi
   log "applying the namespace, networks and data of $RENDER"
   objects_of -v Pod | "$KUBECTL" apply "${APPLY[@]}" -f - >/dev/null

@@ -281,6 +281,30 @@ def test_run_n3_dry_run_on_k8s_renders_the_captures_and_talks_through_stackctl(t
     assert [c["name"] for c in _init(pods["gnb"])][:3] == ["cap-n3", "cap-leak-gnb", "gnb-net"]
 
 
+def test_a_stack_the_cluster_refuses_is_said_so_and_ends_the_run_as_bad_input(tmp_path: Path) -> None:
+    """k8s.sh up's preflight refuses (here: no cluster answers) before applying anything: the run
+    says the cluster refused it, exits 2 (a sharded campaign stops on it), keeps no "stack up"
+    evidence and deletes nothing, since nothing was made."""
+    calls = tmp_path / "calls"
+    fake = tmp_path / "kubectl"
+    fake.write_text(f'#!/usr/bin/env bash\necho "$*" >>"{calls}"\necho "connection refused" >&2\nexit 1\n')
+    fake.chmod(0o755)
+    env = {**os.environ, "PYTHON": sys.executable, "ENGINE": "k8s", "KUBECTL": str(fake), "DOCTOR": "0",
+           "STATE": str(tmp_path / "s"), "RESULTS": str(tmp_path / "res"),
+           "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    res = subprocess.run(["bash", "scripts/run-n3.sh", "--profile", "baseline", "--sets", "1", "--sizes", "64"],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    out = res.stdout + res.stderr
+    assert res.returncode == 2, out[-2000:]
+    assert "the cluster refused the stack for baseline (n3) before applying anything: no cluster answers" in out
+    assert "did not come up" not in out and "with the stack up" not in out
+    assert calls.read_text().splitlines() == ["get --raw=/readyz --request-timeout=10s"]
+    (manifest,) = (tmp_path / "res").rglob("manifest.json")
+    run = json.loads(manifest.read_text())
+    assert run["state"] == "failed" and "refused the stack" in run["reason"]
+    assert not (manifest.parent / "failure").exists()
+
+
 def test_a_driver_the_cluster_does_not_run_yet_is_refused_before_anything_starts(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHON": sys.executable, "ENGINE": "k8s", "DRY_RUN": "1", "STATE": str(tmp_path / "s"),
            "RESULTS": str(tmp_path / "res")}

@@ -59,7 +59,7 @@ def test_up_applies_nothing_when_the_cluster_does_not_answer(rendered: Path, tmp
     fake.write_text(f'#!/usr/bin/env bash\necho "$*" >>"{calls}"\necho "connection refused" >&2\nexit 1\n')
     fake.chmod(0o755)
     res = _run(["bash", str(K8S_SH), "up", str(rendered)], KUBECTL=str(fake))
-    assert res.returncode == 1 and "no cluster answers" in res.stderr
+    assert res.returncode == 3 and "no cluster answers" in res.stderr
     assert calls.read_text().splitlines() == ["get --raw=/readyz --request-timeout=10s"]
 
 
