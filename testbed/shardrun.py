@@ -29,6 +29,7 @@ from testbed import ROOT, campaign, environment
 from testbed.shards import Shard
 
 K8S_SH = ROOT / "testbed" / "runtime" / "k8s" / "k8s.sh"
+UP_REFUSED = 3      # k8s.sh up's exit when its preflight refuses (or the namespace is taken)
 STOPS = (2, 130)                      # a driver's exits that end the whole campaign
 
 
@@ -119,7 +120,9 @@ class Runner:
             return rc
         try:
             rc, _ = self._step(shard, ["bash", str(K8S_SH), "up", render_dir], env, log)
-            if rc == 0 and self.stopping.is_set():
+            if rc == UP_REFUSED:
+                rc = 2      # the cluster refused it before applying anything: bad input, as a driver's exit 2
+            elif rc == 0 and self.stopping.is_set():
                 rc = 130
             elif rc == 0:
                 rc, _ = self._step(shard, [str(ctx.driver)], {**run_env, "K8S_RENDER_DIR": render_dir}, log)

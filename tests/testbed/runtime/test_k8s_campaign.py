@@ -229,6 +229,25 @@ def test_two_shards_boot_a_fresh_stack_per_slot_in_their_namespaces_into_one_res
     assert plans and json.loads(plans[0].read_text())["parameters"]["SHARD_GROUPS"] == "core edge"
 
 
+def test_a_stack_the_cluster_refuses_stops_the_campaign_as_bad_input(tmp_path: Path) -> None:
+    """k8s.sh up refuses (here: the shard's namespace is there already) before applying anything:
+    its exit 3 stops every shard as a driver's exit 2 does, and no driver runs."""
+    fake, calls = _fake(tmp_path)
+    fake.write_text(fake.read_text().replace('"get namespace") exit 1', '"get namespace") exit 0'))
+    drivers = tmp_path / "drivers"
+    driver = tmp_path / "driver.sh"
+    driver.write_text(FAKE_DRIVER.format(drivers=str(drivers)))
+    driver.chmod(0o755)
+    results = tmp_path / "results"
+    res = _campaign(["n3", "--results", str(results), "--campaign", "c", "--reps", "3", "--seed", "3",
+                     "--profiles", "baseline", "--driver", str(driver), "--state", str(keys_root().parent)],
+                    KUBECTL=str(fake))
+    logs = "".join(p.read_text() for p in (results / "c" / "shards").glob("*.log"))
+    assert res.returncode == 2, res.stderr + logs
+    assert "a stack is up" in logs and not drivers.exists()
+    assert not [line for line in calls.read_text().splitlines() if line.startswith("applied Pod/")]
+
+
 def test_an_interrupt_ends_the_boots_under_way_and_deletes_their_stacks(tmp_path: Path) -> None:
     fake, calls = _fake(tmp_path)
     started = tmp_path / "started"
