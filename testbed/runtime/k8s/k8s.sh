@@ -146,15 +146,15 @@ gate_exit() {
 # .gate file of split_pods; YAML: the pod, made once more if the runtime cannot start a container
 # before the gate opens
 open_gate() {
-  local pod="$1" words=()
+  local pod="$1" words=() end=$((SECONDS + TIMEOUT)) err failed
   read -r -a words <"$2"
   log "opening the start gate of pod $pod once its holder started (up to ${TIMEOUT} s)"
   wait_pod "$pod" "$3" "its start gate did not run within ${TIMEOUT} s: its holder did not start" \
     --for="jsonpath={.status.initContainerStatuses[?(@.name==\"${words[0]}\")].started}=true"
   # one exec is one request through the API server to the kubelet, which a loaded cluster lets
   # time out (the guest at load 70: "Internal error occurred: Timeout occurred"); opening is
-  # idempotent, so it is tried again, within the same deadline
-  local end=$((SECONDS + TIMEOUT)) err failed
+  # idempotent, so it is tried again, within the deadline the wait for its holder began (one
+  # TIMEOUT for the whole opening, not one more after the wait)
   until err="$("$KUBECTL" -n "$NS" exec "$pod" -c "${words[0]}" -- "${words[@]:1}" 2>&1 >/dev/null)"; do
     # an exec whose answer timed out may have run: the gate then ended, opened
     [[ "$(gate_exit "$pod" "${words[0]}")" != 0 ]] || break

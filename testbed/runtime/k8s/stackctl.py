@@ -40,7 +40,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from testbed import environment
 from testbed.runtime.k8s import capture, pods as pods_mod, render
@@ -104,17 +104,23 @@ def running_argv(st: Stack, pod: str) -> list[str]:
     return st.k("wait", "--for=jsonpath={.status.phase}=Running", f"pod/{pod}", f"--timeout={START_SECONDS}s")
 
 
-def gate_argvs(st: Stack, pod: str) -> list[list[str]]:
-    """Opening a pod's start gate (testbed/runtime/k8s/pods.py start_gate), as k8s.sh up does: wait
-    until the gate container runs (its holder has started), at most START_SECONDS, then make the
-    file it waits for. Nothing for a pod without a gate."""
+class Gate(NamedTuple):
+    """The kubectl lines that open a pod's start gate (testbed/runtime/k8s/pods.py start_gate)."""
+    wait: list[str]         # until the gate container runs (its holder started), at most START_SECONDS
+    open: list[str]         # make the file it waits for
+    ended: list[str]        # the gate container's exit code once it ended (empty before)
+
+
+def gate_argvs(st: Stack, pod: str) -> Gate | None:
+    """Opening a pod's start gate as k8s.sh up does; None for a pod without one (no holder)."""
     given = (st.pods[pod]["metadata"].get("annotations") or {}).get(pods_mod.GATE_ANNOTATION)
     if not given:
-        return []
+        return None
     gate = json.loads(given)
-    started = f'jsonpath={{.status.initContainerStatuses[?(@.name=="{gate["container"]}")].started}}=true'
-    return [st.k("wait", f"--for={started}", f"pod/{pod}", f"--timeout={START_SECONDS}s"),
-            st.k("exec", pod, "-c", gate["container"], "--", *gate["open"])]
+    status = f'.status.initContainerStatuses[?(@.name=="{gate["container"]}")]'
+    return Gate(st.k("wait", f"--for=jsonpath={{{status}.started}}=true", f"pod/{pod}", f"--timeout={START_SECONDS}s"),
+                st.k("exec", pod, "-c", gate["container"], "--", *gate["open"]),
+                st.k("get", f"pod/{pod}", "-o", f"jsonpath={{{status}.state.terminated.exitCode}}"))
 
 
 def delete_argv(st: Stack, pod: str) -> list[str]:
@@ -201,24 +207,25 @@ def up(st: Stack, args: list[str]) -> int:
     for pod in pods if rc == 0 else ():
         gate = gate_argvs(st, pod)
         if gate:
-            rc = subprocess.run(gate[0], check=False).returncode or _open_gate(st, pod, gate[1])
+            rc = _open_gate(gate)
         rc = rc or subprocess.run(running_argv(st, pod), check=False).returncode
         if rc != 0:
             return rc
     return rc
 
 
-def _open_gate(st: Stack, pod: str, argv: list[str]) -> int:
-    """The gate's exec, tried again within START_SECONDS: it goes through the API server to the
-    kubelet, which a loaded cluster lets time out; one whose answer was lost may have run, and the
-    gate container then ended with exit 0 (k8s.sh open_gate does the same)."""
-    gate = json.loads(st.pods[pod]["metadata"]["annotations"][pods_mod.GATE_ANNOTATION])["container"]
-    ended = st.k("get", f"pod/{pod}", "-o",
-                 f'jsonpath={{.status.initContainerStatuses[?(@.name=="{gate}")].state.terminated.exitCode}}')
+def _open_gate(gate: Gate) -> int:
+    """Wait for the gate container, then its exec, tried again within the same START_SECONDS: it
+    goes through the API server to the kubelet, which a loaded cluster lets time out; one whose
+    answer was lost may have run, and the gate container then ended with exit 0 (k8s.sh open_gate
+    does the same)."""
     end = time.monotonic() + START_SECONDS
+    rc = subprocess.run(gate.wait, check=False).returncode
+    if rc != 0:
+        return rc
     while True:
-        rc = subprocess.run(argv, check=False).returncode
-        if rc == 0 or subprocess.run(ended, capture_output=True, text=True, check=False).stdout.strip() == "0":
+        rc = subprocess.run(gate.open, check=False).returncode
+        if rc == 0 or subprocess.run(gate.ended, capture_output=True, text=True, check=False).stdout.strip() == "0":
             return 0
         if time.monotonic() >= end:
             return rc

@@ -178,11 +178,13 @@ def test_the_command_lines_for_the_drivers_verbs(captured: Path) -> None:
     assert stackctl.capture_copy_argv(st, "gnb", "cap-n3", "/captures/n3.pcap")[-2:] == ["cat", "/captures/n3.pcap"]
     assert "cap-n3" not in st.services() and {"ue1", "gnb-net", "upf"} <= set(st.services())
     assert k8s_pods.GATE not in st.services()                     # no Compose service either
-    wait, opened = stackctl.gate_argvs(st, "upf")
-    assert wait == k + ["wait", '--for=jsonpath={.status.initContainerStatuses[?(@.name=="start-gate")].started}=true',
-                        "pod/upf", "--timeout=120s"]
-    assert opened == k + ["exec", "upf", "-c", k8s_pods.GATE, "--", "touch", k8s_pods.GATE_FILE]
-    assert stackctl.gate_argvs(st, "ue1") == []               # no holder, no gate
+    gate = stackctl.gate_argvs(st, "upf")
+    assert gate and gate.wait == k + ["wait", '--for=jsonpath={.status.initContainerStatuses[?(@.name=="start-gate")]'
+                                      '.started}=true', "pod/upf", "--timeout=120s"]
+    assert gate.open == k + ["exec", "upf", "-c", k8s_pods.GATE, "--", "touch", k8s_pods.GATE_FILE]
+    assert gate.ended == k + ["get", "pod/upf", "-o", 'jsonpath={.status.initContainerStatuses[?(@.name=="start-gate")]'
+                              '.state.terminated.exitCode}']
+    assert stackctl.gate_argvs(st, "ue1") is None              # no holder, no gate
     with pytest.raises(KeyError, match="no container nobody"):
         st.pod_of("nobody")
 

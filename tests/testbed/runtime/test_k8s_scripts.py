@@ -90,6 +90,8 @@ if "wait" in args[2:3] and f"pod/{{os.environ.get('FAIL_GATE')}}" in args and "s
 if "wait" in args[2:3] and f"pod/{{os.environ.get('HANG_GATE')}}" in args and "started}}=true" in " ".join(args):
     log.write("hanging\\n"); log.flush()
     import time; time.sleep(120)
+if "wait" in args[2:3] and f"pod/{{os.environ.get('SLOW_GATE', ':').split(':')[0]}}" in args and "started}}=true" in " ".join(args):
+    import time; time.sleep(float(os.environ["SLOW_GATE"].split(":")[1]))   # its holder starts late
 if "exec" in args[2:3] and args[3:4] == [os.environ.get("EXEC_TIMEOUTS", ":").split(":")[0]] and "touch" in args:
     tries = {calls!r} + ".exec-tries"
     n = int(open(tries).read()) if os.path.exists(tries) else 0
@@ -303,6 +305,18 @@ def test_a_gate_whose_exec_times_out_is_opened_on_a_later_try(ipsec_n3: Path, tm
         assert ("pod upf: its start gate did not open within 4 s: Error from server: error dialing backend: "
                 "Internal error occurred: Timeout occurred") in res.stderr
         assert "kubectl -n g5tb describe pod upf" in lines and not any("Ready pod/upf " in line for line in lines)
+
+
+def test_opening_a_gate_takes_one_deadline_with_the_wait_for_its_holder(ipsec_n3: Path, tmp_path: Path) -> None:
+    """The holder starts 4 s into a 6 s deadline and every exec times out: the tries end with
+    the 6 s, not 6 s after the holder started."""
+    fake, calls = _fake_cluster(tmp_path)
+    started = time.monotonic()
+    res = _run(["bash", str(K8S_SH), "up", str(ipsec_n3), "--no-record"], KUBECTL=str(fake), SLOW_GATE="upf:4",
+               EXEC_TIMEOUTS="upf:1000", STACK_UP_TIMEOUT="6", GATE_RETRY="1")
+    tries = int(Path(f"{calls}.exec-tries").read_text())
+    assert res.returncode == 1 and "pod upf: its start gate did not open within 6 s" in res.stderr
+    assert 1 <= tries <= 3, (tries, time.monotonic() - started)
 
 
 def test_a_gate_opened_by_an_exec_whose_answer_timed_out_is_not_opened_again(ipsec_n3: Path, tmp_path: Path) -> None:
