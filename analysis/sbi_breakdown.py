@@ -65,18 +65,13 @@ def sbi_captures(run: Run) -> list[RawFile]:
     return [f for f in run.files("pcap") if f.attrs.get("iface") == "sbi" and not f.attrs.get("view")]
 
 
-def sbi_port() -> int:
-    """The port the stack's NFs serve the SBI on (the catalogue's)."""
-    return int(stack.load().get("sbi_port", 7777))
-
-
 def read_capture(run: Run, capture: RawFile) -> tuple[list[dict[str, Any]], str]:
     plan = decrypt.plan(run, capture)
     if plan.decode is None:
         return [], plan.status
     # one pass: the stack's SBI port decoded as what it carries on the wire (the overlay's
     # Decryption.carrier: TLS, whose ALPN h2 gives HTTP/2; else HTTP/2, cleartext or inside ESP)
-    rows = sbi_ops.requests(capture.path, plan.decode, ports=[sbi_port()], detect=False)
+    rows = sbi_ops.requests(capture.path, plan.decode, ports=[stack.sbi_port()], detect=False)
     status = plan.status
     if not rows and plan.decode is not sbi_ops.CLEAR:
         status = f"not decrypted: {plan.status.removeprefix('decrypted ')} gave no readable HTTP/2"

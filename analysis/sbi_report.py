@@ -13,6 +13,7 @@ import pandas as pd
 
 from analysis import decrypt, markdown, sbi_breakdown, sbi_timeline
 from analysis.results import Run
+from testbed import stack
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +79,7 @@ def _panel(runs: dict[tuple[str, str], Run], req: pd.DataFrame, win: pd.DataFram
         plan = decrypt.plan(run, sbi)
         d = plan.decode
         # TLS decoded by port (Decryption.carrier), as the operations were read
-        carried = (f"tcp.port=={sbi_breakdown.sbi_port()},{d.carrier}",) if d and d.carrier else ()
+        carried = (f"tcp.port=={stack.sbi_port()},{d.carrier}",) if d and d.carrier else ()
         hs = sbi_timeline.handshakes(sbi.path, dict(d.prefs) if d else None, tuple(d.extra) if d else (), carried)
     return {"title": title, "requests": req[req["window"] == i], "n2": sbi_timeline.n2_rows(n2.path, start, end)
             if n2 is not None else [], "handshakes": hs, "names": sbi_breakdown.names(run), "start_ns": start,

@@ -42,6 +42,12 @@ def _load(path: Path, slot: int) -> dict[str, Any]:
         return instance.shift(yaml.safe_load(fh), slot)
 
 
+def sbi_port(values: dict[str, Any] | None = None) -> int:
+    """The port the SBI NFs serve on (over TLS with the TLS overlay): the given stack values', else
+    the catalogue's."""
+    return int((values or load())["sbi_port"])
+
+
 def address(node: str, network: str, values: dict[str, Any] | None = None) -> str:
     """The node's IPv4 address on a network (KeyError names what is missing)."""
     v = values or load()

@@ -81,7 +81,7 @@ def records(pcap: Path, s: Any = None, port: int | None = None) -> list[dict[str
     `s` (tls.overlay.TlsSettings) only labels the rows; `port`: the TLS port (default: the SBI's)."""
     if port is None:
         from testbed import stack
-        port = int(stack.load()["sbi_port"])
+        port = stack.sbi_port()
     conns: dict[str, _Conn] = {}
     for r in tshark.fields(pcap, f"tcp.port=={port}", FIELDS, extra=["-d", f"tcp.port=={port},tls"]):
         _row(conns, r)

@@ -13,11 +13,6 @@ from testbed.verdict import Verdict
 from tls import overhead, overlay, verify
 
 
-def _sbi_port(values: Values) -> int:
-    """The port Open5GS's NFs serve https on (the stack's values, the catalogue's when not given)."""
-    return int((values or stack.load())["sbi_port"])
-
-
 class Tls(FolderOverlay):
     def render(self, profile: Profile, plane: str, values: Values, keys_dir: Path, out_dir: Path,
                nodes: list[str] | None = None) -> dict[str, Path]:
@@ -44,10 +39,10 @@ class Tls(FolderOverlay):
         return overhead.tls_record_overhead(profile.params["version"], profile.params["cipher"])
 
     def wire_fields(self, plane: str, values: Values) -> wire.Fields:
-        return overhead.fields(_sbi_port(values))
+        return overhead.fields(stack.sbi_port(values))
 
     def handshakes(self, pcap: Path | wire.Export, plane: str, values: Values) -> wire.Handshakes | None:
-        return overhead.tls_handshake(pcap, _sbi_port(values))
+        return overhead.tls_handshake(pcap, stack.sbi_port(values))
 
     def handshake_records(self, pcap: Path, profile: Profile) -> list[dict[str, Any]]:
         from tls import handshakes

@@ -202,7 +202,7 @@ def verify_capture(pcap: Path, profile: Any, plane: str, values: dict[str, Any] 
     from tls.overlay import check_plane, settings
     check_plane(plane)
     s = settings(profile)
-    port = int((values or stack.load())["sbi_port"])
+    port = stack.sbi_port(values)
     cap = _read(Path(pcap), port)
     # A client that gave up before its ClientHello (a cancelled connect, docs/vm-check.md section 10:
     # the server answered its FIN with a TLS decode_error alert) sent nothing that could leak; such
