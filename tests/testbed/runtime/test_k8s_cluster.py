@@ -93,6 +93,36 @@ def test_the_record_names_each_node_and_the_addresses_n3_and_n2_took() -> None:
     assert "placement" in manifest.SET_FIELDS
 
 
+def test_the_record_is_written_when_a_nodes_exec_does_not_answer(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A loaded API server let the exec that reads a node's CPU model time out, and the guest's
+    run-sbi lost its whole placement record so: now the node's next pod is asked, and a node no
+    pod answers for keeps its name, pods and kernel with its CPU model unknown."""
+    (tmp_path / "k8s").mkdir()
+    (tmp_path / "k8s" / "objects.yaml").write_text("kind: Namespace\napiVersion: v1\nmetadata: {name: g5tb}\n")
+    (tmp_path / "k8s" / "placement.yaml").write_text("'*': core\n")
+    fake = tmp_path / "kubectl"
+    fake.write_text(f'''#!/usr/bin/env bash
+case "$*" in
+  "get --raw=/readyz"*) ;;
+  "get pods -n g5tb -o json") cat "{DATA}/pods.json" ;;
+  "get nodes -o json") cat "{DATA}/nodes.json" ;;
+  "exec -n g5tb gnb "*) sleep 10 ;;                                  # core's first pod: no answer
+  "exec -n g5tb amf "*) cat "{DATA}/cpuinfo-edge.txt" ;;
+  "exec -n g5tb upf "*) echo "Internal error occurred: Timeout occurred" >&2; exit 1 ;;
+  *) exit 1 ;;
+esac
+''')
+    fake.chmod(0o755)
+    monkeypatch.setenv("KUBECTL", str(fake))
+    monkeypatch.setattr(tool, "EXEC_SECONDS", 1.0)
+    assert tool.record(tmp_path, None) == 0
+    rec = json.loads((tmp_path / tool.RECORD).read_text())
+    assert rec["nodes"]["core"]["cpu_model"] == "AMD EPYC 7763 64-Core Processor"   # asked in amf
+    assert rec["nodes"]["edge"]["cpu_model"] == "" and rec["nodes"]["edge"]["pods"] == ["upf"]
+    assert rec["nodes"]["edge"]["kernel"] == "6.12.57+deb13-amd64"
+
+
 def test_pod_addresses_skip_the_default_network_and_ipv6() -> None:
     status = [{"name": "cbr0", "interface": "eth0", "ips": ["10.244.0.5"], "default": True},
               {"name": "g5tb/g5tb-n3", "interface": "n3", "ips": ["fd00::1", "10.160.3.50"]}]
