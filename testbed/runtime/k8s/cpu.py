@@ -37,9 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from testbed import environment, placement as placement_mod
-from testbed.runtime.k8s import cluster, nodepods, pods as pods_mod
-
-START_SECONDS = 120
+from testbed.runtime.k8s import cluster, nodepods, pods as pods_mod, stackctl
 
 
 def stack_namespace() -> str:
@@ -107,10 +105,10 @@ def up() -> int:
     steps = [(kubectl("apply", "-f", "-"), json.dumps({"apiVersion": "v1", "kind": "Namespace",
                                                        "metadata": {"name": ns, "labels": {"testbed.stack": ns}}})),
              # a pod is admitted once the namespace's default service account exists (k8s.sh up)
-             (kubectl("-n", ns, "wait", "--for=create", "serviceaccount/default", f"--timeout={START_SECONDS}s"), None),
+             (kubectl("-n", ns, "wait", "--for=create", "serviceaccount/default", f"--timeout={stackctl.start_seconds()}s"), None),
              (kubectl("apply", "-f", "-"), json.dumps({"apiVersion": "v1", "kind": "List",
                                                        "items": [nodepods.cpu_reader(ns, n, image) for n in nodes]})),
-             (kubectl("-n", ns, "wait", "--for=condition=Ready", "pod", "--all", f"--timeout={START_SECONDS}s"), None)]
+             (kubectl("-n", ns, "wait", "--for=condition=Ready", "pod", "--all", f"--timeout={stackctl.start_seconds()}s"), None)]
     for argv, stdin in steps:
         if subprocess.run(argv, input=stdin, text=True, stdout=subprocess.DEVNULL, check=False).returncode != 0:
             print(f"error: the CPU readers in namespace {ns} did not come up (`{' '.join(argv[1:])}` failed)",

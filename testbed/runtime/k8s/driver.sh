@@ -103,7 +103,10 @@ engine_up() {
   printf '%s\n' "$RENDER" >"$(stack_current_file)"
   # --no-record: engine_record does it, after run-cpu's sample (stack_run_start --quiet-start)
   local rc=0 first evidence="failure/${rel%.log}"
-  run_bg_wait env STACK_UP_TIMEOUT="$UP_TIMEOUT" bash "$_K8S_SH" up "$RENDER" "${skip[@]}" --no-record \
+  # the stack's deadline for k8s.sh up, and for every pod the driver starts later through stackctl
+  # (its UEs: a loaded cluster takes minutes to run a container)
+  export STACK_UP_TIMEOUT="$UP_TIMEOUT"
+  run_bg_wait bash "$_K8S_SH" up "$RENDER" "${skip[@]}" --no-record \
     >>"$RUN_DIR/$rel" 2>&1 || rc=$?
   if ((rc)); then
     first="$(grep -m 1 '^error: ' "$RUN_DIR/$rel" | sed 's/^error: //' || true)"

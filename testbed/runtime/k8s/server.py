@@ -73,14 +73,14 @@ def start(st: stackctl.Stack, name: str, address: str, port: int, command: list[
     # stdout is the node alone (the driver reads it): kubectl's own lines go to stderr
     if _run(st.k("apply", "-f", "-"), input=json.dumps(obj), stdout=sys.stderr).returncode != 0:
         return 1
-    ready = _run(st.k("wait", "--for=condition=Ready", f"pod/{name}", f"--timeout={stackctl.START_SECONDS}s"),
+    ready = _run(st.k("wait", "--for=condition=Ready", f"pod/{name}", f"--timeout={stackctl.start_seconds()}s"),
                  stdout=sys.stderr)
     if ready.returncode != 0:
         _run(st.k("describe", "pod", name), stdout=sys.stderr)
         _run(st.k("logs", name, "--tail=40"), stdout=sys.stderr)
         _run(stackctl.delete_argv(st, name), stdout=sys.stderr)
         print(f"error: the server pod {name} on node {node} did not listen on {address}:{port} within "
-              f"{stackctl.START_SECONDS} s (above: its description and log)", file=sys.stderr)
+              f"{stackctl.start_seconds()} s (above: its description and log)", file=sys.stderr)
         return 1
     if run_dir is not None:
         record(run_dir, name, {"node": node, "pod": name, "namespace": st.namespace, "host_network": True,

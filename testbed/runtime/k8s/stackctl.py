@@ -46,9 +46,15 @@ from testbed import environment
 from testbed.runtime.k8s import capture, pods as pods_mod, render
 
 STOP_SECONDS = 30               # for dumpcap to end its file after SIGTERM
-START_SECONDS = 120             # for a pod the driver starts (a UE) to run
 LOG_WORKERS = 8                 # `logs` of every service: kubectl calls at once
 GATE_RETRY_SECONDS = 5          # between tries to open a pod's start gate
+
+
+def start_seconds() -> int:
+    """How long a pod the driver starts (a UE, a reader) may take to run: the stack's own deadline,
+    STACK_UP_TIMEOUT, as k8s.sh up takes it (300 s without one). A fixed 120 s was less than the
+    guest's loaded cluster took to start UE 1's container, and the attach attempt failed on it."""
+    return int(environment.get("STACK_UP_TIMEOUT") or 300)
 
 
 @dataclasses.dataclass
@@ -100,13 +106,13 @@ def logs_argv(st: Stack, service: str, *, follow: bool = False, timestamps: bool
 
 
 def running_argv(st: Stack, pod: str) -> list[str]:
-    """Wait until a pod's containers were started (its phase Running), at most START_SECONDS."""
-    return st.k("wait", "--for=jsonpath={.status.phase}=Running", f"pod/{pod}", f"--timeout={START_SECONDS}s")
+    """Wait until a pod's containers were started (its phase Running), at most start_seconds()."""
+    return st.k("wait", "--for=jsonpath={.status.phase}=Running", f"pod/{pod}", f"--timeout={start_seconds()}s")
 
 
 class Gate(NamedTuple):
     """The kubectl lines that open a pod's start gate (testbed/runtime/k8s/pods.py start_gate)."""
-    wait: list[str]         # until the gate container runs (its holder started), at most START_SECONDS
+    wait: list[str]         # until the gate container runs (its holder started), at most start_seconds()
     open: list[str]         # make the file it waits for
     ended: list[str]        # the gate container's exit code once it ended (empty before)
 
@@ -118,7 +124,7 @@ def gate_argvs(st: Stack, pod: str) -> Gate | None:
         return None
     gate = json.loads(given)
     status = f'.status.initContainerStatuses[?(@.name=="{gate["container"]}")]'
-    return Gate(st.k("wait", f"--for=jsonpath={{{status}.started}}=true", f"pod/{pod}", f"--timeout={START_SECONDS}s"),
+    return Gate(st.k("wait", f"--for=jsonpath={{{status}.started}}=true", f"pod/{pod}", f"--timeout={start_seconds()}s"),
                 st.k("exec", pod, "-c", gate["container"], "--", *gate["open"]),
                 st.k("get", f"pod/{pod}", "-o", f"jsonpath={{{status}.state.terminated.exitCode}}"))
 
@@ -215,11 +221,11 @@ def up(st: Stack, args: list[str]) -> int:
 
 
 def _open_gate(gate: Gate) -> int:
-    """Wait for the gate container, then its exec, tried again within the same START_SECONDS: it
+    """Wait for the gate container, then its exec, tried again within the same start_seconds(): it
     goes through the API server to the kubelet, which a loaded cluster lets time out; one whose
     answer was lost may have run, and the gate container then ended with exit 0 (k8s.sh open_gate
     does the same)."""
-    end = time.monotonic() + START_SECONDS
+    end = time.monotonic() + start_seconds()
     rc = subprocess.run(gate.wait, check=False).returncode
     if rc != 0:
         return rc

@@ -122,7 +122,7 @@ def test_logs_of_every_service_asks_at_once_and_prints_in_order(captured: Path, 
 def test_up_of_a_gated_pod_opens_its_gate_on_a_later_try(captured: Path, tmp_path: Path,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     """stackctl up (a driver starting a pod) opens a gate as k8s.sh up does: an exec the loaded
-    API server lets time out is tried again (within START_SECONDS), then the pod is waited for."""
+    API server lets time out is tried again (within the stack's deadline, stackctl.start_seconds), then the pod is waited for."""
     calls, tries = tmp_path / "calls", tmp_path / "tries"
     fake = tmp_path / "kubectl"
     fake.write_text(f'''#!/usr/bin/env bash
@@ -180,7 +180,7 @@ def test_the_command_lines_for_the_drivers_verbs(captured: Path) -> None:
     assert k8s_pods.GATE not in st.services()                     # no Compose service either
     gate = stackctl.gate_argvs(st, "upf")
     assert gate and gate.wait == k + ["wait", '--for=jsonpath={.status.initContainerStatuses[?(@.name=="start-gate")]'
-                                      '.started}=true', "pod/upf", "--timeout=120s"]
+                                      '.started}=true', "pod/upf", f"--timeout={stackctl.start_seconds()}s"]
     assert gate.open == k + ["exec", "upf", "-c", k8s_pods.GATE, "--", "touch", k8s_pods.GATE_FILE]
     assert gate.ended == k + ["get", "pod/upf", "-o", 'jsonpath={.status.initContainerStatuses[?(@.name=="start-gate")]'
                               '.state.terminated.exitCode}']
@@ -202,14 +202,16 @@ def test_up_opens_the_gate_of_a_pod_with_a_holder_before_waiting_for_it_to_run(c
     fake.write_text(RECORDING_KUBECTL.format(calls=calls))
     fake.chmod(0o755)
     res = subprocess.run([sys.executable, "-m", "testbed.runtime.k8s.stackctl", "--render-dir", str(captured),
-                          "up", "-d", "--no-deps", "upf"], cwd=ROOT, env={**os.environ, "KUBECTL": str(fake)}, timeout=60)
+                          "up", "-d", "--no-deps", "upf"], cwd=ROOT,
+                         env={**os.environ, "KUBECTL": str(fake), "STACK_UP_TIMEOUT": "1234"}, timeout=60)
     assert res.returncode == 0
+    # as long as the stack's own deadline (the driver exports it): not a fixed time of its own
     assert calls.read_text().splitlines() == [
         "-n g5tb apply -f -",
         '-n g5tb wait --for=jsonpath={.status.initContainerStatuses[?(@.name=="start-gate")].started}=true pod/upf '
-        "--timeout=120s",
+        "--timeout=1234s",
         f"-n g5tb exec upf -c {k8s_pods.GATE} -- touch {k8s_pods.GATE_FILE}",
-        "-n g5tb wait --for=jsonpath={.status.phase}=Running pod/upf --timeout=120s"]
+        "-n g5tb wait --for=jsonpath={.status.phase}=Running pod/upf --timeout=1234s"]
 
 
 def test_up_takes_ues_from_its_environment_as_compose_does(captured: Path, tmp_path: Path) -> None:
@@ -240,13 +242,13 @@ def test_the_verbs_run_kubectl_as_the_drivers_call_them(captured: Path, tmp_path
     fake.chmod(0o755)
     dc = [sys.executable, "-m", "testbed.runtime.k8s.stackctl", "--render-dir", str(captured),
           "--profile", "ue2", "--profile", "scale"]
-    env = {**os.environ, "KUBECTL": str(fake)}
+    env = {**{k: v for k, v in os.environ.items() if k != "STACK_UP_TIMEOUT"}, "KUBECTL": str(fake)}
     for verb in (["exec", "-T", "ue1", "ip", "-4", "addr"], ["up", "-d", "--no-deps", "ue2"], ["rm", "-sf", "ue2"]):
         assert subprocess.run(dc + verb, cwd=ROOT, env=env, timeout=60).returncode == 0
     lines = calls.read_text().splitlines()
     assert lines[0] == "-n g5tb exec -i ue1 -c ue1 -- ip -4 addr"
     assert lines[1] == "-n g5tb apply -f -"
-    assert lines[2] == "-n g5tb wait --for=jsonpath={.status.phase}=Running pod/ue2 --timeout=120s"
+    assert lines[2] == "-n g5tb wait --for=jsonpath={.status.phase}=Running pod/ue2 --timeout=300s"      # k8s.sh up's default
     assert lines[3] == "-n g5tb delete pod ue2 --ignore-not-found --wait=true"
     res = subprocess.run(dc + ["bogus"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
     assert res.returncode == 2 and "not a verb it speaks" in res.stderr

@@ -105,7 +105,7 @@ def test_the_server_starts_on_the_upfs_node_records_it_and_keeps_its_log(rendere
     assert applied["metadata"]["namespace"] == "g5tb" and applied["spec"]["containers"][0]["image"].startswith("g5tb/tools:")
     assert calls.read_text().splitlines() == [
         "-n g5tb get pod upf -o jsonpath={.spec.nodeName}", "-n g5tb apply -f -",
-        "-n g5tb wait --for=condition=Ready pod/n6-server --timeout=120s"]
+        f"-n g5tb wait --for=condition=Ready pod/n6-server --timeout={stackctl.start_seconds()}s"]
     server = manifest.load(run)["placement"]["servers"]["n6-server"]
     assert server["node"] == "node-a" and server["host_network"] is True and server["address"] == GATEWAY
     assert server["beside"] == "upf" and server["command"][:2] == ["iperf3", "-s"]
