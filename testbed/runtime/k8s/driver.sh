@@ -134,8 +134,9 @@ _k8s_hold_captures() {
     _CAPTURE_PID[$name]=$!
     _CAPTURE_FILE[$name]="$rel"
     _CAPTURE_ATTRS[$name]="${_K8S_CAPTURE_ATTRS[$name]}"
-    # copying a whole-run capture out of the pod(s) takes longer than a local dumpcap's flush
-    _CAPTURE_GRACE[$name]=300
+    # copying a whole-run capture out of the pod(s) takes longer than a local dumpcap's flush, and
+    # as long as the cluster is slow: the stack's own deadline, at least 300 s
+    _CAPTURE_GRACE[$name]=$((UP_TIMEOUT > 300 ? UP_TIMEOUT : 300))
     log "capture $name running in the pod(s): $rel"
   done
 }

@@ -46,7 +46,7 @@ from testbed import environment
 from testbed.runtime.k8s import capture, pods as pods_mod, render
 
 STOP_SECONDS = 30               # for dumpcap to end its file after SIGTERM
-LOG_WORKERS = 8                 # `logs` of every service: kubectl calls at once
+LOG_WORKERS = 8                 # `logs` of every service, a capture's pods: kubectl calls at once
 GATE_RETRY_SECONDS = 5          # between tries to open a pod's start gate
 
 
@@ -283,11 +283,19 @@ def capture_hold(st: Stack, file: str, local: Path) -> int:
         pass
     remote, container = f"{capture.MOUNT}/{file}", capture.Capture(file, "", ()).container
     parts = [local.with_name(f".{local.name}.{pod}") for pod in pods]
-    rc = 0
-    for pod, part in zip(pods, parts):
+
+    def stop(pod: str) -> None:
         subprocess.run(capture_stop_argv(st, pod, container, remote), check=False)
+
+    def copy(pod: str, part: Path) -> int:
         with open(part, "wb") as fh:
-            rc = subprocess.run(capture_copy_argv(st, pod, container, remote), stdout=fh, check=False).returncode or rc
+            return subprocess.run(capture_copy_argv(st, pod, container, remote), stdout=fh, check=False).returncode
+    # every pod's dumpcap stopped at once, then every file copied at once: one exec after the other
+    # (two per pod) took the guest's loaded cluster more than the driver's 300 s for run-sbi's 12
+    # pods, and the capture was lost (scripts/lib/capture.sh's grace)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=LOG_WORKERS) as pool:
+        list(pool.map(stop, pods))
+        rc = next((r for r in pool.map(copy, pods, parts) if r != 0), 0)
     if rc == 0 and len(parts) > 1:
         rc = subprocess.run(merge_argv(local, parts), check=False).returncode
     elif rc == 0:

@@ -377,6 +377,9 @@ def test_a_whole_network_capture_is_stopped_copied_out_of_each_pod_and_merged(ca
     assert proc.wait(timeout=60) == 0
     lines = calls.read_text().splitlines()
     assert sorted(line.split()[3] for line in lines if "kill -TERM" in line) == ["gnb", "upf"]
+    # every pod's dumpcap stopped before any file is copied (the stops end the captures together)
+    last_stop = max(i for i, line in enumerate(lines) if "kill -TERM" in line)
+    assert all(i > last_stop for i, line in enumerate(lines) if line.endswith(" cat /captures/n3.pcap"))
     info = subprocess.run(["capinfos", "-c", "-M", str(out)], capture_output=True, text=True, check=True).stdout
     assert "Number of packets:   2" in info or "Number of packets: 2" in info, info
     assert not list(out.parent.glob(".n3.pcap.*"))                  # the pods' parts removed
