@@ -17,7 +17,7 @@ import pytest
 from testbed import privileges, registry
 from testbed.contract import DRIVER_FUNCTIONS, RuntimeOptionError
 from testbed.runtime.k8s import capture, pods as k8s_pods, render as k8s_render, stackctl
-from tests.conftest import ROOT, require_tools
+from tests.conftest import ROOT, require_root, require_tools
 from tests.testbed.runtime import k8s_schemas
 from tests.testbed.runtime.helpers import by_kind, objects, render_k8s
 
@@ -289,6 +289,7 @@ def test_a_stack_the_cluster_refuses_is_said_so_and_ends_the_run_as_bad_input(tm
     """k8s.sh up's preflight refuses (here: no cluster answers) before applying anything: the run
     says the cluster refused it, exits 2 (a sharded campaign stops on it), keeps no "stack up"
     evidence and deletes nothing, since nothing was made."""
+    require_root()          # a driver's own check, before it reaches the cluster (scripts/lib/driver.sh)
     calls = tmp_path / "calls"
     fake = tmp_path / "kubectl"
     fake.write_text(f'#!/usr/bin/env bash\necho "$*" >>"{calls}"\necho "connection refused" >&2\nexit 1\n')
