@@ -183,12 +183,13 @@ def _cpuinfo(k: cluster.Kubectl, ns: str, pods: dict[str, Any]) -> dict[str, str
         try:
             res = slow.run("exec", "-n", ns, pod, "-c", container, "--", "cat", "/proc/cpuinfo", check=False)
         except cluster.ClusterError as exc:
-            print(f"warning: node {node}'s CPU model not read in pod {pod}: {exc}", file=sys.stderr)
-            continue
-        if res.returncode == 0:
-            out[node] = res.stdout
+            why = str(exc)
         else:
-            print(f"warning: node {node}'s CPU model not read in pod {pod}: {res.stderr.strip()}", file=sys.stderr)
+            if res.returncode == 0:
+                out[node] = res.stdout
+                continue
+            why = res.stderr.strip()
+        print(f"warning: node {node}'s CPU model not read in pod {pod}: {why}", file=sys.stderr)
     return out
 
 
