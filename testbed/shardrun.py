@@ -51,7 +51,17 @@ class Context:
 class Outcome:
     ran: int = 0
     failed: int = 0
+    interrupted: int = 0              # boots ended by an interrupt (exit 130): neither done nor failed
+    rejected: int = 0                 # boots whose driver rejected its parameters (exit 2)
     stop: int = 0                     # 0, or the exit that stopped the campaign
+
+    def summary(self) -> str:
+        """The campaign's last line: every boot it began, each counted once."""
+        done = self.ran - self.failed - self.interrupted - self.rejected
+        parts = [f"{self.ran} boot(s)", f"{done} done", f"{self.failed} failed or invalid"]
+        parts += [f"{self.interrupted} interrupted"] if self.interrupted else []
+        parts += [f"{self.rejected} rejected their parameters"] if self.rejected else []
+        return ", ".join(parts)
 
 
 class Runner:
@@ -63,6 +73,7 @@ class Runner:
         self.lock = threading.Lock()
         self.stopping = threading.Event()
         self.current: dict[int, subprocess.Popen[bytes]] = {}
+        self.signalled: set[int] = set()     # shards whose step the interrupt signalled
         self.outcome = Outcome()
         self.broken: set[int] = set()
         self.logs = ctx.results / ctx.campaign / "shards"
@@ -149,9 +160,15 @@ class Runner:
             self.say(f"[{k}/{self.total}] s{shard.index} ({shard.group.text()}): {slot.id} ({slot.status})")
             rc = self.boot(shard, slot)
             with self.lock:
+                if rc != 0 and shard.index in self.signalled:
+                    rc = 130        # ended by the campaign's interrupt, however its driver exited
                 self.outcome.ran += 1
-                if rc in STOPS and not self.outcome.stop:
-                    self.outcome.stop = rc
+                if rc in STOPS:
+                    self.outcome.stop = self.outcome.stop or rc
+                    if rc == 130:
+                        self.outcome.interrupted += 1
+                    else:
+                        self.outcome.rejected += 1
                 elif rc != 0:
                     self.outcome.failed += 1
             if rc in STOPS:
@@ -164,6 +181,7 @@ class Runner:
         with self.lock:
             self.outcome.stop = self.outcome.stop or 130
             procs = list(self.current.values())
+            self.signalled.update(self.current)
         for p in procs:
             p.send_signal(signal.SIGTERM)
 

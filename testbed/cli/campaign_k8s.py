@@ -174,8 +174,7 @@ def run(args: argparse.Namespace) -> int:
     ctx = shardrun.Context(args.experiment, args.campaign, args.results, Path(state), slot, args.reps, raw, driver,
                            own_stack=args.driver is None)
     out = shardrun.Runner(ctx, chosen, todo).run()
-    print(f"campaign {args.campaign} ({args.experiment}): {out.ran} boot(s), {out.failed} failed or invalid",
-          file=sys.stderr)
+    print(f"campaign {args.campaign} ({args.experiment}): {out.summary()}", file=sys.stderr)
     if out.stop:
         return out.stop
     return 1 if out.failed else 0

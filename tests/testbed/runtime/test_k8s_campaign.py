@@ -248,6 +248,31 @@ def test_a_stack_the_cluster_refuses_stops_the_campaign_as_bad_input(tmp_path: P
     assert not [line for line in calls.read_text().splitlines() if line.startswith("applied Pod/")]
 
 
+def test_a_shards_interrupted_boot_stops_the_campaign_and_is_counted_as_interrupted(tmp_path: Path) -> None:
+    """One shard's driver is stopped (its exit 130, as on a SIGTERM to it) while the other shard's
+    boot completes: no further boot starts, the campaign ends 130, and its last line counts the
+    boot as interrupted, apart from the done and the failed ones."""
+    fake, _ = _fake(tmp_path)
+    drivers, started = tmp_path / "drivers", tmp_path / "started"
+    driver = tmp_path / "driver.sh"
+    # s1 exits 130 once s2's boot has begun (so both shards are under way), s2 completes its boot
+    driver.write_text(FAKE_DRIVER.format(drivers=str(drivers)).replace(
+        "set -euo pipefail\n",
+        f'set -euo pipefail\necho "$K8S_NAMESPACE" >>"{started}"\n'
+        f'if [ "$K8S_NAMESPACE" = g5tb-s1 ]; then\n'
+        f'  for _ in $(seq 600); do grep -qx g5tb-s2 "{started}" && exit 130; sleep 0.1; done; exit 1\n'
+        f'fi\nuntil grep -qx g5tb-s1 "{started}"; do sleep 0.1; done\nsleep 1\n', 1))
+    driver.chmod(0o755)
+    results = tmp_path / "results"
+    res = _campaign(["n3", "--results", str(results), "--campaign", "c", "--reps", "3", "--seed", "3",
+                     "--profiles", "baseline", "--driver", str(driver), "--state", str(keys_root().parent)],
+                    KUBECTL=str(fake))
+    assert res.returncode == 130, res.stderr
+    assert "2 boot(s), 1 done, 0 failed or invalid, 1 interrupted" in res.stderr, res.stderr
+    assert sorted(started.read_text().split()) == ["g5tb-s1", "g5tb-s2"]      # no third boot
+    assert len(list(results.glob("c/n3/baseline/*/manifest.json"))) == 1
+
+
 def test_an_interrupt_ends_the_boots_under_way_and_deletes_their_stacks(tmp_path: Path) -> None:
     fake, calls = _fake(tmp_path)
     started = tmp_path / "started"
@@ -271,4 +296,5 @@ def test_an_interrupt_ends_the_boots_under_way_and_deletes_their_stacks(tmp_path
     deleted = sorted(line.split()[3] for line in calls.read_text().splitlines()
                      if line.startswith("kubectl delete namespace"))
     assert deleted == ["g5tb-s1", "g5tb-s2"] and "interrupted" in err
+    assert "2 boot(s), 0 done, 0 failed or invalid, 2 interrupted" in err, err
     assert len(started.read_text().split()) == 2              # no third boot after the interrupt
