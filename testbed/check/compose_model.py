@@ -44,17 +44,21 @@ class ComposeModel:
         return self.files[0]
 
 
-def interpolate(value: str, env: dict[str, str], on_error: Any) -> str:
-    """Compose variable interpolation: $$, $VAR, ${VAR}, ${VAR:-d}, ${VAR-d}, ${VAR:?e}, ${VAR?e}."""
+def interpolate(value: str, env: dict[str, str], on_error: Any, keep: frozenset[str] = frozenset()) -> str:
+    """Compose variable interpolation: $$, $VAR, ${VAR}, ${VAR:-d}, ${VAR-d}, ${VAR:?e}, ${VAR?e}.
+    A variable in KEEP is left as written, for whoever interpolates it later (a Kubernetes pod's
+    probe timing at `up`: testbed/runtime/k8s/probetiming.py)."""
     def repl(m: re.Match[str]) -> str:
         if m.group(1):
             return "$"
         name = m.group(2) or m.group(5)
+        if name in keep:
+            return m.group(0)
         op, arg = m.group(3), m.group(4) or ""
         val = env.get(name)
         if op in (":-", "-"):
             if val is None or (op == ":-" and val == ""):
-                return interpolate(arg, env, on_error)
+                return interpolate(arg, env, on_error, keep)
             return val
         if op in (":?", "?"):
             if val is None or (op == ":?" and val == ""):
@@ -68,13 +72,13 @@ def interpolate(value: str, env: dict[str, str], on_error: Any) -> str:
     return _VAR.sub(repl, value)
 
 
-def _interp_tree(node: Any, env: dict[str, str], report: Any, path: str) -> Any:
+def _interp_tree(node: Any, env: dict[str, str], report: Any, path: str, keep: frozenset[str]) -> Any:
     if isinstance(node, str):
-        return interpolate(node, env, lambda msg: report(path, msg))
+        return interpolate(node, env, lambda msg: report(path, msg), keep)
     if isinstance(node, list):
-        return [_interp_tree(x, env, report, f"{path}[{i}]") for i, x in enumerate(node)]
+        return [_interp_tree(x, env, report, f"{path}[{i}]", keep) for i, x in enumerate(node)]
     if isinstance(node, dict):
-        return {k: _interp_tree(v, env, report, f"{path}.{k}" if path else str(k)) for k, v in node.items()}
+        return {k: _interp_tree(v, env, report, f"{path}.{k}" if path else str(k), keep) for k, v in node.items()}
     return node
 
 
@@ -116,7 +120,8 @@ def _merge_map(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def load(files: list[Path], env: dict[str, str]) -> ComposeModel:
+def load(files: list[Path], env: dict[str, str], keep: frozenset[str] = frozenset()) -> ComposeModel:
+    """The merged model; variables in KEEP stay as written (interpolate)."""
     services: dict[str, dict[str, Any]] = {}
     networks: dict[str, dict[str, Any]] = {}
     origin: dict[tuple[str, ...], Path] = {}
@@ -135,7 +140,7 @@ def load(files: list[Path], env: dict[str, str]) -> ComposeModel:
         def report(path: str, msg: str, _f: Path = f) -> None:
             problems.append(Problem(_f, path, msg))
 
-        data = _interp_tree({k: v for k, v in raw.items() if not str(k).startswith("x-")}, env, report, "")
+        data = _interp_tree({k: v for k, v in raw.items() if not str(k).startswith("x-")}, env, report, "", keep)
         for name, svc in (data.get("services") or {}).items():
             svc = svc or {}
             services[name] = _merge_service(services.get(name, {}), svc)

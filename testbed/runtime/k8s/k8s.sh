@@ -69,13 +69,13 @@ sys.stdout.write(yaml.safe_dump_all([o for o in objs if (o["kind"] in kinds) != 
 # every Pod of objects.yaml into DIR/<name>.yaml, read once (libyaml where PyYAML has it: the
 # render holds the Secrets, and parsing it once per pod made k8s-up slow), with the variables
 # Compose would interpolate at this `up` from the environment (render.py UP_VARIABLES: the stack's
-# deadline, UES); a pod's start gate (its annotation testbed/start-gate, pods.py GATE_ANNOTATION)
+# deadline, UES; the probes' timing, probetiming.py VARIABLES); a pod's start gate (its annotation testbed/start-gate, pods.py GATE_ANNOTATION)
 # into DIR/<name>.gate as "CONTAINER COMMAND...", the command in that container that opens it
 split_pods() {
   (cd "$ROOT" && "$PYTHON" -c 'import json, os, sys, yaml
-from testbed.runtime.k8s.render import UP_VARIABLES, up_values
+from testbed.runtime.k8s.render import up_values
 loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-values = {v: os.environ.get(v) or "" for v in UP_VARIABLES}
+values = dict(os.environ)
 for o in yaml.load_all(open(sys.argv[1]), Loader=loader):
     if o and o["kind"] == "Pod":
         up_values([o], values)

@@ -53,7 +53,7 @@ from testbed.contract import RuntimeOptionError
 from testbed.placement import Placement
 from testbed.privileges import NO_NEW_PRIVILEGES, ROLE_LABEL, normalise_capability
 from testbed.render import compose_env as cenv
-from testbed.runtime.k8s import data, networks
+from testbed.runtime.k8s import data, networks, probetiming
 
 HOLDER_SUFFIX = stack.HOLDER_SUFFIX
 NETNS_ROLE = "netns"
@@ -134,15 +134,7 @@ def container_pods(all_pods: Mapping[str, Pod]) -> dict[str, str]:
     return {s: p.name for p in all_pods.values() for s in (p.owner, *p.services)}
 
 
-def _seconds(value: Any, default: int) -> int:
-    """A Compose duration (30s, 1m30s, 500ms) in whole seconds, at least 1."""
-    text = str(value or "").strip()
-    if not text:
-        return default
-    total = 0.0
-    for num, unit in re.findall(r"([0-9.]+)(ms|us|ns|h|m|s)", text):
-        total += float(num) * {"h": 3600, "m": 60, "s": 1, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}[unit]
-    return max(1, int(total + 0.999))
+_seconds = probetiming.seconds
 
 
 def _probe_action(test: Any, service: str) -> dict[str, Any] | None:
@@ -158,24 +150,18 @@ def _probe_action(test: Any, service: str) -> dict[str, Any] | None:
 
 
 def probes(svc: Mapping[str, Any], service: str) -> dict[str, dict[str, Any]]:
-    """{startupProbe, readinessProbe} from the Compose health check: while it starts, every
-    start_interval up to start_period (Compose's start phase); then every interval."""
+    """{startupProbe, readinessProbe} from the Compose health check (probetiming.timing)."""
     hc = svc.get("healthcheck") or {}
     if hc.get("disable"):
         return {}
     action = _probe_action(hc.get("test"), service)
     if action is None:
         return {}
-    timeout = _seconds(hc.get("timeout"), 30)
-    retries = int(hc.get("retries", 3))
-    start_every = _seconds(hc.get("start_interval"), 5)
-    start_period = _seconds(hc.get("start_period"), 0)
-    return {
-        "startupProbe": {**copy.deepcopy(action), "periodSeconds": start_every, "timeoutSeconds": timeout,
-                         "failureThreshold": max(1, -(-start_period // start_every)) + retries},
-        "readinessProbe": {**action, "periodSeconds": _seconds(hc.get("interval"), 30), "timeoutSeconds": timeout,
-                           "failureThreshold": retries},
-    }
+    # the timing's VARIABLES at their defaults here; k8s.sh up and stackctl up give the caller's
+    # (probetiming.apply, from the pod's probetiming.ANNOTATION)
+    timed = probetiming.timing(hc, {})
+    return {"startupProbe": {**copy.deepcopy(action), **timed["startupProbe"]},
+            "readinessProbe": {**action, **timed["readinessProbe"]}}
 
 
 def security_context(svc: Mapping[str, Any], service: str) -> dict[str, Any]:
@@ -390,6 +376,9 @@ def pod_object(model: cm.ComposeModel, pod: Pod, settings: Settings, placement: 
         annotations[OUTPUT_ANNOTATION] = json.dumps(vols.outputs, sort_keys=True)
     if gate:
         annotations[GATE_ANNOTATION] = gate_annotation()
+    timed = {s: probetiming.kept(svcs[s].get("healthcheck") or {}) for s in pod.services}
+    if any(timed.values()):
+        annotations[probetiming.ANNOTATION] = json.dumps({s: t for s, t in timed.items() if t}, sort_keys=True)
     spec: dict[str, Any] = {"restartPolicy": "Never", "enableServiceLinks": False,
                             "terminationGracePeriodSeconds": max(_seconds(svcs[s].get("stop_grace_period"), 10)
                                                                  for s in pod.services)}

@@ -37,7 +37,7 @@ from testbed.placement import Placement
 from testbed.render import Rendered
 from testbed.render import compose_env as cenv
 from testbed.render import layout
-from testbed.runtime.k8s import capture, data, networks, pods
+from testbed.runtime.k8s import capture, data, networks, pods, probetiming
 
 DIR = "k8s"
 OBJECTS = f"{DIR}/objects.yaml"
@@ -75,7 +75,8 @@ def model_of(render_dir: Path, images: Mapping[str, str]) -> cm.ComposeModel:
     env = {**images, **cenv.parse_env((render_dir / layout.COMPOSE_ENV).read_text(encoding="utf-8"))}
     env.update({v: f"$({v})" for v in UP_VARIABLES if v in env})
     files = [Path(f) for f in (render_dir / layout.COMPOSE_FILES).read_text(encoding="utf-8").split() if f]
-    model = cm.load(files, env)
+    # the probes' timing stays as written: it is the caller's at `up` (probetiming.py)
+    model = cm.load(files, env, keep=probetiming.VARIABLES)
     errors = [p for p in model.problems if "required" in p.message or "does not exist" in p.message
               or "YAML" in p.message]
     if errors:
@@ -106,13 +107,16 @@ def cni_choice(options: Mapping[str, str], also: Iterable[str] = ()) -> dict[str
 
 def up_values(pod_objects: Iterable[dict[str, Any]], values: Mapping[str, str]) -> None:
     """Each UP_VARIABLES entry of a container's env takes VALUES' value (compose.env's when
-    rendered, the caller's environment in stackctl up); the args keep `$(NAME)`."""
-    for obj in pod_objects:
+    rendered, the caller's environment in k8s.sh up and stackctl up); the args keep `$(NAME)`.
+    The probes take their timing from VALUES' probetiming.VARIABLES, which compose.env never holds."""
+    objs = list(pod_objects)
+    for obj in objs:
         spec = obj["spec"]
         for c in spec.get("initContainers", []) + spec["containers"]:
             for e in c.get("env") or ():
                 if e["name"] in UP_VARIABLES and values.get(e["name"]):
                     e["value"] = values[e["name"]]
+    probetiming.apply(objs, values)
 
 
 def _images(model: cm.ComposeModel, registry: str) -> None:

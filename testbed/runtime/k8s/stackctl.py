@@ -204,8 +204,9 @@ def up(st: Stack, args: list[str]) -> int:
     _, services = _flags(args)
     pods = list(dict.fromkeys(st.pod_of(s) for s in services))
     items = [st.pods[p] for p in pods]
-    # Compose interpolates these at this `up` from the caller's environment (render.py UP_VARIABLES)
-    render.up_values(items, {v: environment.get(v) or "" for v in render.UP_VARIABLES})
+    # Compose interpolates these at this `up` from the caller's environment (render.py UP_VARIABLES,
+    # the probes' timing: run-sbi starts a UE with UE_HEALTH_START_INTERVAL past its attach)
+    render.up_values(items, environment.mapping())
     rc = subprocess.run(st.k("apply", "-f", "-"), input=json.dumps({"apiVersion": "v1", "kind": "List", "items": items}),
                         text=True, check=False).returncode
     # as `docker compose up -d` returns with the containers started: the driver reads their logs

@@ -14,6 +14,15 @@ def test_interpolation_forms() -> None:
     assert errors == ["required variable R is not set (needs R)"]
 
 
+def test_a_kept_variable_stays_as_written_for_a_later_interpolation() -> None:
+    """keep=: a Kubernetes pod's probe timing is interpolated at `up`, not at the render
+    (testbed/runtime/k8s/probetiming.py); every other variable as before, `$$` included."""
+    errors: list[str] = []
+    out = cm.interpolate("${T:-30s} ${A} ${E:-${T:-1s}} $$T", {"A": "1", "T": "9s"}, errors.append, keep=frozenset({"T"}))
+    assert out == "${T:-30s} 1 ${T:-1s} $T" and not errors
+    assert cm.interpolate(out.rsplit(" ", 1)[0], {"T": "9s"}, errors.append) == "9s 1 9s"
+
+
 def test_override_files_merge_like_compose(tmp_path: Path) -> None:
     base = tmp_path / "base.yaml"
     over = tmp_path / "over.yaml"

@@ -157,6 +157,29 @@ exit 0
     assert sum(" exec upf -c " in line for line in lines) == 1 and "phase}=Running pod/upf" in lines[-1]
 
 
+def test_up_of_a_ue_defers_its_probes_past_the_attach_as_compose_does(captured: Path, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """run-sbi starts a UE with UE_HEALTH_START_INTERVAL=3600s (scripts/lib/attach.sh) so that no
+    probe runs in the attach it measures; stackctl up applies the UE's pod with that start
+    interval, and a capture container's own probe keeps its timing. Before, the cluster's UE was
+    probed every second through its attach."""
+    applied = tmp_path / "applied"
+    fake = tmp_path / "kubectl"
+    fake.write_text(f'#!/usr/bin/env bash\n[[ "$3" == apply ]] && cat >"{applied}"\nexit 0\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("UE_HEALTH_START_INTERVAL", "3600s")
+    assert stackctl.up(stackctl.load(captured, str(fake)), ["-d", "--no-deps", "ue1"]) == 0
+    ue = json.loads(applied.read_text())["items"][0]["spec"]["containers"][0]
+    assert ue["name"] == "ue1" and ue["startupProbe"]["periodSeconds"] == 3600
+    assert ue["readinessProbe"]["periodSeconds"] == 30                  # HEALTH_INTERVAL not given
+    monkeypatch.setenv("HEALTH_START_INTERVAL", "10s")
+    assert stackctl.up(stackctl.load(captured, str(fake)), ["-d", "--no-deps", "upf"]) == 0
+    upf = json.loads(applied.read_text())["items"][0]["spec"]
+    timing = {c["name"]: c["startupProbe"]["periodSeconds"] for c in upf["initContainers"] + upf["containers"]
+              if "startupProbe" in c}
+    assert timing == {"cap-n3": 1, "upf-net": 10, "upf": 10}, timing
+
+
 def test_the_pod_network_captures_eth0(tmp_path: Path) -> None:
     r = render_k8s("baseline", "n3", tmp_path / "r", options={capture.OPTION: "n3.pcap=gnb:n3", "MULTUS": "0"})
     gnb = by_kind(objects(r), "Pod")["gnb"]

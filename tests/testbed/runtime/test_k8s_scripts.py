@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -237,6 +238,32 @@ def test_up_hands_the_stack_deadline_to_the_holders(ipsec_n3: Path, tmp_path: Pa
     rendered = by_kind(k8s_render.load_objects(ipsec_n3), "Pod")["upf"]["spec"]
     assert {e.get("value") for c in rendered["initContainers"] + rendered["containers"]
             for e in c.get("env") or () if e["name"] == "STACK_UP_TIMEOUT"} == {""}   # the render leaves it
+
+
+def _applied_timing(pods: list[dict[str, Any]]) -> dict[str, tuple[int, int, int]]:
+    """Container -> (startup period, startup failure threshold, readiness period) of its probes."""
+    return {c["name"]: (c["startupProbe"]["periodSeconds"], c["startupProbe"]["failureThreshold"],
+                        c["readinessProbe"]["periodSeconds"])
+            for o in pods for c in o["spec"].get("initContainers", []) + o["spec"]["containers"] if "readinessProbe" in c}
+
+
+def test_up_gives_the_probes_the_timing_of_its_environment(ipsec_n3: Path, tmp_path: Path) -> None:
+    """Compose interpolates the health checks' timing at `up` (HEALTH_INTERVAL keeps probes out of
+    the measured windows; a slow host raises them all, docs/stack.md); k8s.sh up gives the pods it
+    applies the timing of its own environment. The render keeps Compose's defaults. Before, a
+    cluster's pods probed every second while starting and every 30 s after, whatever was set: the
+    guest's two stacks at once spent their CPUs on probes (load 70)."""
+    fake, calls = _fake_cluster(tmp_path)
+    res = _run(["bash", str(K8S_SH), "up", str(ipsec_n3), "--no-record"], KUBECTL=str(fake),
+               HEALTH_INTERVAL="3600s", HEALTH_START_INTERVAL="30s", HEALTH_START_PERIOD="1500s")
+    assert res.returncode == 0, res.stderr
+    applied = _applied_timing([json.loads(line) for line in Path(f"{calls}.pods").read_text().splitlines()])
+    assert {"upf", "upf-net", "gnb-net", "nrf", "mongo", "ue1"} <= set(applied), applied
+    # 1500 s of start at one probe in 30 s, and Compose's 3 retries; ue1 starts at UE_HEALTH_START_INTERVAL
+    assert {n: t for n, t in applied.items() if n != "ue1"} == dict.fromkeys(set(applied) - {"ue1"}, (30, 53, 3600))
+    assert applied["ue1"] == (1, 1503, 3600)
+    rendered = _applied_timing(list(by_kind(k8s_render.load_objects(ipsec_n3), "Pod").values()))
+    assert set(rendered.values()) == {(1, 183, 30)}         # the defaults: 1 s, 180 s of start, 30 s
 
 
 def test_up_no_record_leaves_the_record_to_the_driver(ipsec_n3: Path, tmp_path: Path) -> None:
