@@ -139,9 +139,12 @@ def down_argv(st: Stack) -> list[str]:
 
 def capture_stop_argv(st: Stack, pod: str, container: str, remote: str) -> list[str]:
     """SIGTERM to the capture container's dumpcap (it ends its file; a background job of sh ignores
-    SIGINT), waiting until it exited."""
+    SIGINT), waiting until it exited; exit 1 naming it if it still runs (its file is not whole yet).
+    Idempotent: dumpcap once ended, it exits 0 at once."""
     script = (f'p="$(cat {remote}.pid)"; kill -TERM "$p" 2>/dev/null; n=0; '
-              f'while kill -0 "$p" 2>/dev/null && [ $n -lt {STOP_SECONDS * 10} ]; do sleep 0.1; n=$((n+1)); done')
+              f'while kill -0 "$p" 2>/dev/null && [ $n -lt {STOP_SECONDS * 10} ]; do sleep 0.1; n=$((n+1)); done; '
+              f'if kill -0 "$p" 2>/dev/null; then echo "dumpcap (pid $p) still runs {STOP_SECONDS} s after TERM" >&2; '
+              'exit 1; fi')
     return st.k("exec", pod, "-c", container, "--", "/bin/sh", "-c", script)
 
 
@@ -285,8 +288,23 @@ def capture_hold(st: Stack, file: str, local: Path) -> int:
     remote, container = f"{capture.MOUNT}/{file}", capture.Capture(file, "", ()).container
     parts = [local.with_name(f".{local.name}.{pod}") for pod in pods]
 
-    def stop(pod: str) -> None:
-        subprocess.run(capture_stop_argv(st, pod, container, remote), check=False)
+    def stop(pod: str) -> str:
+        """Empty once the pod's dumpcap has ended, else why not: the exec is tried again within half the
+        stack's deadline (the copies take the rest of the driver's grace), as a loaded API server
+        lets one time out; a file copied while dumpcap still writes is cut short (a guest run's
+        leak-gnb.pcap ended mid-packet at 160 KiB and made the run invalid)."""
+        end = time.monotonic() + start_seconds() / 2
+        while True:
+            res = subprocess.run(capture_stop_argv(st, pod, container, remote), capture_output=True, text=True,
+                                 check=False)
+            if res.returncode == 0:
+                return ""
+            why = res.stderr.strip().splitlines()[-1:] or [f"exit {res.returncode}"]
+            if time.monotonic() >= end:
+                return why[0]
+            print(f"{file}: stopping the capture in pod {pod} failed ({why[0]}); trying again", file=sys.stderr,
+                  flush=True)
+            time.sleep(GATE_RETRY_SECONDS)
 
     def copy(pod: str, part: Path) -> int:
         with open(part, "wb") as fh:
@@ -295,7 +313,7 @@ def capture_hold(st: Stack, file: str, local: Path) -> int:
     # (two per pod) took the guest's loaded cluster more than the driver's 300 s for run-sbi's 12
     # pods, and the capture was lost (scripts/lib/capture.sh's grace)
     with concurrent.futures.ThreadPoolExecutor(max_workers=LOG_WORKERS) as pool:
-        list(pool.map(stop, pods))
+        unstopped = {pod: why for pod, why in zip(pods, pool.map(stop, pods)) if why}
         rc = next((r for r in pool.map(copy, pods, parts) if r != 0), 0)
     if rc == 0 and len(parts) > 1:
         rc = subprocess.run(merge_argv(local, parts), check=False).returncode
@@ -303,7 +321,11 @@ def capture_hold(st: Stack, file: str, local: Path) -> int:
         parts[0].replace(local)
     for part in parts:
         part.unlink(missing_ok=True)
-    return rc
+    for pod, why in unstopped.items():
+        # copied all the same, as evidence: the validity check reads the file and says it is cut
+        print(f"error: {file}: the capture in pod {pod} did not end ({why}); its copy may be cut short",
+              file=sys.stderr, flush=True)
+    return rc or (1 if unstopped else 0)
 
 
 def evidence(st: Stack, out: Path, services: list[str]) -> int:

@@ -407,3 +407,44 @@ def test_a_whole_network_capture_is_stopped_copied_out_of_each_pod_and_merged(ca
     info = subprocess.run(["capinfos", "-c", "-M", str(out)], capture_output=True, text=True, check=True).stdout
     assert "Number of packets:   2" in info or "Number of packets: 2" in info, info
     assert not list(out.parent.glob(".n3.pcap.*"))                  # the pods' parts removed
+
+
+@pytest.mark.parametrize("stuck", [False, True])
+def test_a_capture_is_copied_once_its_dumpcap_has_ended(captured: Path, tmp_path: Path, stuck: bool) -> None:
+    """The stop of a pod's dumpcap is tried again when its exec fails (a loaded API server's
+    timeout, or dumpcap still running after its grace), and the file is copied only after: a
+    guest run's leak-gnb.pcap, copied while dumpcap still wrote, ended mid-packet and made the run
+    invalid. A dumpcap that never ends: the file is copied all the same, as evidence, and the hold
+    fails naming the pod and the cause."""
+    require_tools("mergecap")
+    import signal
+    calls = tmp_path / "calls"
+    for ts, pod in ((200, "gnb"), (100, "upf")):
+        (tmp_path / f"{pod}.pcap").write_bytes(_pcap(ts))
+    fake = tmp_path / "kubectl"
+    failing = "true" if stuck else f'[ "$(grep -c "exec gnb .*kill -TERM" "{calls}")" -le 1 ]'
+    fake.write_text(f'''#!/bin/sh
+printf "%s\\n" "$*" >>"{calls}"
+case "$*" in
+  *" cat /captures/n3.pcap") exec cat "{tmp_path}/$4.pcap" ;;
+  *"exec gnb "*"kill -TERM"*) if {failing}; then echo "dumpcap (pid 7) still runs 30 s after TERM" >&2; exit 1; fi ;;
+esac
+''')
+    fake.chmod(0o755)
+    out = tmp_path / "run" / "n3.pcap"
+    out.parent.mkdir()
+    proc = subprocess.Popen([sys.executable, "-m", "testbed.runtime.k8s.stackctl", "--render-dir", str(captured),
+                             "capture-hold", "n3.pcap", str(out)], cwd=ROOT, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "KUBECTL": str(fake), "STACK_UP_TIMEOUT": "4" if stuck else "600"})
+    assert proc.stderr is not None and proc.stderr.readline().startswith("holding n3.pcap of ")
+    proc.send_signal(signal.SIGTERM)
+    rc, err = proc.wait(timeout=60), proc.stderr.read()
+    lines = calls.read_text().splitlines()
+    stops = [i for i, line in enumerate(lines) if "exec gnb" in line and "kill -TERM" in line]
+    assert len(stops) >= 2 and "stopping the capture in pod gnb failed (dumpcap (pid 7) still runs" in err, err
+    assert all(i > stops[-1] for i, line in enumerate(lines) if line.endswith(" cat /captures/n3.pcap"))
+    assert out.exists()                                                # copied and merged either way
+    if stuck:
+        assert rc == 1 and "error: n3.pcap: the capture in pod gnb did not end (dumpcap (pid 7) still runs" in err
+    else:
+        assert rc == 0 and len(stops) == 2 and "error" not in err, err
