@@ -134,9 +134,6 @@ def container_pods(all_pods: Mapping[str, Pod]) -> dict[str, str]:
     return {s: p.name for p in all_pods.values() for s in (p.owner, *p.services)}
 
 
-_seconds = probetiming.seconds
-
-
 def _probe_action(test: Any, service: str) -> dict[str, Any] | None:
     if isinstance(test, str):
         test = ["CMD-SHELL", test]
@@ -380,7 +377,7 @@ def pod_object(model: cm.ComposeModel, pod: Pod, settings: Settings, placement: 
     if any(timed.values()):
         annotations[probetiming.ANNOTATION] = json.dumps({s: t for s, t in timed.items() if t}, sort_keys=True)
     spec: dict[str, Any] = {"restartPolicy": "Never", "enableServiceLinks": False,
-                            "terminationGracePeriodSeconds": max(_seconds(svcs[s].get("stop_grace_period"), 10)
+                            "terminationGracePeriodSeconds": max(probetiming.seconds(svcs[s].get("stop_grace_period"), 10)
                                                                  for s in pod.services)}
     if holder:
         spec["initContainers"] = built[:1] + gate

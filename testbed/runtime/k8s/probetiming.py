@@ -67,9 +67,11 @@ def environment(env: Mapping[str, str]) -> dict[str, str]:
 def apply(pod_objects: Iterable[dict[str, Any]], env: Mapping[str, str]) -> None:
     """Each container whose timing the render kept takes its probes' timing from ENV's VARIABLES."""
     values = environment(env)
+    if not values:
+        return
     for obj in pod_objects:
         spec, annotations = obj["spec"], obj["metadata"].get("annotations") or {}
-        if ANNOTATION not in annotations or not values:
+        if ANNOTATION not in annotations:
             continue
         fields = json.loads(annotations[ANNOTATION])
         for c in spec.get("initContainers", []) + spec["containers"]:
