@@ -28,7 +28,7 @@ TIMEOUT="${STACK_UP_TIMEOUT:-300}"
 # as scripts/up.sh hands its deadline to the overlays' holders (ipsec/entrypoint.sh waits for its
 # peer that long): split_pods sets it in the pods (render.py UP_VARIABLES)
 export STACK_UP_TIMEOUT="$TIMEOUT"
-GATE_RETRY="${GATE_RETRY:-5}"     # s between tries to open a start gate
+GATE_RETRY="${GATE_RETRY:-5}"     # s between tries of a request a loaded API server let fail (a gate, an apply)
 # server-side apply: a client-side apply copies each object into its last-applied annotation, which
 # may hold 256 KiB (the guest's API server refused a ConfigMap of one Rosenpass public key so)
 APPLY=(--server-side --field-manager=g5tb --force-conflicts)
@@ -44,6 +44,14 @@ trap 'printf "error: interrupted\n" >&2; exit 130' INT TERM
 need_kubectl() {
   command -v "$KUBECTL" >/dev/null 2>&1 \
     || die "kubectl ($KUBECTL) not found on PATH: ENGINE=k8s drives a cluster through kubectl; install it and point KUBECONFIG at the cluster (docs/kubernetes.md); nothing was started"
+}
+
+# apply_objects WHAT <OBJECTS: the server-side apply, a failure of the kind a loaded API server
+# gives tried again within the stack's deadline (apply.py: the guest's cluster let one apply of
+# run-cpu's pods time out, and the stack did not come up); exit 1 with its error otherwise
+apply_objects() {
+  PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" "$PYTHON" -m testbed.runtime.k8s.apply --what "$1" \
+    --within "$TIMEOUT" --every "$GATE_RETRY" -- "$KUBECTL" apply "${APPLY[@]}" -f - || exit 1
 }
 
 # the namespace of a render (its Namespace object)
@@ -118,7 +126,7 @@ wait_pod() {
       RECREATED[$pod]=1
       log "pod $pod: the runtime could not start a container ($failed); creating the pod once more"
       "$KUBECTL" -n "$NS" delete pod "$pod" --wait=true >/dev/null
-      "$KUBECTL" apply "${APPLY[@]}" -f - <"$remake" >/dev/null
+      apply_objects "pod $pod" <"$remake"
       continue
     fi
     if [[ -n "$failed" ]]; then
@@ -193,7 +201,7 @@ cmd_up() {
     refuse "namespace $NS exists: a stack is up (make k8s-down K8S_NAMESPACE=$NS first)"
   fi
   log "applying the namespace, networks and data of $RENDER"
-  objects_of -v Pod | "$KUBECTL" apply "${APPLY[@]}" -f - >/dev/null
+  objects_of -v Pod | apply_objects "the namespace, networks and data"
   # the API server admits a pod only once its namespace's `default` service account exists, which
   # the controller manager makes after the namespace (in the guest's emulated cluster a pod applied
   # at once was refused: serviceaccount "default" not found)
@@ -221,7 +229,7 @@ cmd_up() {
     for pod in "${gated[@]}"; do
       printf -- '---\n'
       cat "$pods_dir/$pod.yaml"
-    done | "$KUBECTL" apply "${APPLY[@]}" -f - >/dev/null
+    done | apply_objects "the pods with a holder"
   fi
   # then Compose's order: a wave's pods start their programs (a gate opened, or the pod applied)
   # once every pod they depend on is ready or done
@@ -233,7 +241,7 @@ cmd_up() {
       if [[ -f "$pods_dir/$pod.gate" ]]; then
         open_gate "$pod" "$pods_dir/$pod.gate" "$pods_dir/$pod.yaml"
       else
-        "$KUBECTL" apply "${APPLY[@]}" -f - <"$pods_dir/$pod.yaml" >/dev/null
+        apply_objects "pod $pod" <"$pods_dir/$pod.yaml"
       fi
     done
     for entry in $wave; do

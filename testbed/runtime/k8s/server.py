@@ -23,7 +23,7 @@ from typing import Any
 import yaml
 
 from testbed import environment, manifest, placement as placement_mod
-from testbed.runtime.k8s import nodepods, pods as pods_mod, render, stackctl
+from testbed.runtime.k8s import apply as apply_mod, nodepods, pods as pods_mod, render, stackctl
 
 UPF = "upf"                     # the NF whose n6 packets leave onto its node's n6 bridge (nf-configs/stack.yaml)
 
@@ -71,7 +71,9 @@ def start(st: stackctl.Stack, name: str, address: str, port: int, command: list[
         return 1
     obj = pod(st, name, node, address, port, command)
     # stdout is the node alone (the driver reads it): kubectl's own lines go to stderr
-    if _run(st.k("apply", "-f", "-"), input=json.dumps(obj), stdout=sys.stderr).returncode != 0:
+    why = apply_mod.apply(st.k("apply", "-f", "-"), json.dumps(obj), f"the server pod {name}", stackctl.start_seconds())
+    if why:
+        print(f"error: applying the server pod {name}: {why}", file=sys.stderr)
         return 1
     ready = _run(st.k("wait", "--for=condition=Ready", f"pod/{name}", f"--timeout={stackctl.start_seconds()}s"),
                  stdout=sys.stderr)

@@ -43,11 +43,11 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from testbed import environment
-from testbed.runtime.k8s import capture, pods as pods_mod, render
+from testbed.runtime.k8s import apply as apply_mod, capture, pods as pods_mod, render, retry
 
 STOP_SECONDS = 30               # for dumpcap to end its file after SIGTERM
 LOG_WORKERS = 8                 # `logs` of every service, a capture's pods: kubectl calls at once
-GATE_RETRY_SECONDS = 5          # between tries to open a pod's start gate
+GATE_RETRY_SECONDS = 5          # between tries of a request a loaded API server let fail (retry.py)
 
 
 def start_seconds() -> int:
@@ -210,8 +210,11 @@ def up(st: Stack, args: list[str]) -> int:
     # Compose interpolates these at this `up` from the caller's environment (render.py UP_VARIABLES,
     # the probes' timing: run-sbi starts a UE with UE_HEALTH_START_INTERVAL past its attach)
     render.up_values(items, environment.mapping())
-    rc = subprocess.run(st.k("apply", "-f", "-"), input=json.dumps({"apiVersion": "v1", "kind": "List", "items": items}),
-                        text=True, check=False).returncode
+    why = apply_mod.apply(st.k("apply", "-f", "-"), json.dumps({"apiVersion": "v1", "kind": "List", "items": items}),
+                          f"pod {', '.join(pods)}", start_seconds())
+    if why:
+        print(f"error: applying pod {', '.join(pods)}: {why}", file=sys.stderr)
+    rc = 1 if why else 0
     # as `docker compose up -d` returns with the containers started: the driver reads their logs
     # next (the driver starts a service once its dependencies are up: its gate opens at once)
     for pod in pods if rc == 0 else ():
@@ -233,13 +236,14 @@ def _open_gate(gate: Gate) -> int:
     rc = subprocess.run(gate.wait, check=False).returncode
     if rc != 0:
         return rc
-    while True:
-        rc = subprocess.run(gate.open, check=False).returncode
-        if rc == 0 or subprocess.run(gate.ended, capture_output=True, text=True, check=False).stdout.strip() == "0":
-            return 0
-        if time.monotonic() >= end:
-            return rc
-        time.sleep(GATE_RETRY_SECONDS)
+
+    def attempt() -> str:
+        res = subprocess.run(gate.open, check=False)
+        return "" if res.returncode == 0 else str(res.returncode)
+
+    def ended() -> bool:
+        return subprocess.run(gate.ended, capture_output=True, text=True, check=False).stdout.strip() == "0"
+    return int(retry.until(attempt, end - time.monotonic(), GATE_RETRY_SECONDS, done=ended) or 0)
 
 
 def rm(st: Stack, args: list[str]) -> int:
@@ -293,18 +297,14 @@ def capture_hold(st: Stack, file: str, local: Path) -> int:
         stack's deadline (the copies take the rest of the driver's grace), as a loaded API server
         lets one time out; a file copied while dumpcap still writes is cut short (a guest run's
         leak-gnb.pcap ended mid-packet at 160 KiB and made the run invalid)."""
-        end = time.monotonic() + start_seconds() / 2
-        while True:
+        def attempt() -> str:
             res = subprocess.run(capture_stop_argv(st, pod, container, remote), capture_output=True, text=True,
                                  check=False)
-            if res.returncode == 0:
-                return ""
-            why = res.stderr.strip().splitlines()[-1:] or [f"exit {res.returncode}"]
-            if time.monotonic() >= end:
-                return why[0]
-            print(f"{file}: stopping the capture in pod {pod} failed ({why[0]}); trying again", file=sys.stderr,
-                  flush=True)
-            time.sleep(GATE_RETRY_SECONDS)
+            return "" if res.returncode == 0 else (res.stderr.strip().splitlines()[-1:] or [f"exit {res.returncode}"])[0]
+
+        def retrying(why: str) -> None:
+            print(f"{file}: stopping the capture in pod {pod} failed ({why}); trying again", file=sys.stderr, flush=True)
+        return retry.until(attempt, start_seconds() / 2, GATE_RETRY_SECONDS, retrying=retrying)
 
     def copy(pod: str, part: Path) -> int:
         with open(part, "wb") as fh:

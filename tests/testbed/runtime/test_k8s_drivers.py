@@ -157,6 +157,27 @@ exit 0
     assert sum(" exec upf -c " in line for line in lines) == 1 and "phase}=Running pod/upf" in lines[-1]
 
 
+def test_up_applies_a_pod_again_after_the_api_server_let_the_apply_time_out(captured: Path, tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """run-sbi's UE started by stackctl up: an apply the loaded API server lets time out is tried again
+    (apply.py) within the stack's deadline, then the pod is waited for."""
+    calls, marker = tmp_path / "calls", tmp_path / "timed-out"
+    fake = tmp_path / "kubectl"
+    fake.write_text(f'''#!/usr/bin/env bash
+echo "$*" >>"{calls}"
+if [[ "$3" == apply ]]; then
+  cat >/dev/null
+  [[ -e "{marker}" ]] || {{ touch "{marker}"; echo "Error from server (Timeout): Timeout: request did not complete" >&2; exit 1; }}
+fi
+exit 0
+''')
+    fake.chmod(0o755)
+    monkeypatch.setattr("testbed.runtime.k8s.apply.EVERY_SECONDS", 0)
+    assert stackctl.up(stackctl.load(captured, str(fake)), ["-d", "--no-deps", "ue1"]) == 0
+    lines = calls.read_text().splitlines()
+    assert lines.count("-n g5tb apply -f -") == 2 and "phase}=Running pod/ue1" in lines[-1]
+
+
 def test_up_of_a_ue_defers_its_probes_past_the_attach_as_compose_does(captured: Path, tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """run-sbi starts a UE with UE_HEALTH_START_INTERVAL=3600s (scripts/lib/attach.sh) so that no

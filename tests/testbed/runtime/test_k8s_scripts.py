@@ -116,6 +116,16 @@ if "get" in args[2:3] and f"pod/{{os.environ.get('GATE_ERROR')}}" in args:
     sys.exit(0)
 if "wait" in args[2:3] and f"pod/{{os.environ.get('GATE_ERROR')}}" in args:
     sys.exit(1)
+if args[:1] == ["apply"] and os.environ.get("APPLY_FAILS"):
+    # the first apply holding a Pod fails N times with MESSAGE (APPLY_FAILS=N:MESSAGE), as a loaded API server's
+    text = sys.stdin.read()
+    tries = {calls!r} + ".apply-tries"
+    n = int(open(tries).read()) if os.path.exists(tries) else 0
+    if "kind: Pod" in text and n < int(os.environ["APPLY_FAILS"].split(":")[0]):
+        open(tries, "w").write(str(n + 1))
+        print(os.environ["APPLY_FAILS"].split(":", 1)[1], file=sys.stderr)
+        sys.exit(1)
+    sys.stdin = __import__("io").StringIO(text)
 if args[:1] == ["apply"]:
     for o in yaml.safe_load_all(sys.stdin.read()):
         if o:
@@ -332,6 +342,32 @@ def test_a_gate_whose_exec_times_out_is_opened_on_a_later_try(ipsec_n3: Path, tm
         assert ("pod upf: its start gate did not open within 4 s: Error from server: error dialing backend: "
                 "Internal error occurred: Timeout occurred") in res.stderr
         assert "kubectl -n g5tb describe pod upf" in lines and not any("Ready pod/upf " in line for line in lines)
+
+
+TIMEOUT_ANSWER = ("Error from server (Timeout): Timeout: request did not complete within requested timeout - "
+                  "context deadline exceeded")
+
+
+@pytest.mark.parametrize("answer, ok", [(TIMEOUT_ANSWER, True), ('The Pod "upf" is invalid: spec.containers', False)])
+def test_an_apply_the_api_server_let_time_out_is_tried_again(ipsec_n3: Path, tmp_path: Path, answer: str,
+                                                             ok: bool) -> None:
+    """The guest's loaded API server answered run-cpu's one apply of its gated pods with a Timeout, and
+    the stack did not come up: k8s.sh up applies again (server-side apply is idempotent) within its
+    deadline. An object the server refuses is no reason to try again: it ends at once, named."""
+    fake, calls = _fake_cluster(tmp_path)
+    started = time.monotonic()
+    res = _run(["bash", str(K8S_SH), "up", str(ipsec_n3), "--no-record"], KUBECTL=str(fake),
+               APPLY_FAILS=f"2:{answer}", STACK_UP_TIMEOUT="600", GATE_RETRY="1")
+    tries = int(Path(f"{calls}.apply-tries").read_text())
+    lines = calls.read_text().splitlines()
+    if ok:
+        assert res.returncode == 0, res.stderr
+        assert tries == 2 and res.stderr.count(f"applying the pods with a holder failed ({answer}); trying again") == 2
+        assert {"applied Pod/upf", "applied Pod/gnb"} <= set(lines) and any("Ready pod/ue1 " in line for line in lines)
+    else:
+        assert res.returncode == 1 and tries == 1 and time.monotonic() - started < 60
+        assert f"error: applying the pods with a holder: {answer}" in res.stderr and "trying again" not in res.stderr
+        assert not any(" exec " in line for line in lines)                   # no gate opened after it
 
 
 def test_opening_a_gate_takes_one_deadline_with_the_wait_for_its_holder(ipsec_n3: Path, tmp_path: Path) -> None:

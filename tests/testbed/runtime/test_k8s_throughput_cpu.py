@@ -99,7 +99,6 @@ def test_the_server_starts_on_the_upfs_node_records_it_and_keeps_its_log(rendere
                           "iperf3", "-s", "-B", GATEWAY, "-p", "5201", "-J"], cwd=ROOT, env=env,
                          capture_output=True, text=True, timeout=60)
     assert res.returncode == 0 and res.stdout == "node-a\n", res.stderr        # the node alone: the driver reads it
-    assert "pod/n6-server created" in res.stderr
     applied = json.loads((tmp_path / "calls.applied").read_text())
     assert applied["spec"]["nodeSelector"] == {k8s_pods.HOSTNAME_LABEL: "node-a"} and applied["spec"]["hostNetwork"]
     assert applied["metadata"]["namespace"] == "g5tb" and applied["spec"]["containers"][0]["image"].startswith("g5tb/tools:")
@@ -114,6 +113,41 @@ def test_the_server_starts_on_the_upfs_node_records_it_and_keeps_its_log(rendere
     assert res.returncode == 0 and json.loads((run / "iperf3-server.json").read_text()) == {"end": {}}
     assert calls.read_text().splitlines()[-2:] == ["-n g5tb logs n6-server",
                                                    "-n g5tb delete pod n6-server --ignore-not-found --wait=true"]
+
+
+TIMEOUT_ANSWER = "Error from server (Timeout): Timeout: request did not complete within requested timeout"
+
+
+def _timing_out_once(tmp_path: Path, answers: str) -> tuple[Path, Path]:
+    """A kubectl whose first apply the API server lets time out (what stopped run-cpu's stack on the
+    guest's loaded cluster), answering the rest from ANSWERS (a case body)."""
+    marker = tmp_path / "timed-out"
+    return _kubectl(tmp_path, f'if [[ "$*" == *"apply -f -"* && ! -e "{marker}" ]]; then touch "{marker}"; '
+                              f'echo "{TIMEOUT_ANSWER}" >&2; exit 1; fi\ncase "$*" in {answers} esac')
+
+
+def test_the_server_pod_and_the_cpu_readers_are_applied_again_after_a_timeout(rendered: Path, tmp_path: Path,
+                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "server").mkdir()
+    fake, calls = _timing_out_once(tmp_path / "server", '*"get pod upf -o jsonpath"*) printf node-a ;;')
+    env = {**os.environ, "KUBECTL": str(fake)}
+    res = subprocess.run([sys.executable, "-m", "testbed.runtime.k8s.server", "--render-dir", str(rendered), "start",
+                          "n6-server", GATEWAY, "5201", "--", "iperf3", "-s"], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0 and res.stdout == "node-a\n", res.stderr
+    assert f"applying the server pod n6-server failed ({TIMEOUT_ANSWER}); trying again" in res.stderr
+    assert calls.read_text().splitlines().count("-n g5tb apply -f -") == 2
+
+    (tmp_path / "cpu").mkdir()
+    fake, calls = _timing_out_once(tmp_path / "cpu", "*\"get nodes -o json\"*) echo '" + json.dumps(
+        {"items": [{"metadata": {"name": "node-a"}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}}]})
+        + "' ;;")
+    monkeypatch.setenv("KUBECTL", str(fake))
+    monkeypatch.delenv("PLACEMENT", raising=False)
+    monkeypatch.setattr("testbed.runtime.k8s.apply.EVERY_SECONDS", 0)
+    assert cpu.up() == 0
+    lines = calls.read_text().splitlines()
+    assert lines.count("apply -f -") == 3 and lines[-1].startswith(f"-n {cpu.namespace()} wait --for=condition=Ready")
 
 
 STACK_PODS = {"items": [
