@@ -18,10 +18,14 @@ import sys
 
 from testbed.runtime.k8s import retry
 
-# what kubectl prints when the API server (or the way to it) is too slow or briefly away; lower case
-TRANSIENT = ("timeout", "timed out", "deadline exceeded", "connection refused", "connection reset",
-             "unable to handle the request", "too many requests", "unexpected eof", "etcdserver:",
-             "client connection lost")
+# what kubectl prints when the API server (or the way to it) is too slow or briefly away, lower case.
+# A refused connection: kubectl v1.34's apply says `error validating "STDIN": ... failed to download
+# openapi: Get "https://HOST/openapi/v2?timeout=1m0s": dial tcp HOST: connect: connection refused`
+# (tests/k8s/cluster/test_apiserver.py), its other verbs "The connection to the server HOST was
+# refused - did you specify the right host or port?"
+TRANSIENT = ("timeout", "timed out", "deadline exceeded", "connection refused", "was refused - did you specify",
+             "connection reset", "unable to handle the request", "too many requests", "unexpected eof",
+             "to the server: eof", "etcdserver:", "client connection lost")
 EVERY_SECONDS = 5.0
 
 

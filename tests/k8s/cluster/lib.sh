@@ -16,7 +16,7 @@ LINK_PREFIX="10.250.0"                    # node i: $LINK_PREFIX.i/24 on $LINK
 POD_PREFIX="10.244"                       # node i: $POD_PREFIX.(i-1).0/24 on its bridge cni0
 SERVICE_CIDR="10.96.0.0/16"
 ETCD_PORT=2389                            # not Debian's etcd.service ports (2379/2380)
-API_PORT=6443
+API_PORT="${API_PORT:-6443}"
 PAUSE_IMAGE="registry.k8s.io/pause:3.10.1"
 UNIT="g5tb-k8s"                           # systemd units: g5tb-k8s-<component>[-<node>]
 UNSAFE_SYSCTLS="net.ipv4.ip_forward,net.core.xfrm_larval_drop"   # docs/kubernetes.md "Sysctls"
@@ -25,7 +25,7 @@ PKI="$K8S_CLUSTER_DIR/pki"
 BIN="$K8S_CLUSTER_DIR/bin"
 CNI_BIN="$K8S_CLUSTER_DIR/cni-bin"
 ADMIN_KUBECONFIG="$K8S_CLUSTER_DIR/admin.kubeconfig"
-API_ADDR="$LINK_PREFIX.1"
+API_ADDR="${API_ADDR:-$LINK_PREFIX.1}"     # test_apiserver.py: 127.0.0.1
 
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 log() { printf '%s %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }

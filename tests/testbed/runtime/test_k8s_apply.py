@@ -61,6 +61,10 @@ def test_the_command_line_exits_1_naming_what_and_why(tmp_path: Path, monkeypatc
 @pytest.mark.parametrize("why, again", [(TIMEOUT_ANSWER, True),
                                         ("Unable to connect to the server: dial tcp 10.250.0.1:6443: connect: "
                                          "connection refused", True),
+                                        ("The connection to the server 10.250.0.1:6443 was refused - did you "
+                                         "specify the right host or port?", True),
+                                        ("Unable to connect to the server: EOF", True),
+                                        ("Unable to connect to the server: net/http: TLS handshake timeout", True),
                                         ("Error from server (ServiceUnavailable): the server is currently unable "
                                          "to handle the request", True),
                                         ('Error from server (Forbidden): pods "upf" is forbidden', False),
