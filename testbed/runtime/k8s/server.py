@@ -70,7 +70,7 @@ def start(st: stackctl.Stack, name: str, address: str, port: int, command: list[
         print(f"error: the UPF's pod ({st.pod_of(UPF)}) runs on no node: is the stack up?", file=sys.stderr)
         return 1
     obj = pod(st, name, node, address, port, command)
-    # stdout is the node alone (the driver reads it): kubectl's own lines go to stderr
+    # stdout is the node alone (the driver reads it): the apply keeps kubectl's lines off it, the wait's go to stderr
     why = apply_mod.apply(st.k("apply", "-f", "-"), json.dumps(obj), f"the server pod {name}", stackctl.start_seconds())
     if why:
         print(f"error: applying the server pod {name}: {why}", file=sys.stderr)
