@@ -1,4 +1,4 @@
-""".ci/pq-prepare (CI's preparation of the post-quantum tools): shellcheck-clean; with everything
+""".ci/pq-prepare (CI's preparation of the post-quantum tools and the installer tests' Debian roots): shellcheck-clean; with everything
 already in its cache it makes nothing, times each step and leaves the paths the tests look for
 (tests/integration/suite_roots.py); a step that fails is named with its log and does not fail CI."""
 from __future__ import annotations
@@ -31,8 +31,9 @@ def _installed(pkg: str) -> bool:
 
 
 def _cached(cache: Path) -> None:
-    """A cache as a previous run leaves it: both roots recorded complete, rosenpass installed."""
-    for spec in ("ipsec/pq-root.env", "tls/pq-root.env"):
+    """A cache as a previous run leaves it: the four roots recorded complete, rosenpass installed."""
+    for spec in ("ipsec/pq-root.env", "tls/pq-root.env", "tests/scripts/setup_roots/bookworm.env",
+                 "tests/scripts/setup_roots/trixie.env"):
         res = subprocess.run(["bash", str(ROOT / "scripts" / "suite-root.sh"), "--path", spec], cwd=ROOT,
                              env={**os.environ, "G5TB_CACHE": str(cache)}, capture_output=True, text=True, check=False)
         root = Path(res.stdout.strip())
@@ -63,7 +64,8 @@ def test_a_cached_machine_makes_nothing_and_times_each_step(tmp_path: Path) -> N
                          capture_output=True, text=True, timeout=120, check=False)
     assert res.returncode == 0, res.stderr
     times = (cache / "ci-prepare.times").read_text().splitlines()
-    assert sorted(t.split()[1] for t in times) == ["root-ipsec:", "root-tls:", "rosenpass:"], times
+    assert sorted(t.split()[1] for t in times) == ["root-bookworm:", "root-ipsec:", "root-tls:", "root-trixie:",
+                                                   "rosenpass:"], times
     assert all(" exit 0, " in t for t in times), times
     assert "roots/strongswan-sid-" in (cache / "ci-prepare-root-ipsec.log").read_text()
 
