@@ -111,9 +111,10 @@ def up() -> int:
              (kubectl("-n", ns, "wait", "--for=condition=Ready", "pod", "--all", f"--timeout={stackctl.start_seconds()}s"), None)]
     for argv, stdin in steps:
         # an apply that a loaded API server let time out is tried again (apply.py); a wait has its deadline
-        why = (apply_mod.apply(argv, stdin, f"the CPU readers of namespace {ns}", stackctl.start_seconds())
-               if stdin is not None else
-               "" if subprocess.run(argv, text=True, stdout=subprocess.DEVNULL, check=False).returncode == 0 else "failed")
+        if stdin is not None:
+            why = apply_mod.apply(argv, stdin, f"the CPU readers of namespace {ns}", stackctl.start_seconds())
+        else:
+            why = "" if subprocess.run(argv, text=True, stdout=subprocess.DEVNULL, check=False).returncode == 0 else "failed"
         if why:
             print(f"error: the CPU readers in namespace {ns} did not come up (`{' '.join(argv[1:])}`: {why})",
                   file=sys.stderr)

@@ -214,17 +214,16 @@ def up(st: Stack, args: list[str]) -> int:
                           f"pod {', '.join(pods)}", start_seconds())
     if why:
         print(f"error: applying pod {', '.join(pods)}: {why}", file=sys.stderr)
-    rc = 1 if why else 0
+        return 1
     # as `docker compose up -d` returns with the containers started: the driver reads their logs
     # next (the driver starts a service once its dependencies are up: its gate opens at once)
-    for pod in pods if rc == 0 else ():
+    for pod in pods:
         gate = gate_argvs(st, pod)
-        if gate:
-            rc = _open_gate(gate)
+        rc = _open_gate(gate) if gate else 0
         rc = rc or subprocess.run(running_argv(st, pod), check=False).returncode
         if rc != 0:
             return rc
-    return rc
+    return 0
 
 
 def _open_gate(gate: Gate) -> int:
